@@ -1,0 +1,79 @@
+// headscope-cli info MODEL: architecture and sizes of a checkpoint.
+#include <ATen/ATen.h>
+
+#include <set>
+
+#include "cli_common.h"
+
+namespace hs::cli {
+namespace {
+
+// Parameters actually loaded, each storage counted once (tied embeddings share one).
+long long loadedParameters(const ModelWeights& w) {
+  std::set<const void*> seen;
+  long long n = 0;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (!seen.insert(t.data_ptr()).second) return;
+    n += t.numel();
+  };
+  add(w.tok_emb);
+  add(w.pos_emb);
+  for (const auto& l : w.layers) {
+    for (const auto* t : {&l.attn_norm_w, &l.attn_norm_b, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm_w,
+                          &l.k_norm_w, &l.wo, &l.bo, &l.post_attn_norm_w, &l.mlp_norm_w, &l.mlp_norm_b, &l.w_gate,
+                          &l.w_up, &l.b_up, &l.w_down, &l.b_down, &l.post_mlp_norm_w})
+      add(*t);
+  }
+  add(w.final_norm_w);
+  add(w.final_norm_b);
+  add(w.unembed);
+  add(w.unembed_b);
+  return n;
+}
+
+const char* ropeName(RopeLayout r) {
+  switch (r) {
+    case RopeLayout::None: return "none";
+    case RopeLayout::RotateHalf: return "rotate-half";
+    case RopeLayout::Interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void addInfoCommand(CLI::App& app) {
+  static ModelArgs args;
+  auto* cmd = app.add_subcommand("info", "Architecture, sizes and files of a checkpoint (JSON)");
+  addModelArgs(*cmd, args);
+  cmd->callback([] {
+    const LoadedModel m = loadForCli(args);
+    const ModelConfig& c = m.config;
+    nlohmann::json j = {
+        {"architecture", toString(c.arch)},
+        {"model_type", c.model_type},
+        {"format", m.format},
+        {"n_layers", c.n_layers},
+        {"n_heads", c.n_heads},
+        {"n_kv_heads", c.n_kv_heads},
+        {"d_model", c.d_model},
+        {"d_head", c.d_head},
+        {"d_mlp", c.d_mlp},
+        {"vocab_size", c.vocab_size},
+        {"context_length", c.context_length},
+        {"n_params", loadedParameters(m.model->weights())},
+        {"dtype", std::string(c10::toString(m.model->dtype()))},
+        {"stored_dtype", c.dtype},
+        {"rope", ropeName(c.rope_layout)},
+        {"rope_theta", c.rope_theta},
+        {"tied_embeddings", c.tied_embeddings},
+        {"path", m.path},
+        {"files", m.files},
+        {"tokenizer", m.tokenizer ? nlohmann::json(m.tokenizer->kind()) : nlohmann::json(nullptr)},
+    };
+    printJson(j);
+  });
+}
+
+}  // namespace hs::cli

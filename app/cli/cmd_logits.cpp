@@ -1,0 +1,93 @@
+// headscope-cli logits MODEL (--text S | --ids ...) [--top K] [--ablate L.H,...] [--ablate-mode zero|mean]
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+
+#include "cli_common.h"
+#include "util/error.h"
+
+namespace hs::cli {
+namespace {
+
+struct LogitsArgs {
+  ModelArgs model;
+  std::string text, ids, ablate, ablateMode = "zero";
+  int top = 10;
+};
+
+// One intervention per ablated head on hook_z at every position. Mean ablation replaces the head's
+// z by its mean over the positions of this prompt (taken from an unablated run of the same prompt).
+std::vector<Intervention> ablations(const Transformer& model, const at::Tensor& tokens,
+                                    const std::vector<std::pair<int, int>>& heads, const std::string& mode) {
+  std::vector<Intervention> out;
+  if (heads.empty()) return out;
+  ActivationCache clean;
+  if (mode == "mean") {
+    RunRequest req;
+    req.tokens = tokens;
+    for (const auto& [l, h] : heads) req.capture.insert(attnZ(l));
+    clean = model.run(req).cache;
+  }
+  for (const auto& [l, h] : heads) {
+    Intervention iv;
+    iv.site = attnZ(l);
+    iv.heads = {h};
+    if (mode == "mean") {
+      iv.op = InterventionOp::Mean;
+      iv.tensor = clean.at(attnZ(l)).select(2, h).mean(1);  // [batch, d_head] → broadcast below
+      iv.tensor = iv.tensor.unsqueeze(1).unsqueeze(2);       // [batch, 1, 1, d_head]
+    } else {
+      iv.op = InterventionOp::Zero;
+    }
+    out.push_back(iv);
+  }
+  return out;
+}
+
+}  // namespace
+
+void addLogitsCommand(CLI::App& app) {
+  static LogitsArgs a;
+  auto* cmd = app.add_subcommand("logits", "Next-token logits at the last position, optionally with heads ablated");
+  addModelArgs(*cmd, a.model);
+  cmd->add_option("--text", a.text, "prompt text (encoded as the tokenizer config says)");
+  cmd->add_option("--ids", a.ids, "prompt token ids, comma separated");
+  cmd->add_option("--top", a.top, "how many top tokens to list")->check(CLI::PositiveNumber);
+  cmd->add_option("--ablate", a.ablate, "heads to ablate: LAYER.HEAD,LAYER.HEAD,...");
+  cmd->add_option("--ablate-mode", a.ablateMode,
+                  "zero: hook_z := 0 at all positions; mean: hook_z := its mean over this prompt's positions")
+      ->check(CLI::IsMember({"zero", "mean"}));
+  cmd->callback([] {
+    const LoadedModel m = loadForCli(a.model);
+    const std::vector<int64_t> ids = promptIds(m, a.text, a.ids);
+    c10::InferenceMode guard;
+    const at::Tensor tokens = at::tensor(ids, at::kLong).unsqueeze(0).to(m.model->device());  // [1, pos]
+    RunRequest req;
+    req.tokens = tokens;
+    req.last_logits_only = true;
+    req.interventions = ablations(*m.model, tokens, parseHeadList(a.ablate), a.ablateMode);
+    const RunResult r = m.model->run(req);
+    const at::Tensor last = r.logits[0][-1].to(at::kFloat).cpu().contiguous();  // [vocab]
+    const at::Tensor probs = at::softmax(last.to(at::kDouble), 0);              // [vocab]
+    const int k = std::min<int>(a.top, static_cast<int>(last.size(0)));
+    const auto topk = at::topk(last, k);
+    const at::Tensor topIdx = std::get<1>(topk);  // [k]
+    nlohmann::json top = nlohmann::json::array();
+    for (int i = 0; i < k; ++i) {
+      const int64_t id = topIdx[i].item<int64_t>();
+      top.push_back({{"id", id},
+                     {"piece", m.tokenizer ? m.tokenizer->piece(static_cast<int>(id)) : std::string()},
+                     {"logit", last[id].item<float>()},
+                     {"prob", probs[id].item<double>()}});
+    }
+    const float* p = last.data_ptr<float>();
+    printJson({{"ids", ids},
+               {"last_logits", std::vector<float>(p, p + last.numel())},
+               {"top", top},
+               {"ablated", a.ablate},
+               {"ablate_mode", a.ablateMode}});
+  });
+}
+
+}  // namespace hs::cli

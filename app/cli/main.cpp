@@ -1,0 +1,25 @@
+// headscope-cli: JSON on stdout, messages on stderr; exit 0 on success, 1 with "error: ..." otherwise.
+#include <iostream>
+
+#include "cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
+               "headscope-cli"};
+  app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
+  app.require_subcommand(1);
+  hs::cli::addInfoCommand(app);
+  hs::cli::addTokenizeCommand(app);
+  hs::cli::addLogitsCommand(app);
+  hs::cli::addGenerateCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help / --version exit 0 through here; real parse errors print usage and exit non-zero.
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+  return 0;
+}

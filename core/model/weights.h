@@ -1,0 +1,44 @@
+#pragma once
+// The canonical in-memory weights every family is mapped into (architecture.cpp does the strict
+// mapping from checkpoint keys, with a declared shape for every tensor). Undefined tensors are
+// absent parts (e.g. no biases in Llama). Linear weights are [out, in] as in torch.nn.Linear.
+// q/k rows follow the RoPE layout named in ModelConfig::rope_layout (the forward handles both).
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace hs {
+
+struct LayerWeights {
+  // Pre-attention norm (LayerNorm has a bias). Undefined for OLMo-2 (post-norms only).
+  at::Tensor attn_norm_w, attn_norm_b;  // [d_model]
+  at::Tensor wq;                        // [n_heads * d_head, d_model]
+  at::Tensor wk, wv;                    // [n_kv_heads * d_head, d_model]
+  at::Tensor bq;                        // [n_heads * d_head]    (qkv_bias)
+  at::Tensor bk, bv;                    // [n_kv_heads * d_head] (qkv_bias)
+  at::Tensor q_norm_w;                  // [d_head] (QkNorm::PerHead) or [n_heads * d_head] (Full)
+  at::Tensor k_norm_w;                  // [d_head] (PerHead) or [n_kv_heads * d_head] (Full)
+  at::Tensor wo;                        // [d_model, n_heads * d_head]
+  at::Tensor bo;                        // [d_model] (attn_out_bias)
+  at::Tensor post_attn_norm_w;          // [d_model] OLMo-2 norm applied to the attention output
+
+  // Pre-MLP norm. Undefined for OLMo-2.
+  at::Tensor mlp_norm_w, mlp_norm_b;  // [d_model]
+  at::Tensor w_gate;                  // [d_mlp, d_model]  SwiGLU only
+  at::Tensor w_up;                    // [d_mlp, d_model]  (GPT-2 c_fc, NeoX dense_h_to_4h)
+  at::Tensor b_up;                    // [d_mlp]           (mlp_bias)
+  at::Tensor w_down;                  // [d_model, d_mlp]
+  at::Tensor b_down;                  // [d_model]         (mlp_bias)
+  at::Tensor post_mlp_norm_w;         // [d_model] OLMo-2 norm applied to the MLP output
+};
+
+struct ModelWeights {
+  at::Tensor tok_emb;  // [vocab, d_model]
+  at::Tensor pos_emb;  // [context_length, d_model] (GPT-2 only)
+  std::vector<LayerWeights> layers;
+  at::Tensor final_norm_w, final_norm_b;  // [d_model]
+  at::Tensor unembed;                     // [vocab, d_model] (same storage as tok_emb when tied)
+  at::Tensor unembed_b;                   // [vocab] (rare; undefined otherwise)
+};
+
+}  // namespace hs

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs everything HeadScope needs on Debian 12 (as root, or through sudo), skipping what is there.
+# libopenblas0-pthread matters: without it libtorch falls back to reference BLAS (~17x slower matmuls).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev libopenblas0-pthread
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
+  libeigen3-dev nlohmann-json3-dev libpcre2-dev libcli11-dev
+  python3-torch          # /usr/bin/python3 + PyTorch 1.13: independent reference forwards in tests and bench
+  xvfb xauth             # GUI tests and screenshots without a display
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
