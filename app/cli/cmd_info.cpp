@@ -41,6 +41,16 @@ const char* ropeName(RopeLayout r) {
   return "?";
 }
 
+const char* dtypeName(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "float32";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kDouble: return "float64";
+    default: return "other";
+  }
+}
+
 }  // namespace
 
 void addInfoCommand(CLI::App& app) {
@@ -63,7 +73,7 @@ void addInfoCommand(CLI::App& app) {
         {"vocab_size", c.vocab_size},
         {"context_length", c.context_length},
         {"n_params", loadedParameters(m.model->weights())},
-        {"dtype", std::string(c10::toString(m.model->dtype()))},
+        {"dtype", dtypeName(m.model->dtype())},
         {"stored_dtype", c.dtype},
         {"rope", ropeName(c.rope_layout)},
         {"rope_theta", c.rope_theta},

@@ -1,0 +1,158 @@
+// The CLI as a user runs it: real processes, JSON on stdout, errors as one "error: ..." line.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "test_paths.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct CliResult {
+  int exitCode = -1;
+  std::string out, err;
+  json parsed() const { return json::parse(out); }
+};
+
+CliResult runCli(const QStringList& args) {
+  QProcess p;
+  p.start(QString::fromStdString(hs::test::cliPath()), args);
+  p.waitForFinished(240000);
+  CliResult r;
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput().toStdString();
+  r.err = p.readAllStandardError().toStdString();
+  return r;
+}
+
+QString stories(const char* file) {
+  return QString::fromStdString(hs::test::sharedData(std::string("models/stories260K/") + file));
+}
+
+json reference() {
+  std::ifstream f(hs::test::sharedData("models/stories260K/reference_outputs.json"));
+  return json::parse(f);
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { HS_REQUIRE_FILE(hs::test::sharedData("models/stories260K/stories260K.bin")); }
+
+  void infoReportsStories260KShapes_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("llama2c") << stories("stories260K.bin");
+    QTest::newRow("gguf") << stories("stories260K.gguf");
+  }
+  void infoReportsStories260KShapes() {
+    QFETCH(QString, file);
+    const CliResult r = runCli({"info", file});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    const json j = r.parsed();
+    QCOMPARE(j["architecture"].get<std::string>(), std::string("llama"));
+    QCOMPARE(j["n_layers"].get<int>(), 5);
+    QCOMPARE(j["n_heads"].get<int>(), 8);
+    QCOMPARE(j["n_kv_heads"].get<int>(), 4);
+    QCOMPARE(j["d_model"].get<int>(), 64);
+    QCOMPARE(j["d_head"].get<int>(), 8);
+    QCOMPARE(j["d_mlp"].get<int>(), 172);
+    QCOMPARE(j["vocab_size"].get<int>(), 512);
+    QCOMPARE(j["dtype"].get<std::string>(), std::string("float32"));
+    // 512*64 embeddings (tied) + 5 layers * (4096 + 2*2048 + 4096 + 3*172*64 + 2*64) + 64.
+    QCOMPARE(j["n_params"].get<long long>(), 512LL * 64 + 5LL * (4096 + 4096 + 4096 + 3 * 172 * 64 + 128) + 64);
+  }
+
+  void tokenizeMatchesLlama2c() {
+    for (const auto& c : reference()["cases"]) {
+      const CliResult r = runCli({"tokenize", "--tokenizer", stories("tok512.bin"), "--text",
+                                  QString::fromStdString(c["prompt"].get<std::string>())});
+      QVERIFY2(r.exitCode == 0, r.err.c_str());
+      const json j = r.parsed();
+      QCOMPARE(j["ids"], c["token_ids"]);
+      QCOMPARE(j["decoded"].get<std::string>(), c["prompt"].get<std::string>());
+    }
+  }
+
+  void logitsMatchReference_data() {
+    QTest::addColumn<QStringList>("modelArgs");
+    QTest::newRow("llama2c") << QStringList{stories("stories260K.bin"), "--tokenizer", stories("tok512.bin")};
+    QTest::newRow("gguf") << QStringList{stories("stories260K.gguf")};
+  }
+  void logitsMatchReference() {
+    QFETCH(QStringList, modelArgs);
+    for (const auto& c : reference()["cases"]) {
+      const CliResult r = runCli(QStringList{"logits"} + modelArgs +
+                                 QStringList{"--text", QString::fromStdString(c["prompt"].get<std::string>())});
+      QVERIFY2(r.exitCode == 0, r.err.c_str());
+      const json j = r.parsed();
+      QCOMPARE(j["ids"], c["token_ids"]);
+      const auto got = j["last_logits"].get<std::vector<double>>();
+      const auto want = c["last_position_logits_full"].get<std::vector<double>>();
+      QCOMPARE(got.size(), want.size());
+      double maxDiff = 0;
+      for (size_t i = 0; i < got.size(); ++i) maxDiff = std::max(maxDiff, std::abs(got[i] - want[i]));
+      QVERIFY2(maxDiff <= 1e-4, qPrintable(QString("max |logit diff| %1 > 1e-4").arg(maxDiff)));
+      QCOMPARE(j["top"][0]["id"], c["last_position_top10"][0]["id"]);
+    }
+  }
+
+  void generateReproducesRunC() {
+    const json ref = reference();
+    const CliResult r = runCli({"generate", stories("stories260K.bin"), "--tokenizer", stories("tok512.bin"), "--text",
+                                "Once upon a time", "--max-new", "60"});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    QCOMPARE(r.parsed()["text"].get<std::string>(), ref["run_c_greedy_prompt_Once_upon_a_time_n64"].get<std::string>());
+  }
+
+  void ablationChangesLogitsAndBadHeadIsAnError() {
+    const QStringList base{"logits", stories("stories260K.bin"), "--ids", "1,403,407,261,378"};
+    const CliResult clean = runCli(base);
+    const CliResult zero = runCli(base + QStringList{"--ablate", "0.1,2.3"});
+    const CliResult mean = runCli(base + QStringList{"--ablate", "0.1,2.3", "--ablate-mode", "mean"});
+    QVERIFY2(clean.exitCode == 0 && zero.exitCode == 0 && mean.exitCode == 0, (zero.err + mean.err).c_str());
+    QVERIFY(clean.parsed()["last_logits"] != zero.parsed()["last_logits"]);
+    QVERIFY(zero.parsed()["last_logits"] != mean.parsed()["last_logits"]);
+
+    const CliResult bad = runCli(base + QStringList{"--ablate", "7.0"});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.rfind("error: ", 0) == 0, bad.err.c_str());
+    QVERIFY2(bad.err.find("layer") != std::string::npos, bad.err.c_str());
+  }
+
+  void badInputsGiveOneLineErrors() {
+    QTemporaryDir dir;
+    // A .bin with its last byte cut off.
+    const std::string cut = dir.filePath("cut.bin").toStdString();
+    {
+      std::ifstream in(stories("stories260K.bin").toStdString(), std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 1));
+    }
+    const CliResult truncated = runCli({"info", QString::fromStdString(cut)});
+    QCOMPARE(truncated.exitCode, 1);
+    QVERIFY2(truncated.err.find("cut.bin") != std::string::npos, truncated.err.c_str());
+
+    const CliResult missing = runCli({"info", dir.filePath("nope.gguf")});
+    QCOMPARE(missing.exitCode, 1);
+    QVERIFY2(missing.err.find("nope.gguf") != std::string::npos, missing.err.c_str());
+
+    const CliResult outOfRange = runCli({"logits", stories("stories260K.bin"), "--ids", "1,9999"});
+    QCOMPARE(outOfRange.exitCode, 1);
+    QVERIFY2(outOfRange.err.find("9999") != std::string::npos, outOfRange.err.c_str());
+
+    const CliResult help = runCli({"logits", "--help"});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY(help.out.find("--ablate-mode") != std::string::npos);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
