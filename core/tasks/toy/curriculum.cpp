@@ -1,0 +1,53 @@
+#include "tasks/toy/curriculum.h"
+
+#include "util/error.h"
+
+namespace hs::toy {
+
+std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len) {
+  MixtureConfig warmup;
+  warmup.seq_len = seq_len;
+  warmup.w_induction = 3.0;
+  warmup.w_copy_list = 1.5;
+  warmup.w_translate_list = 1.5;
+  warmup.w_icl_cls = 1.0;
+  warmup.w_function = 1.0;
+
+  MixtureConfig main;
+  main.seq_len = seq_len;
+
+  MixtureConfig icl;
+  icl.seq_len = seq_len;
+  icl.w_induction = 0.5;
+  icl.w_copy_list = 0.5;
+  icl.w_translate_list = 0.75;
+  icl.w_icl_cls = 3.0;
+  icl.w_function = 3.0;
+
+  return {{"warmup", total_samples * 15 / 100, warmup},
+          {"main", total_samples * 70 / 100, main},
+          {"icl", total_samples, icl}};
+}
+
+CurriculumSampler::CurriculumSampler(const ToyWorld& world, const std::vector<CurriculumStage>& stages,
+                                     uint64_t seed)
+    : stages_(stages) {
+  if (stages_.empty()) fail("toy curriculum: no stages");
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (s > 0 && stages_[s].until <= stages_[s - 1].until && s + 1 < stages_.size())
+      fail("toy curriculum: stage \"", stages_[s].name, "\" ends at ", stages_[s].until,
+           ", not after stage \"", stages_[s - 1].name, "\" (", stages_[s - 1].until, ")");
+    if (stages_[s].config.seq_len != stages_[0].config.seq_len)
+      fail("toy curriculum: stage \"", stages_[s].name, "\" has seq_len ", stages_[s].config.seq_len,
+           ", expected ", stages_[0].config.seq_len, " like stage \"", stages_[0].name, "\"");
+    samplers_.emplace_back(world, stages_[s].config, seed);
+  }
+}
+
+size_t CurriculumSampler::stageAt(uint64_t index) const {
+  for (size_t s = 0; s + 1 < stages_.size(); ++s)
+    if (index < stages_[s].until) return s;
+  return stages_.size() - 1;
+}
+
+}  // namespace hs::toy

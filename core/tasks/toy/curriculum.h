@@ -1,0 +1,48 @@
+#pragma once
+// A curriculum for the toy model: the mixture changes with the sample index, in stages. Sample i of stage s
+// is MixtureSampler(world, stage s config, seed).sampleAt(i), so the stream still depends on (seed, i) only
+// and a resumed trainer continues it exactly with seek(i).
+//
+// Why stages (planning notes from the issue): in-context abilities rest on induction heads, which form first
+// and fast when repeated spans are common (Olsson et al.); task recognition (which label words / which output
+// language) is learned early, task learning (which category goes with which label, from the demos alone)
+// slowly. So: an induction- and copy-heavy warm-up, then the full mixture, then a phase weighted towards the
+// ICL episodes whose accuracy is the target (classification, function episodes).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tasks/toy/mixture.h"
+
+namespace hs::toy {
+
+struct CurriculumStage {
+  std::string name;
+  uint64_t until = 0;  // this stage serves sample indices below `until` (after the previous stage's)
+  MixtureConfig config;
+};
+
+// Warm-up (first 15%: induction and lists weighted up), main (default mixture, to 70%), icl (classification
+// and function episodes weighted up). The last stage extends past total_samples.
+std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len = 256);
+
+class CurriculumSampler {
+ public:
+  // Stages must have increasing `until` and one seq_len (the trainer's batch shape).
+  CurriculumSampler(const ToyWorld& world, const std::vector<CurriculumStage>& stages, uint64_t seed);
+
+  Sample next() { return sampleAt(position_++); }
+  Sample sampleAt(uint64_t index) const { return samplers_[stageAt(index)].sampleAt(index); }
+  uint64_t position() const { return position_; }
+  void seek(uint64_t position) { position_ = position; }
+
+  size_t stageAt(uint64_t index) const;  // the last stage serves every index past the others
+  const std::vector<CurriculumStage>& stages() const { return stages_; }
+
+ private:
+  std::vector<CurriculumStage> stages_;
+  std::vector<MixtureSampler> samplers_;
+  uint64_t position_ = 0;
+};
+
+}  // namespace hs::toy

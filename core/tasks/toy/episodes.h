@@ -1,0 +1,51 @@
+#pragma once
+// One episode of each kind as token ids plus a loss mask. The training mixture packs these and the
+// evaluation prompts cut them at the final answer, so both see exactly the same format:
+//   induction       <bos> s1 .. sL s1 .. sL [s1 .. sL ...]        (L distinct syllables, 2-4 repeats)
+//   copy list       <bos> w1 , w2 , .. wn ; w1 , w2 , .. wn       (one language)
+//   translate list  <bos> w1 , .. wn → tr(w1) , .. tr(wn)          (A → B or B → A)
+//   classification  <bos> x1 : l(x1) <nl> .. xk : l(xk) <nl> q : l(q) <nl>
+//   function        <bos> x1 → f(x1) <nl> .. xk → f(xk) <nl> q → f(q) <nl>
+// loss_mask[t] == 1 marks tokens[t] as a training target (the logits at t-1 predict it).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tasks/toy/rng.h"
+#include "tasks/toy/world.h"
+
+namespace hs::toy {
+
+struct Episode {
+  std::vector<int> tokens;          // [len] starts with <bos>
+  std::vector<uint8_t> loss_mask;   // [len] 1 where tokens[t] is a target
+  std::vector<size_t> item_starts;  // start of every answer item: repeat/list words/labels/outputs (see .cpp)
+  size_t answer_pos = 0;            // start of the final answer (query label / output, 2nd repeat)
+  size_t answer_len = 0;
+  std::vector<int> label_set;   // classification: this episode's label word ids, in category order
+  std::vector<int> categories;  // classification: the episode's categories; label_set[i] is theirs
+};
+
+// <bos> + `span` repeated `repeats` times; span = distinct syllable ids of either language. Mask: every
+// repeated token except the first of the second repeat (which no context can predict).
+// item_starts = start of each repeat after the first.
+Episode inductionEpisode(const ToyWorld& w, const std::vector<int>& span, int repeats);
+// A random span of `len` distinct syllables drawn from both languages.
+std::vector<int> randomSpan(const ToyWorld& w, Rng& rng, int len);
+
+// <bos> list(from) SEP list(to): SEP is ";" when from == to (copy) and "→" otherwise (translation). Mask: the
+// whole second list (words and commas). item_starts = start of each word of the second list.
+Episode listEpisode(const ToyWorld& w, const std::vector<int>& concepts, Lang from, Lang to);
+
+// Classification episode: n_labels categories and n_labels label words drawn afresh, a fresh random
+// bijection category -> label, `shots` demonstrations and one query, all in language `lang`, all concepts
+// distinct. When shots >= n_labels every category (so every label) appears among the demonstrations.
+// Mask: every label position. item_starts = label positions; answer = the query's label.
+Episode clsEpisode(const ToyWorld& w, Rng& rng, int n_labels, int shots, Lang lang);
+
+// Function episode x -> f(x) for a word task (tasks.h), `shots` demonstrations then the query, distinct
+// concepts. Mask: every output and the <nl> that ends it. item_starts = output starts; answer = query output.
+Episode functionEpisode(const ToyWorld& w, Rng& rng, const std::string& task, int shots);
+
+}  // namespace hs::toy

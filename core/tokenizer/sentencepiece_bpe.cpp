@@ -1,0 +1,159 @@
+#include "tokenizer/sentencepiece_bpe.h"
+
+#include "tokenizer/token_text.h"
+#include "tokenizer/utf8.h"
+#include "util/error.h"
+
+namespace hs {
+
+using tokentext::kMetaSpace;
+
+SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
+    : vocab_(std::move(cfg.vocab)),
+      added_(cfg.added),
+      prepend_(cfg.prepend),
+      splitOnMetaSpace_(cfg.splitOnMetaSpace),
+      byteFallback_(cfg.byteFallback),
+      unk_(cfg.unk),
+      fuseUnk_(cfg.fuseUnk),
+      bos_(cfg.bos),
+      eos_(cfg.eos),
+      addBos_(cfg.addBos),
+      source_(std::move(cfg.source)) {
+  int maxId = -1;
+  for (const auto& [p, id] : vocab_) {
+    if (id < 0) fail(source_, ": vocabulary entry \"", p, "\" has negative id ", id);
+    maxId = std::max(maxId, id);
+  }
+  for (const AddedToken& t : cfg.added)
+    maxId = std::max(maxId, t.id);
+  pieces_.assign(maxId + 1, std::string());
+  present_.assign(maxId + 1, false);
+  isAdded_.assign(maxId + 1, false);
+  for (const auto& [p, id] : vocab_) {
+    pieces_[id] = p;
+    present_[id] = true;
+  }
+  for (const AddedToken& t : cfg.added) {
+    if (t.id < 0) fail(source_, ": added token \"", t.content, "\" has negative id ", t.id);
+    pieces_[t.id] = t.content;
+    present_[t.id] = true;
+    isAdded_[t.id] = true;
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = vocab_.find(tokentext::bytePiece(static_cast<unsigned char>(b)));
+    byteIds_[b] = it == vocab_.end() ? -1 : it->second;
+  }
+  for (size_t r = 0; r < cfg.merges.size(); ++r) {
+    const auto& [a, b] = cfg.merges[r];
+    auto ia = vocab_.find(a), ib = vocab_.find(b), im = vocab_.find(a + b);
+    if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
+      fail(source_, ": merge ", r, " \"", a, " ", b, "\" uses a piece that is not in the vocabulary (\"",
+           ia == vocab_.end() ? a : (ib == vocab_.end() ? b : a + b), "\")");
+    ranks_.add(ia->second, ib->second, static_cast<int>(r), im->second);
+  }
+}
+
+void SentencePieceBpeTokenizer::checkId(int id) const {
+  if (id < 0 || id >= vocabSize())
+    fail(source_, ": token id ", id, " is out of range (vocab size ", vocabSize(), ")");
+  if (!present_[id])
+    fail(source_, ": token id ", id, " has no entry in the vocabulary (vocab size ", vocabSize(), ")");
+}
+
+void SentencePieceBpeTokenizer::encodeWord(const std::string& word, std::vector<int>& out) const {
+  std::vector<int> symbols;
+  for (const std::string& c : utf8::chars(word)) {
+    auto it = vocab_.find(c);
+    if (it != vocab_.end()) {
+      symbols.push_back(it->second);
+      continue;
+    }
+    bool allBytes = byteFallback_;
+    for (unsigned char b : c)
+      allBytes = allBytes && byteIds_[b] >= 0;
+    if (allBytes) {
+      for (unsigned char b : c)
+        symbols.push_back(byteIds_[b]);
+    } else {
+      if (unk_ < 0)
+        fail(source_, ": character \"", utf8::repair(c),
+             "\" is not in the vocabulary and there is no unk token");
+      symbols.push_back(unk_);
+    }
+  }
+  std::vector<int> merged = bpeMerge(std::move(symbols), [this](int l, int r) { return ranks_.find(l, r); });
+  for (int id : merged) {
+    if (fuseUnk_ && id == unk_ && !out.empty() && out.back() == unk_) continue;
+    out.push_back(id);
+  }
+}
+
+std::vector<int> SentencePieceBpeTokenizer::encode(const std::string& text,
+                                                   std::optional<bool> addBos) const {
+  std::vector<int> out;
+  if (addBos.value_or(addBos_)) {
+    if (bos_ < 0) fail(source_, ": BOS requested but the tokenizer has no BOS token");
+    out.push_back(bos_);
+  }
+  bool atStart = true;
+  for (const TextSegment& seg : added_.split(text)) {
+    if (seg.tokenId >= 0) {
+      out.push_back(seg.tokenId);
+      atStart = false;
+      continue;
+    }
+    std::string s = tokentext::replaceAll(seg.text, " ", kMetaSpace);
+    if (prepend_ == PrependScheme::Always || (prepend_ == PrependScheme::First && atStart))
+      s = kMetaSpace + s;
+    atStart = false;
+    if (!splitOnMetaSpace_) {
+      encodeWord(s, out);
+      continue;
+    }
+    // Each word starts at a "▁" (the meta space stays with the word that follows it).
+    size_t begin = 0;
+    while (begin < s.size()) {
+      size_t next = s.find(
+          kMetaSpace, begin + (s.compare(begin, kMetaSpace.size(), kMetaSpace) == 0 ? kMetaSpace.size() : 0));
+      if (next == std::string::npos) next = s.size();
+      encodeWord(s.substr(begin, next - begin), out);
+      begin = next;
+    }
+  }
+  return out;
+}
+
+std::string SentencePieceBpeTokenizer::decode(const std::vector<int>& ids) const {
+  std::string bytes;
+  const size_t start = (addBos_ && !ids.empty() && ids[0] == bos_) ? 1 : 0;
+  for (size_t i = start; i < ids.size(); ++i) {
+    const int id = ids[i];
+    checkId(id);
+    if (isAdded_[id]) {
+      bytes += pieces_[id];
+    } else if (auto b = tokentext::parseBytePiece(pieces_[id])) {
+      bytes += static_cast<char>(*b);
+    } else {
+      bytes += tokentext::replaceAll(pieces_[id], kMetaSpace, " ");
+    }
+  }
+  // The dummy prefix is not part of the text: drop it once.
+  if (prepend_ != PrependScheme::Never && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
+  return utf8::repair(bytes);
+}
+
+std::string SentencePieceBpeTokenizer::piece(int id) const {
+  checkId(id);
+  return pieces_[id];
+}
+
+std::optional<int> SentencePieceBpeTokenizer::idOf(const std::string& piece) const {
+  auto it = vocab_.find(piece);
+  if (it != vocab_.end()) return it->second;
+  for (const AddedToken& t : added_.tokens())
+    if (t.content == piece) return t.id;
+  return std::nullopt;
+}
+
+}  // namespace hs

@@ -1,0 +1,308 @@
+// The training mixture: a deterministic, seekable stream; fixed-length samples with valid ids; and, parsed
+// back from the tokens alone, episodes of the right format whose loss masks cover exactly the intended
+// positions (repeats, copied/translated lists, labels, function outputs).
+#include <QtTest>
+
+#include <map>
+#include <set>
+
+#include "tasks/toy/curriculum.h"
+#include "tasks/toy/mixture.h"
+#include "tasks/toy/tasks.h"
+#include "toy_parse.h"
+#include "util/error.h"
+
+using namespace hs::toy;
+using hs::toy::test::splitOn;
+
+namespace {
+
+struct Span {
+  size_t begin, end;  // one episode [begin, end) inside a sample, begin at its <bos>
+};
+
+std::vector<Span> episodesOf(const Sample& s) {
+  std::vector<Span> out;
+  size_t used = s.tokens.size();
+  while (used > 0 && s.tokens[used - 1] == tok::kPad)
+    --used;
+  for (size_t i = 0; i < s.episode_starts.size(); ++i)
+    out.push_back({s.episode_starts[i], i + 1 < s.episode_starts.size() ? s.episode_starts[i + 1] : used});
+  return out;
+}
+
+bool sameSample(const Sample& a, const Sample& b) {
+  return a.tokens == b.tokens && a.loss_mask == b.loss_mask && a.kind == b.kind &&
+         a.episode_starts == b.episode_starts;
+}
+
+}  // namespace
+
+class TestToyMixture : public QObject {
+  Q_OBJECT
+ private:
+  ToyWorld w_ = ToyWorld::build();
+  static constexpr int kSamples = 600;
+
+  // Expected mask of one episode, derived independently from its tokens; also checks the format.
+  std::vector<uint8_t> expectedMask(const std::string& kind, const std::vector<int>& ep) {
+    std::vector<uint8_t> m(ep.size(), 0);
+    if (kind == kKindInduction) {
+      // Span length = first recurrence of the first span token (span tokens are distinct).
+      size_t L = 0;
+      for (size_t p = 2; p < ep.size() && !L; ++p)
+        if (ep[p] == ep[1]) L = p - 1;
+      const size_t body = ep.size() - 1;
+      if (L < 8 || L > 24 || body % L != 0 || body / L < 2 || body / L > 4) return {};
+      std::set<int> distinct(ep.begin() + 1, ep.begin() + 1 + static_cast<long>(L));
+      if (distinct.size() != L) return {};
+      for (size_t p = 1 + L; p < ep.size(); ++p) {
+        if (ep[p] != ep[p - L] || w_.languageOfToken(ep[p]) < 0) return {};
+        m[p] = p == 1 + L ? 0 : 1;
+      }
+      return m;
+    }
+    if (kind == kKindCopyList || kind == kKindTranslateList) {
+      const int sep = kind == kKindCopyList ? tok::kSemi : tok::kArrow;
+      const auto it = std::find(ep.begin(), ep.end(), sep);
+      if (it == ep.end()) return {};
+      const size_t s = static_cast<size_t>(it - ep.begin());
+      const auto first = splitOn(ep, 1, s, tok::kComma);
+      const auto second = splitOn(ep, s + 1, ep.size(), tok::kComma);
+      if (first.size() != second.size() || first.size() < 3 || first.size() > 8) return {};
+      for (size_t i = 0; i < first.size(); ++i) {
+        const int la = hs::toy::test::languageOfWord(w_, first[i]);
+        const int lb = hs::toy::test::languageOfWord(w_, second[i]);
+        if (la < 0 || lb < 0) return {};
+        const int ca = w_.conceptOf(static_cast<Lang>(la), first[i]);
+        const int cb = w_.conceptOf(static_cast<Lang>(lb), second[i]);
+        if (ca < 0 || ca != cb) return {};                     // same concept
+        if ((kind == kKindCopyList) != (la == lb)) return {};  // copy: same language
+      }
+      for (size_t p = s + 1; p < ep.size(); ++p)
+        m[p] = 1;
+      return m;
+    }
+    if (kind == kKindIclCls) {
+      // x : label <nl> ... ; every item ends with <nl>.
+      if (ep.back() != tok::kNl) return {};
+      size_t start = 1;
+      std::map<int, int> cat_to_label, label_to_cat;
+      for (size_t p = 1; p < ep.size(); ++p) {
+        if (ep[p] != tok::kNl) continue;
+        // item [start, p): word tokens, ":", label
+        if (p - start < 3 || ep[p - 2] != tok::kColon || !hs::toy::test::isLabel(w_, ep[p - 1])) return {};
+        const std::vector<int> word(ep.begin() + static_cast<long>(start),
+                                    ep.begin() + static_cast<long>(p - 2));
+        const int l = hs::toy::test::languageOfWord(w_, word);
+        if (l < 0) return {};
+        const int k = hs::toy::test::categoryOfWord(w_, static_cast<Lang>(l), word);
+        if (k < 0) return {};
+        // Within an episode the mapping category -> label is a bijection.
+        if (cat_to_label.count(k) && cat_to_label[k] != ep[p - 1]) return {};
+        if (label_to_cat.count(ep[p - 1]) && label_to_cat[ep[p - 1]] != k) return {};
+        cat_to_label[k] = ep[p - 1];
+        label_to_cat[ep[p - 1]] = k;
+        cls_mappings_[k].insert(ep[p - 1]);
+        m[p - 1] = 1;
+        start = p + 1;
+      }
+      cls_items_.push_back(static_cast<int>(std::count(ep.begin(), ep.end(), tok::kNl)));
+      return m;
+    }
+    // function: x → y <nl> ...; one task for the whole episode.
+    if (ep.back() != tok::kNl) return {};
+    std::vector<std::pair<std::vector<int>, std::vector<int>>> items;
+    size_t start = 1;
+    for (size_t p = 1; p < ep.size(); ++p) {
+      if (ep[p] != tok::kNl) continue;
+      const auto parts = splitOn(ep, start, p, tok::kArrow);
+      if (parts.size() != 2) return {};
+      const size_t arrow = start + parts[0].size();
+      for (size_t q = arrow + 1; q <= p; ++q)
+        m[q] = 1;  // output and its <nl>
+      items.push_back({parts[0], parts[1]});
+      start = p + 1;
+    }
+    bool some_task = false;
+    for (const auto& name : wordTaskNames()) {
+      const auto& info = taskInfo(name);
+      bool all = true;
+      for (const auto& [x, y] : items) {
+        const int c = w_.conceptOf(info.input_lang, x);
+        all = all && c >= 0 && wordTaskPair(w_, name, c).second == y;
+      }
+      some_task = some_task || all;
+    }
+    if (!some_task) return {};
+    fn_items_.push_back(static_cast<int>(items.size()));
+    return m;
+  }
+
+  std::map<int, std::set<int>> cls_mappings_;  // category -> labels seen across episodes
+  std::vector<int> cls_items_, fn_items_;      // demos + query per episode
+
+ private Q_SLOTS:
+  void streamIsDeterministicAndSeekable() {
+    MixtureSampler a(w_, {}, 42), b(w_, {}, 42), c(w_, {}, 43);
+    std::vector<Sample> first;
+    for (int i = 0; i < 40; ++i)
+      first.push_back(a.next());
+    QCOMPARE(a.position(), uint64_t(40));
+    int differ = 0;
+    for (int i = 0; i < 40; ++i) {
+      QVERIFY(sameSample(first[i], b.next()));
+      differ += !sameSample(first[i], c.next());
+    }
+    QVERIFY(differ >= 38);
+    // seek(i) then next() is sample i, whatever came before.
+    b.seek(17);
+    QVERIFY(sameSample(b.next(), first[17]));
+    QCOMPARE(b.position(), uint64_t(18));
+    QVERIFY(sameSample(b.sampleAt(5), first[5]));
+    b.seek(3);
+    QVERIFY(sameSample(b.next(), first[3]));
+    // A sampler built later (a resumed trainer) continues the same stream.
+    MixtureSampler resumed(ToyWorld::build(), {}, 42);
+    resumed.seek(39);
+    QVERIFY(sameSample(resumed.next(), first[39]));
+  }
+
+  void samplesHaveFixedLengthAndValidIds() {
+    MixtureSampler s(w_, {}, 7);
+    std::map<std::string, int> kinds;
+    for (int i = 0; i < kSamples; ++i) {
+      const Sample x = s.next();
+      QCOMPARE(int(x.tokens.size()), 256);
+      QCOMPARE(int(x.loss_mask.size()), 256);
+      ++kinds[x.kind];
+      for (size_t p = 0; p < x.tokens.size(); ++p) {
+        QVERIFY(x.tokens[p] >= 0 && x.tokens[p] < w_.vocabSize());
+        QVERIFY(x.loss_mask[p] <= 1);
+        if (x.tokens[p] == tok::kPad) QCOMPARE(int(x.loss_mask[p]), 0);
+      }
+      QVERIFY(!x.episode_starts.empty());
+      QCOMPARE(int(x.episode_starts[0]), 0);
+      for (size_t st : x.episode_starts)
+        QCOMPARE(x.tokens[st], tok::kBos);
+      QCOMPARE(int(std::count(x.tokens.begin(), x.tokens.end(), tok::kBos)), int(x.episode_starts.size()));
+    }
+    // Every kind appears, roughly by weight (1 : .75 : .75 : 2 : 2 of 6.5).
+    QCOMPARE(int(kinds.size()), 5);
+    QVERIFY(kinds[kKindIclCls] > kinds[kKindCopyList]);
+    QVERIFY(kinds[kKindFunction] > kinds[kKindTranslateList]);
+    QVERIFY(kinds[kKindInduction] > kSamples / 12);
+  }
+
+  void lossMasksCoverExactlyTheIntendedPositions() {
+    MixtureSampler s(w_, {}, 11);
+    std::map<std::string, int> checked;
+    for (int i = 0; i < kSamples; ++i) {
+      const Sample x = s.next();
+      for (const Span& e : episodesOf(x)) {
+        const std::vector<int> ep(x.tokens.begin() + static_cast<long>(e.begin),
+                                  x.tokens.begin() + static_cast<long>(e.end));
+        const std::vector<uint8_t> mask(x.loss_mask.begin() + static_cast<long>(e.begin),
+                                        x.loss_mask.begin() + static_cast<long>(e.end));
+        const std::vector<uint8_t> want = expectedMask(x.kind, ep);
+        QVERIFY2(!want.empty(),
+                 qPrintable(QString::fromStdString(x.kind + ": malformed episode: " + w_.text(ep))));
+        QVERIFY2(mask == want, qPrintable(QString::fromStdString(x.kind + ": wrong mask on " + w_.text(ep))));
+        ++checked[x.kind];
+      }
+    }
+    QCOMPARE(int(checked.size()), 5);
+    // Packing: several episodes per sample on average.
+    int episodes = 0;
+    for (const auto& kv : checked)
+      episodes += kv.second;
+    QVERIFY(episodes > 2 * kSamples);
+  }
+
+  void classificationLabelsAreDrawnAfreshPerEpisode() {
+    MixtureSampler s(w_, {}, 5);
+    for (int i = 0; i < kSamples; ++i) {
+      const Sample x = s.next();
+      if (x.kind != kKindIclCls) continue;
+      for (const Span& e : episodesOf(x))
+        expectedMask(x.kind, std::vector<int>(x.tokens.begin() + static_cast<long>(e.begin),
+                                              x.tokens.begin() + static_cast<long>(e.end)));
+    }
+    // Every category has been named by many different label words: the mapping cannot be memorised.
+    QCOMPARE(int(cls_mappings_.size()), w_.numCategories());
+    for (const auto& [k, labels] : cls_mappings_)
+      QVERIFY2(labels.size() >= 10, qPrintable(QString::number(labels.size())));
+    // Shots range over 0..12 (items = shots + query), with a share of zero-shot episodes.
+    const int zero = static_cast<int>(std::count(cls_items_.begin(), cls_items_.end(), 1));
+    QCOMPARE(*std::max_element(cls_items_.begin(), cls_items_.end()), 13);
+    QVERIFY(zero > 0);
+    QVERIFY(zero < static_cast<int>(cls_items_.size()) / 4);
+  }
+
+  void unpackedSamplesHoldOneEpisode() {
+    MixtureConfig cfg;
+    cfg.pack = false;
+    cfg.seq_len = 128;
+    MixtureSampler s(w_, cfg, 3);
+    for (int i = 0; i < 100; ++i) {
+      const Sample x = s.next();
+      QCOMPARE(int(x.tokens.size()), 128);
+      QCOMPARE(int(x.episode_starts.size()), 1);
+    }
+  }
+
+  void configsThatCannotFitAreRejected() {
+    MixtureConfig cfg;
+    cfg.seq_len = 64;  // induction episodes reach 1 + 24 * 4 = 97 tokens
+    QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, cfg, 1));
+    cfg.w_induction = 0;
+    cfg.w_icl_cls = 0;
+    cfg.w_function = 0;
+    cfg.list_max_words = 4;  // lists: 1 + 2 * (4*3 + 3) + 1 = 32
+    MixtureSampler ok(w_, cfg, 1);
+    for (int i = 0; i < 20; ++i)
+      QVERIFY(ok.next().kind != kKindInduction);
+    MixtureConfig bad_task;
+    bad_task.fn_tasks = {"category_label"};
+    QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, bad_task, 1));
+  }
+
+  void curriculumSwitchesStagesDeterministically() {
+    const auto stages = defaultCurriculum(1000);
+    QCOMPARE(int(stages.size()), 3);
+    CurriculumSampler cs(w_, stages, 42);
+    QCOMPARE(int(cs.stageAt(0)), 0);
+    QCOMPARE(int(cs.stageAt(149)), 0);
+    QCOMPARE(int(cs.stageAt(150)), 1);
+    QCOMPARE(int(cs.stageAt(699)), 1);
+    QCOMPARE(int(cs.stageAt(700)), 2);
+    QCOMPARE(int(cs.stageAt(5000)), 2);  // the last stage runs on past the plan
+    // Sample i is the stage's mixture sample i: the stream depends on (seed, i) only.
+    for (uint64_t i : {0ULL, 149ULL, 150ULL, 700ULL, 999ULL, 1200ULL}) {
+      const MixtureSampler m(w_, stages[cs.stageAt(i)].config, 42);
+      QVERIFY(sameSample(cs.sampleAt(i), m.sampleAt(i)));
+    }
+    cs.seek(698);
+    const Sample a = cs.next(), b = cs.next();
+    QVERIFY(sameSample(a, cs.sampleAt(698)) && sameSample(b, cs.sampleAt(699)));
+    QCOMPARE(cs.position(), uint64_t(700));
+    // The warm-up serves more induction and the last stage more ICL episodes than the main mixture.
+    const CurriculumSampler big(w_, defaultCurriculum(10000), 42);
+    auto share = [&](uint64_t from, const char* kind) {
+      int n = 0;
+      for (uint64_t i = from; i < from + 1000; ++i)
+        n += big.sampleAt(i).kind == kind;
+      return n;
+    };
+    QVERIFY(share(0, kKindInduction) > share(2000, kKindInduction) + 100);
+    QVERIFY(share(8000, kKindIclCls) + share(8000, kKindFunction) >
+            share(2000, kKindIclCls) + share(2000, kKindFunction) + 80);
+    // One seq_len for all stages.
+    auto bad = stages;
+    bad[1].config.seq_len = 128;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, CurriculumSampler(w_, bad, 1));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestToyMixture)
+#include "test_toy_mixture.moc"
