@@ -22,6 +22,8 @@ enum class InterventionOp {
 const char* toString(InterventionOp op);
 InterventionOp parseInterventionOp(const std::string& s);
 
+// hits count (row, pos, head) vectors on per-head sites — for hook_pattern (row, head, q_pos),
+// each a row of attention over keys — and (row, pos) vectors elsewhere.
 struct Intervention {
   Site site;
   std::vector<int> heads;      // per-head sites only; empty = every head. Query-head indices (GQA too).
@@ -33,7 +35,7 @@ struct Intervention {
   // (then it is indexed with the same selection — e.g. a clean run's cached hook_z) or any shape
   // that broadcasts to the selected slice [rows, positions, heads, ...] (e.g. [heads, d_head]).
   at::Tensor tensor;
-  at::Tensor alpha;     // Interpolate: broadcasts like `tensor` (e.g. [heads, 1]); may require grad
+  at::Tensor alpha;    // Interpolate: broadcasts like `tensor` (e.g. [heads, 1]); may require grad
   double scale = 1.0;  // Add, Scale
 };
 

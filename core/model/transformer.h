@@ -17,7 +17,10 @@
 namespace hs {
 
 // Keys and values of every layer for the positions seen so far. Owned by the caller; a run with a
-// cache appends the new positions to it.
+// cache appends the new positions to it, only once the whole run has succeeded (a run that throws
+// leaves the cache as it was). Interventions on hook_v change what this forward attends to but the
+// cache keeps the model's own kv-head values; interventions elsewhere reach the cache through the
+// residual stream of later layers as usual.
 struct KVCache {
   std::vector<at::Tensor> k;  // per layer [batch, kv_head, pos, d_head] (after RoPE / k-norm)
   std::vector<at::Tensor> v;  // per layer [batch, kv_head, pos, d_head]
@@ -35,14 +38,15 @@ struct RunRequest {
   at::Tensor attention_mask;  // [batch, pos] 1 = real token, 0 = padding; undefined = all real
   std::set<Site> capture;     // sites to return in RunResult::cache
   std::vector<Intervention> interventions;
-  KVCache* kv = nullptr;      // when set: attend to cached positions first, then append these
-  bool last_logits_only = false;  // unembed only the last position (logits [batch, 1, vocab])
+  KVCache* kv = nullptr;  // when set: attend to cached positions first, then append these
+  bool last_logits_only =
+      false;  // unembed only the last position (logits [batch, 1, vocab]); use left padding
 };
 
 struct RunResult {
-  at::Tensor logits;           // [batch, pos, vocab] float32 (or [batch, 1, vocab])
-  ActivationCache cache;       // only the requested sites (not detached: gradients flow when enabled)
-  std::vector<int64_t> hits;   // per intervention: vectors changed ((row, pos[, head]) triples)
+  at::Tensor logits;          // [batch, pos, vocab] float32 (or [batch, 1, vocab])
+  ActivationCache cache;      // only the requested sites (not detached: gradients flow when enabled)
+  std::vector<int64_t> hits;  // per intervention: vectors changed ((row, pos[, head]) triples)
 };
 
 class Transformer {
@@ -54,6 +58,13 @@ class Transformer {
 
   // One batched forward. Throws hs::Error for tokens out of range, a sequence longer than the
   // context, a site/head/position/row that does not exist, or an intervention that hit nothing.
+  // Position ids count real tokens (cumsum(mask) − 1, continuing from the cache), so a left-padded
+  // row gives the logits of its unpadded prompt; padded queries get an all-zero pattern.
+  // Intervention positions: non-negative = absolute index in the padded sequence (cache included;
+  // only this forward's positions may be selected), negative = from the end of this forward.
+  // The selected slice keeps the site's axis order: [rows, pos, head, ...] ([rows, head, q_pos,
+  // k_pos] for hook_pattern); a tensor/alpha broadcasts to it or has the full site shape.
+  // Never enters InferenceMode or NoGrad: callers decide (training needs autograd).
   RunResult run(const RunRequest& request) const;
 
   // Final norm + unembedding applied to any residual-stream tensor [..., d_model] → [..., vocab].
@@ -61,7 +72,7 @@ class Transformer {
 
   // Greedy decoding from one prompt [pos] (int64): prefill (with `prefillInterventions`, e.g. SITE
   // injection) then one token at a time through the KV cache. Stops after maxNew tokens or at
-  // stopToken (>= 0). Returns only the new tokens.
+  // stopToken (>= 0, not included) or when the context is full. Returns only the new tokens.
   std::vector<int64_t> generateGreedy(const std::vector<int64_t>& prompt, int maxNew, int64_t stopToken = -1,
                                       const std::vector<Intervention>& prefillInterventions = {}) const;
 
@@ -71,9 +82,12 @@ class Transformer {
   at::Device device() const;
 
  private:
+  // LayerNorm or RMSNorm as the config says (float32 inside, the input dtype outside).
+  at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
+
   ModelConfig config_;
   ModelWeights weights_;
-  at::Tensor rope_cos_, rope_sin_;  // [context_length, rotary_dim / 2] float32 tables
+  at::Tensor rope_inv_freq_;  // [rotary_dim / 2] float32, rope_scaling applied (undefined without RoPE)
 };
 
 }  // namespace hs

@@ -1,0 +1,462 @@
+// THE forward. One readable pass in data-flow order; every tensor carries its shape comment.
+// Dimension vocabulary: batch, pos (this forward's positions), k_pos (cached + new key positions),
+// head (query heads), kv_head, group (= head / kv_head), d_head, d_model, d_mlp, vocab.
+#include "model/transformer.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "model/intervention_apply.h"
+#include "model/rope.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+std::string shapeOf(const at::Tensor& t) {
+  std::ostringstream os;
+  os << "[";
+  for (int64_t i = 0; i < t.dim(); ++i)
+    os << (i ? ", " : "") << t.size(i);
+  os << "]";
+  return os.str();
+}
+
+// ---- building blocks -----------------------------------------------------------------------
+
+// RMSNorm as HF computes it: in float32, x · rsqrt(mean(x²) + eps), then the weight. Llama/Qwen
+// cast back to the input dtype before the weight; OLMo-2 multiplies the weight in float32.
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w, double eps, bool weightInFloat) {
+  const at::Tensor xf = x.to(at::kFloat);                                    // [..., d]
+  const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);  // [..., d]
+  if (weightInFloat) return (w.to(at::kFloat) * normed).to(x.scalar_type());
+  return w * normed.to(x.scalar_type());
+}
+
+// LayerNorm (GPT-2, GPT-NeoX) in float32: ((x − mean) / sqrt(var + eps)) · w + b.
+at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
+  if (x.scalar_type() == at::kFloat) return at::layer_norm(x, {x.size(-1)}, w, b, eps);
+  const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(x.scalar_type());
+}
+
+bool knownActivation(const std::string& a) {
+  return a == "silu" || a == "swish" || a == "gelu" || a == "gelu_new" || a == "gelu_pytorch_tanh" ||
+         a == "gelu_fast" || a == "relu";
+}
+
+at::Tensor activate(const at::Tensor& x, const std::string& a) {
+  if (a == "silu" || a == "swish") return at::silu(x);
+  if (a == "gelu") return at::gelu(x);  // erf form
+  if (a == "relu") return at::relu(x);
+  return at::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh, gelu_fast: the tanh approximation
+}
+
+// Each head's write into the residual stream (no bias): result[b, p, h] = W_O[:, h·dh:(h+1)·dh] z[b, p, h].
+at::Tensor perHeadResult(const at::Tensor& z, const at::Tensor& wo) {
+  const int64_t B = z.size(0), P = z.size(1), H = z.size(2), dh = z.size(3), d = wo.size(0);
+  const at::Tensor woHeads = wo.reshape({d, H, dh}).permute({1, 2, 0});       // [head, d_head, d_model]
+  const at::Tensor zHeads = z.permute({2, 0, 1, 3}).reshape({H, B * P, dh});  // [head, batch·pos, d_head]
+  const at::Tensor r = at::bmm(zHeads, woHeads);                              // [head, batch·pos, d_model]
+  return r.view({H, B, P, d}).permute({1, 2, 0, 3});                          // [batch, pos, head, d_model]
+}
+
+// Per-run bookkeeping of hook sites: applies the interventions of a site (in request order), counts
+// their hits, captures the value after intervention. Nothing here outlives the run.
+class SiteHooks {
+ public:
+  SiteHooks(const std::set<Site>& capture, const std::vector<ResolvedIntervention>& resolved,
+            ActivationCache& cache, std::vector<int64_t>& hits)
+      : capture_(capture), cache_(cache), hits_(hits) {
+    for (const ResolvedIntervention& r : resolved)
+      bySite_[r.iv->site].push_back(&r);
+  }
+  bool intervened(const Site& s) const { return bySite_.count(s) > 0; }
+  bool active(const Site& s) const { return intervened(s) || capture_.count(s) > 0; }
+
+  at::Tensor operator()(const Site& s, at::Tensor x) {
+    if (bySite_.empty() && capture_.empty()) return x;
+    const auto it = bySite_.find(s);
+    if (it != bySite_.end()) {
+      bool owned = false;
+      for (const ResolvedIntervention* r : it->second) {
+        x = applyIntervention(*r, x, owned);
+        hits_[r->index] += r->vectors;
+      }
+    }
+    if (capture_.count(s)) cache_[s] = x;
+    return x;
+  }
+
+ private:
+  const std::set<Site>& capture_;
+  std::map<Site, std::vector<const ResolvedIntervention*>> bySite_;
+  ActivationCache& cache_;
+  std::vector<int64_t>& hits_;
+};
+
+void expectShape(const at::Tensor& t, std::vector<int64_t> shape, const std::string& name) {
+  if (!t.defined())
+    fail("model weights: tensor ", name, " is missing, expected shape ", shapeOf(at::empty(shape)));
+  if (t.sizes() != at::IntArrayRef(shape))
+    fail("model weights: tensor ", name, " has shape ", shapeOf(t), ", expected ", shapeOf(at::empty(shape)));
+}
+
+void expectOptional(const at::Tensor& t, bool wanted, std::vector<int64_t> shape, const std::string& name) {
+  if (wanted) return expectShape(t, std::move(shape), name);
+  if (t.defined()) fail("model weights: tensor ", name, " is present but the config does not use it");
+}
+
+template <typename F>
+void forEachWeight(ModelWeights& w, F&& f) {
+  f(w.tok_emb), f(w.pos_emb), f(w.final_norm_w), f(w.final_norm_b), f(w.unembed), f(w.unembed_b);
+  for (LayerWeights& l : w.layers) {
+    for (at::Tensor* t : {&l.attn_norm_w,
+                          &l.attn_norm_b,
+                          &l.wq,
+                          &l.wk,
+                          &l.wv,
+                          &l.bq,
+                          &l.bk,
+                          &l.bv,
+                          &l.q_norm_w,
+                          &l.k_norm_w,
+                          &l.wo,
+                          &l.bo,
+                          &l.post_attn_norm_w,
+                          &l.mlp_norm_w,
+                          &l.mlp_norm_b,
+                          &l.w_gate,
+                          &l.w_up,
+                          &l.b_up,
+                          &l.w_down,
+                          &l.b_down,
+                          &l.post_mlp_norm_w})
+      f(*t);
+  }
+}
+
+}  // namespace
+
+// ---- construction ----------------------------------------------------------------------------
+
+Transformer::Transformer(ModelConfig config, ModelWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {
+  ModelConfig& c = config_;
+  if (c.n_kv_heads <= 0) c.n_kv_heads = c.n_heads;
+  if (c.d_head <= 0 && c.n_heads > 0) c.d_head = c.d_model / c.n_heads;
+  if (c.rotary_dim <= 0) c.rotary_dim = c.d_head;
+  if (c.n_layers <= 0 || c.n_heads <= 0 || c.d_model <= 0 || c.vocab_size <= 0 || c.context_length <= 0)
+    fail("model config: n_layers, n_heads, d_model, vocab_size and context_length must be positive (got ",
+         c.n_layers, ", ", c.n_heads, ", ", c.d_model, ", ", c.vocab_size, ", ", c.context_length, ")");
+  if (c.n_heads % c.n_kv_heads != 0)
+    fail("model config: n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
+  if (!knownActivation(c.activation)) fail("model config: unsupported activation \"", c.activation, "\"");
+  if (c.rope_layout != RopeLayout::None) rope_inv_freq_ = ropeInverseFrequencies(c);  // [rotary_dim/2]
+
+  // Weights never take part in autograd: interventions and learned vectors are the only leaves.
+  forEachWeight(weights_, [](at::Tensor& t) {
+    if (t.defined()) t = t.detach();
+  });
+
+  const ModelWeights& w = weights_;
+  const int64_t d = c.d_model, dq = int64_t(c.n_heads) * c.d_head, dkv = int64_t(c.n_kv_heads) * c.d_head;
+  const bool ln = c.norm == NormKind::LayerNorm;
+  expectShape(w.tok_emb, {c.vocab_size, d}, "tok_emb");
+  expectOptional(w.pos_emb, c.learned_pos_emb, {c.context_length, d}, "pos_emb");
+  expectShape(w.final_norm_w, {d}, "final_norm_w");
+  expectOptional(w.final_norm_b, ln, {d}, "final_norm_b");
+  expectShape(w.unembed, {c.vocab_size, d}, "unembed");
+  if (w.unembed_b.defined()) expectShape(w.unembed_b, {c.vocab_size}, "unembed_b");
+  if (int(w.layers.size()) != c.n_layers)
+    fail("model weights: ", w.layers.size(), " layers, expected n_layers = ", c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    expectOptional(lw.attn_norm_w, !c.post_norms, {d}, p + "attn_norm_w");
+    expectOptional(lw.attn_norm_b, !c.post_norms && ln, {d}, p + "attn_norm_b");
+    expectShape(lw.wq, {dq, d}, p + "wq");
+    expectShape(lw.wk, {dkv, d}, p + "wk");
+    expectShape(lw.wv, {dkv, d}, p + "wv");
+    expectOptional(lw.bq, c.qkv_bias, {dq}, p + "bq");
+    expectOptional(lw.bk, c.qkv_bias, {dkv}, p + "bk");
+    expectOptional(lw.bv, c.qkv_bias, {dkv}, p + "bv");
+    expectOptional(lw.q_norm_w, c.qk_norm != QkNorm::None, {c.qk_norm == QkNorm::Full ? dq : c.d_head},
+                   p + "q_norm_w");
+    expectOptional(lw.k_norm_w, c.qk_norm != QkNorm::None, {c.qk_norm == QkNorm::Full ? dkv : c.d_head},
+                   p + "k_norm_w");
+    expectShape(lw.wo, {d, dq}, p + "wo");
+    expectOptional(lw.bo, c.attn_out_bias, {d}, p + "bo");
+    expectOptional(lw.post_attn_norm_w, c.post_norms, {d}, p + "post_attn_norm_w");
+    expectOptional(lw.mlp_norm_w, !c.post_norms, {d}, p + "mlp_norm_w");
+    expectOptional(lw.mlp_norm_b, !c.post_norms && ln, {d}, p + "mlp_norm_b");
+    expectOptional(lw.w_gate, c.mlp == MlpKind::SwiGLU, {c.d_mlp, d}, p + "w_gate");
+    expectShape(lw.w_up, {c.d_mlp, d}, p + "w_up");
+    expectOptional(lw.b_up, c.mlp_bias, {c.d_mlp}, p + "b_up");
+    expectShape(lw.w_down, {d, c.d_mlp}, p + "w_down");
+    expectOptional(lw.b_down, c.mlp_bias, {d}, p + "b_down");
+    expectOptional(lw.post_mlp_norm_w, c.post_norms, {d}, p + "post_mlp_norm_w");
+  }
+}
+
+at::ScalarType Transformer::dtype() const {
+  return weights_.tok_emb.scalar_type();
+}
+at::Device Transformer::device() const {
+  return weights_.tok_emb.device();
+}
+
+void Transformer::to(at::ScalarType dtype, at::Device device) {
+  const bool tied = weights_.unembed.is_same(weights_.tok_emb) ||
+                    weights_.unembed.data_ptr() == weights_.tok_emb.data_ptr();
+  forEachWeight(weights_, [&](at::Tensor& t) {
+    if (t.defined()) t = t.to(device, dtype);
+  });
+  if (tied) weights_.unembed = weights_.tok_emb;  // keep one copy of a tied embedding
+  if (rope_inv_freq_.defined()) rope_inv_freq_ = rope_inv_freq_.to(device);  // stays float32
+}
+
+at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
+  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps);
+  return rmsNorm(x, w, config_.norm_eps, config_.arch == Architecture::Olmo2);
+}
+
+at::Tensor Transformer::logitLens(const at::Tensor& resid) const {
+  const at::Tensor x = resid.to(device(), dtype());                                 // [..., d_model]
+  const at::Tensor normed = norm(x, weights_.final_norm_w, weights_.final_norm_b);  // [..., d_model]
+  return at::linear(normed, weights_.unembed, weights_.unembed_b).to(at::kFloat);   // [..., vocab]
+}
+
+// ---- the forward -----------------------------------------------------------------------------
+
+RunResult Transformer::run(const RunRequest& req) const {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  const at::Device dev = device();
+  const at::ScalarType dt = dtype();
+
+  // Inputs: tokens, padding mask, cache extent. Everything is checked before any compute.
+  if (!req.tokens.defined() || req.tokens.dim() != 2 || !at::isIntegralType(req.tokens.scalar_type(), false))
+    fail("run: tokens must be an integer tensor [batch, pos], got ",
+         req.tokens.defined() ? shapeOf(req.tokens) : std::string("none"));
+  const at::Tensor tokens = req.tokens.to(dev, at::kLong);  // [batch, pos]
+  const int64_t B = tokens.size(0), P = tokens.size(1);
+  if (B < 1 || P < 1) fail("run: tokens ", shapeOf(tokens), " hold no positions");
+  const at::Tensor bad = tokens.lt(0).logical_or(tokens.ge(c.vocab_size));  // [batch, pos]
+  if (bad.any().item<bool>()) {
+    const at::Tensor where = bad.nonzero()[0].cpu();
+    const int64_t r = where[0].item<int64_t>(), p = where[1].item<int64_t>();
+    fail("token id ", tokens.cpu()[r][p].item<int64_t>(), " at row ", r, ", position ", p,
+         " is out of range for the vocabulary of ", c.vocab_size, " tokens");
+  }
+  at::Tensor real = at::ones({B, P}, tokens.options());  // [batch, pos] 1 = real token, 0 = padding
+  if (req.attention_mask.defined()) {
+    if (req.attention_mask.sizes() != tokens.sizes())
+      fail("run: attention_mask has shape ", shapeOf(req.attention_mask), ", expected ", shapeOf(tokens),
+           " like the tokens");
+    real = req.attention_mask.to(dev, at::kLong);
+    if (real.ne(0).logical_and(real.ne(1)).any().item<bool>())
+      fail("run: attention_mask must hold only 0 (padding) and 1 (real token)");
+  }
+  KVCache* kv = req.kv;
+  const int64_t T0 = kv ? kv->length() : 0;  // cached positions
+  const int64_t T = T0 + P;                  // key positions
+  if (T0 > 0) {
+    if (kv->mask.size(0) != B) fail("run: the KV cache holds ", kv->mask.size(0), " rows, the tokens ", B);
+    if (int(kv->k.size()) != c.n_layers || int(kv->v.size()) != c.n_layers)
+      fail("run: the KV cache holds ", kv->k.size(), " layers, the model ", c.n_layers);
+  }
+  if (T > c.context_length) {
+    std::string detail = T0 > 0 ? cat(" (", T0, " cached + ", P, " new)") : "";
+    fail("prompt of ", T, " tokens", detail, " exceeds the model's context of ", c.context_length);
+  }
+  for (const Site& s : req.capture)
+    if (s.kind == SiteKind::LnFinal ? s.layer != -1 : (s.layer < 0 || s.layer >= c.n_layers))
+      fail("run: cannot capture ", s.name(), ": layer out of range [0, ", c.n_layers, ")");
+  std::vector<ResolvedIntervention> resolved;
+  for (size_t i = 0; i < req.interventions.size(); ++i)
+    resolved.push_back(resolveIntervention(req.interventions[i], i, c, RunExtent{B, T0, P}, dev));
+
+  RunResult out;
+  out.hits.assign(req.interventions.size(), 0);
+  SiteHooks hook(req.capture, resolved, out.cache, out.hits);
+
+  // Positions count real tokens only (HF: cumsum(mask) − 1), so a left-padded row sees the same
+  // positions as its unpadded prompt; with a cache they continue from each row's real-token count.
+  at::Tensor positionIds = real.cumsum(1) - 1;  // [batch, pos]
+  if (T0 > 0) positionIds = positionIds + kv->mask.to(at::kLong).sum(1, true);
+  positionIds = positionIds.clamp_min(0);  // padding: any valid id
+
+  // Causal + padding mask: query i (absolute T0 + i) sees key j iff j ≤ T0 + i and j is real.
+  const bool padded = req.attention_mask.defined() || (T0 > 0 && !kv->mask.all().item<bool>());
+  const bool padQueries = req.attention_mask.defined() && !real.all().item<bool>();
+  at::Tensor blocked;  // [batch or 1, 1, pos, k_pos] true = may not attend
+  if (P > 1 || padded) {
+    at::Tensor allowed = at::ones({P, T}, tokens.options().dtype(at::kBool)).tril(T0).view({1, 1, P, T});
+    if (padded) {
+      const at::Tensor keyReal =
+          T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]
+      allowed = allowed.logical_and(keyReal.to(at::kBool).view({B, 1, 1, T}));
+    }
+    blocked = allowed.logical_not();
+  }
+  // Padded queries attend to nothing (their pattern row is 0, not NaN).
+  const at::Tensor queryReal = padQueries ? real.to(at::kFloat).view({B, 1, P, 1}) : at::Tensor();
+
+  const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
+  const double scale = 1.0 / std::sqrt(double(dh));
+  const float lowest = std::numeric_limits<float>::lowest();
+
+  // ---- embeddings ----
+  at::Tensor x = at::embedding(w.tok_emb, tokens);                       // [batch, pos, d_model]
+  if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
+  RopeAngles angles;                                                     // [batch, pos, 1, rot/2]
+  if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_, positionIds);
+
+  std::vector<at::Tensor> newK, newV;  // committed to the cache only when the whole run succeeded
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    x = hook(residPre(l), x);  // [batch, pos, d_model]
+
+    // ---- attention: projections, q/k norm, RoPE ----
+    const at::Tensor attnIn =
+        c.post_norms ? x : norm(x, lw.attn_norm_w, lw.attn_norm_b);  // [batch, pos, d_model]
+    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);                 // [batch, pos, head·d_head]
+    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                 // [batch, pos, kv_head·d_head]
+    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                 // [batch, pos, kv_head·d_head]
+    const bool olmo = c.arch == Architecture::Olmo2;
+    if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
+      q = rmsNorm(q, lw.q_norm_w, c.norm_eps, olmo);
+      k = rmsNorm(k, lw.k_norm_w, c.norm_eps, olmo);
+    }
+    q = q.view({B, P, H, dh});           // [batch, pos, head, d_head]
+    k = k.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
+    v = v.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
+    if (c.qk_norm == QkNorm::PerHead) {  // Qwen3: per head over d_head
+      q = rmsNorm(q, lw.q_norm_w, c.norm_eps, olmo);
+      k = rmsNorm(k, lw.k_norm_w, c.norm_eps, olmo);
+    }
+    if (c.rope_layout != RopeLayout::None) {
+      q = applyRope(q, angles, c.rope_layout, c.rotary_dim);  // [batch, pos, head, d_head]
+      k = applyRope(k, angles, c.rope_layout, c.rotary_dim);  // [batch, pos, kv_head, d_head]
+    }
+
+    // ---- KV cache: cached keys/values first, then this forward's ----
+    at::Tensor keys = k.transpose(1, 2);    // [batch, kv_head, k_pos, d_head]
+    at::Tensor values = v.transpose(1, 2);  // [batch, kv_head, k_pos, d_head]
+    if (T0 > 0) {
+      keys = at::cat({kv->k[l].to(dt), keys}, 2);
+      values = at::cat({kv->v[l].to(dt), values}, 2);
+    }
+    if (kv) {
+      newK.push_back(keys.contiguous());
+      newV.push_back(values.contiguous());
+    }
+
+    // ---- scores and pattern (GQA: query head h reads kv head h / group, no copies of k/v) ----
+    const at::Tensor qGrouped =
+        q.transpose(1, 2).reshape({B, KV, G * P, dh});                // [batch, kv_head, group·pos, d_head]
+    at::Tensor scores = at::matmul(qGrouped, keys.transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
+                            .view({B, H, P, T})                       // [batch, head, pos, k_pos]
+                            .to(at::kFloat) *
+                        scale;
+    if (blocked.defined()) scores = scores.masked_fill(blocked, lowest);
+    at::Tensor pattern = at::softmax(scores, -1);            // [batch, head, pos, k_pos] float32
+    if (queryReal.defined()) pattern = pattern * queryReal;  // padded queries: all zero
+    pattern = hook(attnPattern(l), pattern);                 // [batch, head, pos, k_pos]
+    const at::Tensor probs = pattern.to(dt);                 // [batch, head, pos, k_pos]
+
+    // ---- z = pattern · v ----
+    at::Tensor z;  // [batch, head, pos, d_head]
+    if (hook.active(attnV(l))) {
+      // hook_v is per query head: expand kv heads for this forward's positions.
+      at::Tensor vSite = v.repeat_interleave(G, 2);  // [batch, pos, head, d_head]
+      vSite = hook(attnV(l), vSite);
+      if (hook.intervened(attnV(l))) {
+        // The cache keeps the unmodified kv-head values; this forward attends to the modified ones.
+        at::Tensor vHeads = vSite.transpose(1, 2);  // [batch, head, pos, d_head]
+        if (T0 > 0)
+          vHeads =
+              at::cat({kv->v[l].to(dt).repeat_interleave(G, 1), vHeads}, 2);  // [batch, head, k_pos, d_head]
+        z = at::matmul(probs, vHeads);                                        // [batch, head, pos, d_head]
+      }
+    }
+    if (!z.defined())
+      z = at::matmul(probs.reshape({B, KV, G * P, T}), values)
+              .view({B, H, P, dh});                              // [batch, head, pos, d_head]
+    const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, pos, head, d_head]
+
+    // ---- output projection (per-head results only on request) ----
+    at::Tensor attn;  // [batch, pos, d_model]
+    if (hook.active(attnResult(l))) {
+      const at::Tensor result =
+          hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, pos, head, d_model]
+      if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
+    }
+    if (!attn.defined()) attn = at::linear(zSite.reshape({B, P, H * dh}), lw.wo, lw.bo);
+    attn = hook(attnOut(l), attn);                                                  // [batch, pos, d_model]
+    if (c.post_norms) attn = rmsNorm(attn, lw.post_attn_norm_w, c.norm_eps, olmo);  // OLMo-2
+
+    // ---- MLP ----
+    const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, pos, d_model]
+    const at::Tensor mlpIn =
+        c.post_norms ? mid : norm(mid, lw.mlp_norm_w, lw.mlp_norm_b);  // [batch, pos, d_model]
+    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);           // [batch, pos, d_mlp]
+    hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
+                                      : activate(hidden, c.activation);          // [batch, pos, d_mlp]
+    at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, pos, d_model]
+    if (c.post_norms) mlp = rmsNorm(mlp, lw.post_mlp_norm_w, c.norm_eps, olmo);  // OLMo-2
+
+    // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
+    x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, pos, d_model]
+    x = hook(residPost(l), x);
+  }
+
+  // ---- final norm and unembedding ----
+  at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, pos, d_model]
+  if (req.last_logits_only) normed = normed.narrow(1, P - 1, 1);                 // [batch, 1, d_model]
+  out.logits = at::linear(normed, w.unembed, w.unembed_b).to(at::kFloat);        // [batch, pos, vocab]
+
+  for (const ResolvedIntervention& r : resolved)
+    if (out.hits[r.index] == 0)
+      fail(describeIntervention(*r.iv, r.index), ": changed nothing in this run (empty selection)");
+  if (kv) {
+    kv->k = std::move(newK);
+    kv->v = std::move(newV);
+    kv->mask = T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]
+  }
+  return out;
+}
+
+// ---- generation --------------------------------------------------------------------------------
+
+std::vector<int64_t> Transformer::generateGreedy(
+    const std::vector<int64_t>& prompt, int maxNew, int64_t stopToken,
+    const std::vector<Intervention>& prefillInterventions) const {
+  if (prompt.empty()) fail("generateGreedy: empty prompt (give at least a BOS token)");
+  at::NoGradGuard noGrad;  // decoding never needs gradients
+  std::vector<int64_t> generated;
+  if (maxNew <= 0) return generated;
+  KVCache cache;
+  RunRequest req;
+  req.tokens = at::tensor(prompt, at::TensorOptions().dtype(at::kLong)).view({1, -1});  // [1, pos]
+  req.interventions = prefillInterventions;  // prefill only: the cache carries their effect onwards
+  req.kv = &cache;
+  req.last_logits_only = true;
+  while (true) {
+    const RunResult r = run(req);
+    const int64_t next = r.logits[0][-1].argmax().item<int64_t>();
+    if (next == stopToken) break;
+    generated.push_back(next);
+    if (int(generated.size()) >= maxNew || cache.length() >= config_.context_length) break;
+    req.tokens = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong));  // [1, 1]
+    req.interventions.clear();
+  }
+  return generated;
+}
+
+}  // namespace hs
