@@ -144,7 +144,7 @@ void forEachWeight(ModelWeights& w, F&& f) {
 
 // ---- construction ----------------------------------------------------------------------------
 
-Transformer::Transformer(ModelConfig config, ModelWeights weights)
+Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
     : config_(std::move(config)), weights_(std::move(weights)) {
   ModelConfig& c = config_;
   if (c.n_kv_heads <= 0) c.n_kv_heads = c.n_heads;
@@ -159,9 +159,10 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights)
   if (c.rope_layout != RopeLayout::None) rope_inv_freq_ = ropeInverseFrequencies(c);  // [rotary_dim/2]
 
   // Weights never take part in autograd: interventions and learned vectors are the only leaves.
-  forEachWeight(weights_, [](at::Tensor& t) {
-    if (t.defined()) t = t.detach();
-  });
+  if (mode == Weights::Frozen)
+    forEachWeight(weights_, [](at::Tensor& t) {
+      if (t.defined()) t = t.detach();
+    });
 
   const ModelWeights& w = weights_;
   const int64_t d = c.d_model, dq = int64_t(c.n_heads) * c.d_head, dkv = int64_t(c.n_kv_heads) * c.d_head;

@@ -51,7 +51,10 @@ struct RunResult {
 
 class Transformer {
  public:
-  Transformer(ModelConfig config, ModelWeights weights);
+  // Frozen (the default): weights are detached and never take part in autograd; only interventions
+  // and learned vectors are leaves. Trainable: the weights are used as given (the trainer's parameters).
+  enum class Weights { Frozen, Trainable };
+  Transformer(ModelConfig config, ModelWeights weights, Weights mode = Weights::Frozen);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

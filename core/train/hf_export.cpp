@@ -12,7 +12,8 @@
 namespace hs {
 
 std::vector<std::pair<std::string, at::Tensor*>> llamaParameterTable(ModelWeights& w, const ModelConfig& c) {
-  if (c.arch != Architecture::Llama) fail("HF export supports the llama architecture only, got ", toString(c.arch));
+  if (c.arch != Architecture::Llama)
+    fail("HF export supports the llama architecture only, got ", toString(c.arch));
   std::vector<std::pair<std::string, at::Tensor*>> t;
   t.emplace_back("model.embed_tokens.weight", &w.tok_emb);
   for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -64,7 +65,8 @@ void saveHfLlama(const std::string& dir, ModelWeights& w, const ModelConfig& c,
                  const std::map<std::string, std::string>& metadata) {
   std::filesystem::create_directories(dir);
   std::vector<std::pair<std::string, at::Tensor>> tensors;
-  for (auto& [name, t] : llamaParameterTable(w, c)) tensors.emplace_back(name, t->detach().to(at::kFloat).contiguous());
+  for (auto& [name, t] : llamaParameterTable(w, c))
+    tensors.emplace_back(name, t->detach().to(at::kFloat).contiguous());
   writeSafetensors(dir + "/model.safetensors", tensors, metadata);
   const std::string text = llamaConfigJson(c).dump(2) + "\n";
   AtomicFile f(dir + "/config.json");

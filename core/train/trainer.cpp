@@ -24,14 +24,22 @@ namespace {
 constexpr int kStateFormatVersion = 1;
 
 nlohmann::json configSignature(const ModelConfig& c, const TrainConfig& t) {
-  return {{"n_layers", c.n_layers}, {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads},
-          {"d_model", c.d_model},   {"d_mlp", c.d_mlp},           {"vocab_size", c.vocab_size},
-          {"steps", t.steps},       {"lr", t.lr},                 {"warmup", t.warmup},
-          {"seed", t.seed},         {"weight_decay", t.weight_decay}};
+  return {{"n_layers", c.n_layers},
+          {"n_heads", c.n_heads},
+          {"n_kv_heads", c.n_kv_heads},
+          {"d_model", c.d_model},
+          {"d_mlp", c.d_mlp},
+          {"vocab_size", c.vocab_size},
+          {"steps", t.steps},
+          {"lr", t.lr},
+          {"warmup", t.warmup},
+          {"seed", t.seed},
+          {"weight_decay", t.weight_decay}};
 }
 
 nlohmann::json progressJson(const TrainProgress& p) {
-  return {{"step", p.step}, {"loss", p.loss}, {"lr", p.lr}, {"kind_loss", p.kind_loss}, {"seconds", p.seconds}};
+  return {
+      {"step", p.step}, {"loss", p.loss}, {"lr", p.lr}, {"kind_loss", p.kind_loss}, {"seconds", p.seconds}};
 }
 
 TrainProgress progressFromJson(const nlohmann::json& j) {
@@ -72,18 +80,18 @@ ModelWeights initWeights(const ModelConfig& c, uint64_t seed) {
   w.tok_emb = normal({c.vocab_size, d}, std0);  // [vocab, d_model]
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights L;
-    L.attn_norm_w = at::ones({d}, opts);            // [d_model]
-    L.wq = normal({q, d}, std0);                    // [n_heads*d_head, d_model]
-    L.wk = normal({kv, d}, std0);                   // [n_kv*d_head, d_model]
-    L.wv = normal({kv, d}, std0);                   // [n_kv*d_head, d_model]
-    L.wo = normal({d, q}, stdResid);                // [d_model, n_heads*d_head]
-    L.mlp_norm_w = at::ones({d}, opts);             // [d_model]
-    L.w_gate = normal({c.d_mlp, d}, std0);          // [d_mlp, d_model]
-    L.w_up = normal({c.d_mlp, d}, std0);            // [d_mlp, d_model]
-    L.w_down = normal({d, c.d_mlp}, stdResid);      // [d_model, d_mlp]
+    L.attn_norm_w = at::ones({d}, opts);        // [d_model]
+    L.wq = normal({q, d}, std0);                // [n_heads*d_head, d_model]
+    L.wk = normal({kv, d}, std0);               // [n_kv*d_head, d_model]
+    L.wv = normal({kv, d}, std0);               // [n_kv*d_head, d_model]
+    L.wo = normal({d, q}, stdResid);            // [d_model, n_heads*d_head]
+    L.mlp_norm_w = at::ones({d}, opts);         // [d_model]
+    L.w_gate = normal({c.d_mlp, d}, std0);      // [d_mlp, d_model]
+    L.w_up = normal({c.d_mlp, d}, std0);        // [d_mlp, d_model]
+    L.w_down = normal({d, c.d_mlp}, stdResid);  // [d_model, d_mlp]
     w.layers.push_back(L);
   }
-  w.final_norm_w = at::ones({d}, opts);  // [d_model]
+  w.final_norm_w = at::ones({d}, opts);                                         // [d_model]
   w.unembed = c.tied_embeddings ? w.tok_emb : normal({c.vocab_size, d}, std0);  // [vocab, d_model]
   return w;
 }
@@ -99,9 +107,9 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
     t->requires_grad_(true);
     params.push_back(*t);
   }
-  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(cfg.lr)
-                                      .betas({cfg.beta1, cfg.beta2})
-                                      .weight_decay(cfg.weight_decay));
+  torch::optim::AdamW opt(
+      params,
+      torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
 
   TrainResult result;
   int64_t start = 0;
@@ -112,22 +120,25 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
       std::ifstream f(statePath);
       const nlohmann::json state = nlohmann::json::parse(f);
       if (state.at("format_version").get<int>() != kStateFormatVersion)
-        fail(statePath, ": trainer state format ", state.at("format_version"), ", expected ", kStateFormatVersion);
+        fail(statePath, ": trainer state format ", state.at("format_version"), ", expected ",
+             kStateFormatVersion);
       if (state.at("signature") != configSignature(config, cfg))
         fail(statePath, ": the checkpoint was made with other settings: ", state.at("signature").dump(),
              " vs now ", configSignature(config, cfg).dump());
       auto file = SafetensorsFile::open(checkpointDir + "/model.safetensors");
       at::NoGradGuard noGrad;
-      for (auto& [name, t] : table) t->copy_(file->tensor(name));
+      for (auto& [name, t] : table)
+        t->copy_(file->tensor(name));
       torch::load(opt, checkpointDir + "/optimizer.pt");
       start = state.at("step");
       secondsBefore = state.at("seconds");
-      for (const auto& p : state.at("curve")) result.curve.push_back(progressFromJson(p));
+      for (const auto& p : state.at("curve"))
+        result.curve.push_back(progressFromJson(p));
       return 0;
     });
   }
 
-  Transformer model(config, weights);  // shares the parameter tensors
+  Transformer model(config, weights, Transformer::Weights::Trainable);  // shares the parameter tensors
   auto save = [&](int64_t stepsDone, double seconds) {
     if (checkpointDir.empty()) return;
     std::filesystem::create_directories(checkpointDir);
@@ -136,7 +147,8 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
     torch::save(opt, optTmp);
     std::filesystem::rename(optTmp, checkpointDir + "/optimizer.pt");
     nlohmann::json curve = nlohmann::json::array();
-    for (const auto& p : result.curve) curve.push_back(progressJson(p));
+    for (const auto& p : result.curve)
+      curve.push_back(progressJson(p));
     const nlohmann::json state = {{"format_version", kStateFormatVersion},
                                   {"step", stepsDone},
                                   {"seconds", seconds},
@@ -152,20 +164,22 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
   double windowLoss = 0;
   int64_t windowSteps = 0;
   std::map<std::string, std::pair<double, int64_t>> windowKind;
-  for (int64_t step = start; step < cfg.steps; ++step) {
+  const int64_t end = cfg.stop_after > 0 ? std::min(cfg.steps, cfg.stop_after) : cfg.steps;
+  for (int64_t step = start; step < end; ++step) {
     const double lr = learningRate(cfg, step);
-    for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    for (auto& group : opt.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 
     const TrainBatch batch = batchAt(step);
     const int64_t T = batch.tokens.size(1);
     RunRequest req;
-    req.tokens = batch.tokens.slice(1, 0, T - 1);                              // [batch, pos-1]
-    const at::Tensor targets = batch.tokens.slice(1, 1, T);                    // [batch, pos-1]
-    const at::Tensor mask = batch.loss_mask.slice(1, 1, T).to(at::kFloat);     // [batch, pos-1]
-    const at::Tensor logits = model.run(req).logits;                            // [batch, pos-1, vocab]
-    const at::Tensor nll = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),
-                                                  {}, at::Reduction::None)
-                               .view_as(mask);                                  // [batch, pos-1]
+    req.tokens = batch.tokens.slice(1, 0, T - 1);                           // [batch, pos-1]
+    const at::Tensor targets = batch.tokens.slice(1, 1, T);                 // [batch, pos-1]
+    const at::Tensor mask = batch.loss_mask.slice(1, 1, T).to(at::kFloat);  // [batch, pos-1]
+    const at::Tensor logits = model.run(req).logits;                        // [batch, pos-1, vocab]
+    const at::Tensor nll = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                                  targets.reshape({-1}), {}, at::Reduction::None)
+                               .view_as(mask);  // [batch, pos-1]
     const at::Tensor loss = (nll * mask).sum() / mask.sum().clamp_min(1.0);
     opt.zero_grad();
     loss.backward();
@@ -183,13 +197,14 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
         acc.second += 1;
       }
     }
-    const bool last = step + 1 == cfg.steps;
+    const bool last = step + 1 == end;
     if ((cfg.log_every > 0 && (step + 1) % cfg.log_every == 0) || last) {
       TrainProgress p;
       p.step = step + 1;
       p.loss = windowLoss / windowSteps;
       p.lr = lr;
-      for (const auto& [k, acc] : windowKind) p.kind_loss[k] = acc.first / acc.second;
+      for (const auto& [k, acc] : windowKind)
+        p.kind_loss[k] = acc.first / acc.second;
       p.seconds = elapsed();
       result.curve.push_back(p);
       if (onProgress) onProgress(p);
@@ -197,12 +212,15 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
       windowSteps = 0;
       windowKind.clear();
     }
-    if ((cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0) || last) save(step + 1, elapsed());
+    if ((cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0) || last)
+      save(step + 1, elapsed());
   }
-  result.steps_done = cfg.steps;
+  result.steps_done = std::max(start, end);
+  result.finished = result.steps_done >= cfg.steps;
   result.seconds = elapsed();
   if (out) {
-    for (auto& [name, t] : table) t->requires_grad_(false);
+    for (auto& [name, t] : table)
+      t->requires_grad_(false);
     *out = weights;
   }
   return result;

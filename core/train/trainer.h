@@ -31,7 +31,10 @@ struct TrainConfig {
   uint64_t seed = 1;
   int64_t checkpoint_every = 500;  // steps; 0 = only at the end
   int64_t log_every = 50;
-  int threads = 0;                 // 0 = keep torch's default
+  int threads = 0;  // 0 = keep torch's default
+  // > 0: stop (with a checkpoint) after this step; the schedule still spans `steps`, so a long run
+  // can be done in pieces and resumed.
+  int64_t stop_after = -1;
 };
 
 struct TrainProgress {
@@ -46,6 +49,7 @@ struct TrainResult {
   std::vector<TrainProgress> curve;  // one entry per log window
   double seconds = 0;
   int64_t steps_done = 0;
+  bool finished = false;  // steps_done == steps
 };
 
 // Learning rate at a step: linear warm-up to lr, then cosine to lr * min_lr_ratio at `steps`.

@@ -1,0 +1,135 @@
+#include "train/toy_eval.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+
+#include "tasks/toy/mixture.h"
+#include "util/error.h"
+
+namespace hs {
+
+std::vector<PromptScore> scorePrompts(const Transformer& model, const std::vector<toy::EvalPrompt>& prompts,
+                                      const std::vector<Intervention>& interventions, int batch) {
+  c10::InferenceMode guard;
+  std::vector<PromptScore> scores;
+  for (size_t start = 0; start < prompts.size(); start += batch) {
+    const size_t end = std::min(prompts.size(), start + static_cast<size_t>(batch));
+    // Teacher forcing: prompt + answer[:-1]; the last |answer| positions predict the answer tokens.
+    // Left padding aligns every row's answer positions at the end.
+    std::vector<std::vector<int>> seqs;
+    int64_t T = 0;
+    for (size_t i = start; i < end; ++i) {
+      const auto& p = prompts[i];
+      if (p.answer.empty()) fail("eval prompt ", i, " (", p.kind, ") has no answer");
+      std::vector<int> s = p.tokens;
+      s.insert(s.end(), p.answer.begin(), p.answer.end() - 1);
+      T = std::max<int64_t>(T, static_cast<int64_t>(s.size()));
+      seqs.push_back(std::move(s));
+    }
+    const int64_t B = static_cast<int64_t>(seqs.size());
+    at::Tensor tokens = at::zeros({B, T}, at::kLong);  // [batch, pos]
+    at::Tensor mask = at::zeros({B, T}, at::kLong);    // [batch, pos]
+    auto tok = tokens.accessor<int64_t, 2>();
+    auto msk = mask.accessor<int64_t, 2>();
+    for (int64_t r = 0; r < B; ++r) {
+      const int64_t off = T - static_cast<int64_t>(seqs[r].size());
+      for (size_t t = 0; t < seqs[r].size(); ++t) {
+        tok[r][off + static_cast<int64_t>(t)] = seqs[r][t];
+        msk[r][off + static_cast<int64_t>(t)] = 1;
+      }
+    }
+    RunRequest req;
+    req.tokens = tokens.to(model.device());
+    req.attention_mask = mask.to(model.device());
+    req.interventions = interventions;
+    const at::Tensor pred = model.run(req).logits.argmax(-1).cpu();  // [batch, pos]
+    auto pr = pred.accessor<int64_t, 2>();
+    for (int64_t r = 0; r < B; ++r) {
+      const auto& p = prompts[start + static_cast<size_t>(r)];
+      const int64_t A = static_cast<int64_t>(p.answer.size());
+      PromptScore s;
+      s.correct = true;
+      for (int64_t a = 0; a < A; ++a)
+        if (pr[r][T - A + a] != p.answer[static_cast<size_t>(a)]) s.correct = false;
+      s.first_pred = static_cast<int>(pr[r][T - A]);
+      s.in_label_set = std::find(p.label_set.begin(), p.label_set.end(), s.first_pred) != p.label_set.end();
+      scores.push_back(s);
+    }
+  }
+  return scores;
+}
+
+nlohmann::json evalToy(const Transformer& model, const toy::ToyWorld& world, const ToyEvalOptions& opts) {
+  using toy::evalSeed;
+  const uint64_t n = static_cast<uint64_t>(opts.n);
+  auto build = [&](auto&& make) {
+    std::vector<toy::EvalPrompt> v;
+    for (uint64_t i = 0; i < n; ++i)
+      v.push_back(make(i));
+    return v;
+  };
+  auto accuracy = [](const std::vector<PromptScore>& s) {
+    double c = 0;
+    for (const auto& x : s)
+      c += x.correct;
+    return s.empty() ? 0.0 : c / static_cast<double>(s.size());
+  };
+  auto trRatio = [](const std::vector<PromptScore>& s) {
+    double c = 0;
+    for (const auto& x : s)
+      c += x.in_label_set;
+    return s.empty() ? 0.0 : c / static_cast<double>(s.size());
+  };
+  auto score = [&](const std::vector<toy::EvalPrompt>& p) {
+    return scorePrompts(model, p, opts.interventions, opts.batch);
+  };
+  // Each quantity gets its own seed family so prompts never coincide across quantities.
+  auto seedOf = [&](uint64_t family, uint64_t i) { return evalSeed(opts.seed * 1000003ULL + family, i); };
+
+  const auto induction = score(build([&](uint64_t i) { return toy::inductionPrompt(world, seedOf(1, i)); }));
+  const auto concept = score(build([&](uint64_t i) { return toy::conceptCopyPrompt(world, seedOf(2, i)); }));
+  const auto translation = score(build([&](uint64_t i) {
+    return toy::translationPrompt(world, seedOf(3, i), i % 2 == 0 ? toy::Lang::A : toy::Lang::B);
+  }));
+  const auto cls8Prompts = build([&](uint64_t i) { return toy::iclClsPrompt(world, seedOf(4, i), 8); });
+  const auto cls0Prompts = build([&](uint64_t i) { return toy::iclClsPrompt(world, seedOf(5, i), 0); });
+  const auto cls8 = score(cls8Prompts);
+  const auto cls0 = score(cls0Prompts);
+  const std::vector<std::string> tasks = toy::MixtureConfig{}.fn_tasks;  // the tasks training used
+  const auto fn8 = score(build(
+      [&](uint64_t i) { return toy::functionPrompt(world, seedOf(6, i), tasks[i % tasks.size()], 8); }));
+  const auto fn0 = score(build(
+      [&](uint64_t i) { return toy::functionPrompt(world, seedOf(7, i), tasks[i % tasks.size()], 0); }));
+
+  double chance = 0;
+  for (const auto& p : cls0Prompts)
+    chance += 1.0 / static_cast<double>(p.label_set.size());
+  chance /= std::max<double>(1.0, static_cast<double>(cls0Prompts.size()));
+
+  return {{"induction_acc", accuracy(induction)},
+          {"concept_copy_acc", accuracy(concept)},
+          {"translation_acc", accuracy(translation)},
+          {"icl_cls_acc_8shot", accuracy(cls8)},
+          {"icl_cls_acc_0shot", accuracy(cls0)},
+          {"tr_ratio_8shot", trRatio(cls8)},
+          {"tr_ratio_0shot", trRatio(cls0)},
+          {"function_acc_8shot", accuracy(fn8)},
+          {"function_acc_0shot", accuracy(fn0)},
+          {"chance", {{"icl_cls", chance}}},
+          {"n", opts.n},
+          {"seed", opts.seed},
+          {"function_tasks", tasks},
+          {"format",
+           {{"induction", toy::formatDescription("induction")},
+            {"concept_copy", toy::formatDescription("concept_copy")},
+            {"translation", toy::formatDescription("translation") + " (even prompts A→B, odd B→A)"},
+            {"icl_cls", toy::formatDescription("icl_cls")},
+            {"function", toy::formatDescription("function") + " (task i mod number of tasks)"},
+            {"scoring",
+             "greedy exact match of every answer token, teacher-forced; TR ratio = share of "
+             "first-answer argmaxes (over the whole vocabulary) that are one of the episode's labels"}}}};
+}
+
+}  // namespace hs

@@ -1,0 +1,33 @@
+#pragma once
+// The recipe of the embedded toy model: its synthetic world, its architecture, its training schedule.
+// `headscope-cli train-toy` runs it; the shipped weights in resources/models/toy-icl/ came from it, and
+// training.json beside them records the recipe, seed, steps, losses and time.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+#include "model/config.h"
+#include "tasks/toy/world.h"
+#include "train/trainer.h"
+
+namespace hs {
+
+struct ToyRecipe {
+  toy::ToyWorldConfig world;
+  ModelConfig model;
+  TrainConfig train;
+  int batch = 16;     // samples per step
+  int seq_len = 256;  // tokens per sample (= the model's context)
+};
+
+// The shipped model's recipe: Llama architecture, 4 layers × 8 heads, d_model 128, RoPE.
+ToyRecipe defaultToyRecipe();
+nlohmann::json recipeJson(const ToyRecipe& r);
+
+// Trains (resuming from outDir/checkpoint when it holds a state of the same recipe) and writes an HF
+// folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
+TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
+                     const std::function<void(const TrainProgress&)>& onProgress);
+
+}  // namespace hs
