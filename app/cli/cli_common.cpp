@@ -79,8 +79,12 @@ std::vector<int64_t> promptIds(const LoadedModel& m, const std::string& text, co
   return {enc.begin(), enc.end()};
 }
 
-void printJson(const nlohmann::json& j) { std::cout << j.dump() << std::endl; }
+void printJson(const nlohmann::json& j) {
+  std::cout << j.dump() << std::endl;
+}
 
-void progress(const std::string& message) { std::cerr << message << std::endl; }
+void progress(const std::string& message) {
+  std::cerr << message << std::endl;
+}
 
 }  // namespace hs::cli

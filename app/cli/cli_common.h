@@ -36,5 +36,7 @@ void addInfoCommand(CLI::App& app);
 void addTokenizeCommand(CLI::App& app);
 void addLogitsCommand(CLI::App& app);
 void addGenerateCommand(CLI::App& app);
+void addTrainToyCommand(CLI::App& app);
+void addEvalToyCommand(CLI::App& app);
 
 }  // namespace hs::cli

@@ -20,9 +20,27 @@ long long loadedParameters(const ModelWeights& w) {
   add(w.tok_emb);
   add(w.pos_emb);
   for (const auto& l : w.layers) {
-    for (const auto* t : {&l.attn_norm_w, &l.attn_norm_b, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm_w,
-                          &l.k_norm_w, &l.wo, &l.bo, &l.post_attn_norm_w, &l.mlp_norm_w, &l.mlp_norm_b, &l.w_gate,
-                          &l.w_up, &l.b_up, &l.w_down, &l.b_down, &l.post_mlp_norm_w})
+    for (const auto* t : {&l.attn_norm_w,
+                          &l.attn_norm_b,
+                          &l.wq,
+                          &l.wk,
+                          &l.wv,
+                          &l.bq,
+                          &l.bk,
+                          &l.bv,
+                          &l.q_norm_w,
+                          &l.k_norm_w,
+                          &l.wo,
+                          &l.bo,
+                          &l.post_attn_norm_w,
+                          &l.mlp_norm_w,
+                          &l.mlp_norm_b,
+                          &l.w_gate,
+                          &l.w_up,
+                          &l.b_up,
+                          &l.w_down,
+                          &l.b_down,
+                          &l.post_mlp_norm_w})
       add(*t);
   }
   add(w.final_norm_w);
@@ -34,20 +52,28 @@ long long loadedParameters(const ModelWeights& w) {
 
 const char* ropeName(RopeLayout r) {
   switch (r) {
-    case RopeLayout::None: return "none";
-    case RopeLayout::RotateHalf: return "rotate-half";
-    case RopeLayout::Interleaved: return "interleaved";
+    case RopeLayout::None:
+      return "none";
+    case RopeLayout::RotateHalf:
+      return "rotate-half";
+    case RopeLayout::Interleaved:
+      return "interleaved";
   }
   return "?";
 }
 
 const char* dtypeName(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "float32";
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    case at::kDouble: return "float64";
-    default: return "other";
+    case at::kFloat:
+      return "float32";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kHalf:
+      return "float16";
+    case at::kDouble:
+      return "float64";
+    default:
+      return "other";
   }
 }
 

@@ -26,7 +26,8 @@ std::vector<Intervention> ablations(const Transformer& model, const at::Tensor& 
   if (mode == "mean") {
     RunRequest req;
     req.tokens = tokens;
-    for (const auto& [l, h] : heads) req.capture.insert(attnZ(l));
+    for (const auto& [l, h] : heads)
+      req.capture.insert(attnZ(l));
     clean = model.run(req).cache;
   }
   for (const auto& [l, h] : heads) {
@@ -36,7 +37,7 @@ std::vector<Intervention> ablations(const Transformer& model, const at::Tensor& 
     if (mode == "mean") {
       iv.op = InterventionOp::Mean;
       iv.tensor = clean.at(attnZ(l)).select(2, h).mean(1);  // [batch, d_head] → broadcast below
-      iv.tensor = iv.tensor.unsqueeze(1).unsqueeze(2);       // [batch, 1, 1, d_head]
+      iv.tensor = iv.tensor.unsqueeze(1).unsqueeze(2);      // [batch, 1, 1, d_head]
     } else {
       iv.op = InterventionOp::Zero;
     }
@@ -49,7 +50,8 @@ std::vector<Intervention> ablations(const Transformer& model, const at::Tensor& 
 
 void addLogitsCommand(CLI::App& app) {
   static LogitsArgs a;
-  auto* cmd = app.add_subcommand("logits", "Next-token logits at the last position, optionally with heads ablated");
+  auto* cmd =
+      app.add_subcommand("logits", "Next-token logits at the last position, optionally with heads ablated");
   addModelArgs(*cmd, a.model);
   cmd->add_option("--text", a.text, "prompt text (encoded as the tokenizer config says)");
   cmd->add_option("--ids", a.ids, "prompt token ids, comma separated");

@@ -27,7 +27,8 @@ void addTokenizeCommand(CLI::App& app) {
     if (bos != "default") addBos = bos == "yes";
     const std::vector<int> ids = tok->encode(text, addBos);
     nlohmann::json pieces = nlohmann::json::array();
-    for (int id : ids) pieces.push_back(tok->piece(id));
+    for (int id : ids)
+      pieces.push_back(tok->piece(id));
     printJson({{"ids", ids}, {"pieces", pieces}, {"decoded", tok->decode(ids)}, {"tokenizer", tok->kind()}});
   });
 }

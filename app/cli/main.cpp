@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   hs::cli::addTokenizeCommand(app);
   hs::cli::addLogitsCommand(app);
   hs::cli::addGenerateCommand(app);
+  hs::cli::addTrainToyCommand(app);
+  hs::cli::addEvalToyCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

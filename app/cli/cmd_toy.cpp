@@ -1,0 +1,91 @@
+// headscope-cli train-toy / eval-toy: the embedded toy model's recipe and its per-task accuracies.
+#include <filesystem>
+
+#include <iomanip>
+#include <sstream>
+
+#include "cli_common.h"
+#include "tasks/toy/world.h"
+#include "train/toy_eval.h"
+#include "train/toy_recipe.h"
+#include "util/error.h"
+
+namespace hs::cli {
+
+void addTrainToyCommand(CLI::App& app) {
+  static std::string out, resume;
+  static int64_t steps = -1;
+  static uint64_t seed = 0;
+  static bool seedGiven = false;
+  static int batch = -1;
+  auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
+  cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
+  cmd->add_option("--resume", resume, "continue the run whose output folder this is");
+  cmd->add_option("--steps", steps, "optimizer steps (default: the recipe's)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", seed, "training seed (default: the recipe's)")->each([](const std::string&) {
+    seedGiven = true;
+  });
+  cmd->add_option("--batch", batch, "samples per step (default: the recipe's)")->check(CLI::PositiveNumber);
+  cmd->callback([] {
+    if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
+    if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
+    const std::string dir = out.empty() ? resume : out;
+    if (!resume.empty() && !std::filesystem::exists(dir + "/checkpoint/trainer_state.json"))
+      fail("--resume ", dir, ": no checkpoint/trainer_state.json there");
+    ToyRecipe recipe = defaultToyRecipe();
+    if (steps > 0) recipe.train.steps = steps;
+    if (seedGiven) recipe.train.seed = seed;
+    if (batch > 0) recipe.batch = batch;
+    progress("train-toy: " + recipeJson(recipe)["train"].dump());
+    const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
+      std::ostringstream os;
+      os << "step " << p.step << "  loss " << std::fixed << std::setprecision(4) << p.loss << "  lr "
+         << std::setprecision(6) << p.lr;
+      for (const auto& [k, v] : p.kind_loss)
+        os << "  " << k << " " << std::setprecision(3) << v;
+      os << "  " << std::setprecision(0) << p.seconds << " s";
+      progress(os.str());
+    });
+    printJson({{"out", dir},
+               {"steps", r.steps_done},
+               {"seconds", r.seconds},
+               {"final_loss", r.curve.empty() ? 0.0 : r.curve.back().loss},
+               {"first_loss", r.curve.empty() ? 0.0 : r.curve.front().loss}});
+  });
+}
+
+void addEvalToyCommand(CLI::App& app) {
+  static ModelArgs args;
+  static int n = 200;
+  static uint64_t seed = 1;
+  static std::string ablate;
+  auto* cmd = app.add_subcommand("eval-toy", "Per-task accuracies of a toy model (JSON)");
+  args.model = "toy";
+  cmd->add_option("--model", args.model, "toy (the embedded model) or a folder written by train-toy");
+  cmd->add_option("--n", n, "prompts per quantity")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", seed, "evaluation seed");
+  cmd->add_option("--ablate", ablate, "zero-ablate these heads (hook_z, all positions): LAYER.HEAD,...");
+  cmd->callback([] {
+    const LoadedModel m = loadForCli(args);
+    const toy::ToyWorld world = toy::ToyWorld::build(defaultToyRecipe().world);
+    if (m.config.vocab_size != world.vocabSize())
+      fail(m.path, ": vocabulary of ", m.config.vocab_size, " tokens is not the toy world's ",
+           world.vocabSize());
+    ToyEvalOptions opts;
+    opts.n = n;
+    opts.seed = seed;
+    for (const auto& [l, h] : parseHeadList(ablate)) {
+      Intervention iv;
+      iv.site = attnZ(l);
+      iv.heads = {h};
+      iv.op = InterventionOp::Zero;
+      opts.interventions.push_back(iv);
+    }
+    nlohmann::json j = evalToy(*m.model, world, opts);
+    j["model"] = m.path;
+    j["ablated"] = ablate;
+    printJson(j);
+  });
+}
+
+}  // namespace hs::cli

@@ -1,0 +1,342 @@
+#include "model/load/architecture.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <set>
+
+#include "model/io/safetensors.h"
+#include "util/error.h"
+
+namespace hs {
+
+// ---------------------------------------------------------------------------------------------------
+// Lookups
+
+SafetensorsLookup::SafetensorsLookup(std::shared_ptr<const SafetensorsCheckpoint> ckpt)
+    : ckpt_(std::move(ckpt)) {}
+std::vector<std::string> SafetensorsLookup::names() const {
+  return ckpt_->names();
+}
+at::Tensor SafetensorsLookup::tensor(const std::string& name) const {
+  return ckpt_->tensor(name);
+}
+std::string SafetensorsLookup::fileOf(const std::string& name) const {
+  return ckpt_->has(name) ? ckpt_->fileOf(name) : ckpt_->path();
+}
+
+MapLookup::MapLookup(std::map<std::string, at::Tensor> tensors, std::string path)
+    : tensors_(std::move(tensors)), path_(std::move(path)) {}
+std::vector<std::string> MapLookup::names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : tensors_)
+    out.push_back(kv.first);
+  return out;
+}
+at::Tensor MapLookup::tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail(path_, ": no tensor ", name);
+  return it->second;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The declarative tables
+
+namespace {
+
+enum class Transform {
+  Copy,       // stored as the canonical tensor
+  Transpose,  // GPT-2 Conv1D weight: stored [in, out], canonical [out, in]
+  Gpt2Qkv,    // GPT-2 c_attn: weight [d, 3d] (Conv1D) / bias [3d]; q, k, v are consecutive thirds
+  NeoXQkv,    // GPT-NeoX query_key_value: rows [n_heads, 3, d_head] interleaved per head
+};
+
+// Where a (transformed) tensor goes: a member of one layer, or of the model.
+struct Slot {
+  int layer = -1;
+  at::Tensor LayerWeights::*layerMember = nullptr;
+  at::Tensor ModelWeights::*modelMember = nullptr;
+};
+
+struct TensorSpec {
+  std::string key;             // checkpoint key
+  std::vector<int64_t> shape;  // as stored
+  std::string meaning;         // the shape in config terms, for error messages
+  Transform transform = Transform::Copy;
+  std::vector<Slot> slots;  // one, or q/k/v for the fused splits; empty = checked, then dropped
+  bool optional = false;    // may be absent (lm_head.weight of a tied checkpoint)
+};
+
+class Table {
+ public:
+  void add(std::string key, std::vector<int64_t> shape, std::string meaning, std::vector<Slot> slots,
+           Transform t = Transform::Copy, bool optional = false) {
+    specs.push_back({std::move(key), std::move(shape), std::move(meaning), t, std::move(slots), optional});
+  }
+  std::vector<TensorSpec> specs;
+};
+
+Slot model(at::Tensor ModelWeights::*m) {
+  return {-1, nullptr, m};
+}
+Slot layer(int l, at::Tensor LayerWeights::*m) {
+  return {l, m, nullptr};
+}
+
+// GPT-2: transformer.h.N.* (GPT2LMHeadModel) or h.N.* (GPT2Model, the hub's gpt2 files).
+Table gpt2Table(const ModelConfig& c, const std::string& p) {
+  const int64_t d = c.d_model, m = c.d_mlp, V = c.vocab_size, P = c.context_length;
+  Table t;
+  t.add(p + "wte.weight", {V, d}, "[vocab_size, n_embd]", {model(&ModelWeights::tok_emb)});
+  t.add(p + "wpe.weight", {P, d}, "[n_positions, n_embd]", {model(&ModelWeights::pos_emb)});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string h = p + "h." + std::to_string(l) + ".";
+    using L = LayerWeights;
+    t.add(h + "ln_1.weight", {d}, "[n_embd]", {layer(l, &L::attn_norm_w)});
+    t.add(h + "ln_1.bias", {d}, "[n_embd]", {layer(l, &L::attn_norm_b)});
+    t.add(h + "attn.c_attn.weight", {d, 3 * d}, "[n_embd, 3*n_embd] (Conv1D: in, out)",
+          {layer(l, &L::wq), layer(l, &L::wk), layer(l, &L::wv)}, Transform::Gpt2Qkv);
+    t.add(h + "attn.c_attn.bias", {3 * d}, "[3*n_embd]",
+          {layer(l, &L::bq), layer(l, &L::bk), layer(l, &L::bv)}, Transform::Gpt2Qkv);
+    t.add(h + "attn.c_proj.weight", {d, d}, "[n_embd, n_embd]", {layer(l, &L::wo)}, Transform::Transpose);
+    t.add(h + "attn.c_proj.bias", {d}, "[n_embd]", {layer(l, &L::bo)});
+    t.add(h + "ln_2.weight", {d}, "[n_embd]", {layer(l, &L::mlp_norm_w)});
+    t.add(h + "ln_2.bias", {d}, "[n_embd]", {layer(l, &L::mlp_norm_b)});
+    t.add(h + "mlp.c_fc.weight", {d, m}, "[n_embd, n_inner] (Conv1D: in, out)", {layer(l, &L::w_up)},
+          Transform::Transpose);
+    t.add(h + "mlp.c_fc.bias", {m}, "[n_inner]", {layer(l, &L::b_up)});
+    t.add(h + "mlp.c_proj.weight", {m, d}, "[n_inner, n_embd] (Conv1D: in, out)", {layer(l, &L::w_down)},
+          Transform::Transpose);
+    t.add(h + "mlp.c_proj.bias", {d}, "[n_embd]", {layer(l, &L::b_down)});
+  }
+  t.add(p + "ln_f.weight", {d}, "[n_embd]", {model(&ModelWeights::final_norm_w)});
+  t.add(p + "ln_f.bias", {d}, "[n_embd]", {model(&ModelWeights::final_norm_b)});
+  if (c.tied_embeddings)
+    t.add("lm_head.weight", {V, d}, "[vocab_size, n_embd]", {}, Transform::Copy, true);
+  else
+    t.add("lm_head.weight", {V, d}, "[vocab_size, n_embd]", {model(&ModelWeights::unembed)});
+  return t;
+}
+
+// Llama, Mistral, Qwen2 (+ q/k/v biases), Qwen3 (+ per-head q/k norms), OLMo-2 (post-norms, full q/k norms).
+Table llamaTable(const ModelConfig& c) {
+  const int64_t d = c.d_model, m = c.d_mlp, V = c.vocab_size;
+  const int64_t q = static_cast<int64_t>(c.n_heads) * c.d_head,
+                kv = static_cast<int64_t>(c.n_kv_heads) * c.d_head;
+  Table t;
+  t.add("model.embed_tokens.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::tok_emb)});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string a = p + "self_attn.";
+    using L = LayerWeights;
+    if (!c.post_norms) t.add(p + "input_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::attn_norm_w)});
+    t.add(a + "q_proj.weight", {q, d}, "[num_attention_heads*head_dim, hidden_size]", {layer(l, &L::wq)});
+    t.add(a + "k_proj.weight", {kv, d}, "[num_key_value_heads*head_dim, hidden_size]", {layer(l, &L::wk)});
+    t.add(a + "v_proj.weight", {kv, d}, "[num_key_value_heads*head_dim, hidden_size]", {layer(l, &L::wv)});
+    t.add(a + "o_proj.weight", {d, q}, "[hidden_size, num_attention_heads*head_dim]", {layer(l, &L::wo)});
+    if (c.qkv_bias) {
+      t.add(a + "q_proj.bias", {q}, "[num_attention_heads*head_dim]", {layer(l, &L::bq)});
+      t.add(a + "k_proj.bias", {kv}, "[num_key_value_heads*head_dim]", {layer(l, &L::bk)});
+      t.add(a + "v_proj.bias", {kv}, "[num_key_value_heads*head_dim]", {layer(l, &L::bv)});
+    }
+    if (c.attn_out_bias) t.add(a + "o_proj.bias", {d}, "[hidden_size]", {layer(l, &L::bo)});
+    if (c.qk_norm == QkNorm::PerHead) {
+      t.add(a + "q_norm.weight", {c.d_head}, "[head_dim]", {layer(l, &L::q_norm_w)});
+      t.add(a + "k_norm.weight", {c.d_head}, "[head_dim]", {layer(l, &L::k_norm_w)});
+    } else if (c.qk_norm == QkNorm::Full) {
+      t.add(a + "q_norm.weight", {q}, "[num_attention_heads*head_dim]", {layer(l, &L::q_norm_w)});
+      t.add(a + "k_norm.weight", {kv}, "[num_key_value_heads*head_dim]", {layer(l, &L::k_norm_w)});
+    }
+    if (c.post_norms) {
+      t.add(p + "post_attention_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::post_attn_norm_w)});
+      t.add(p + "post_feedforward_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::post_mlp_norm_w)});
+    } else {
+      t.add(p + "post_attention_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::mlp_norm_w)});
+    }
+    t.add(p + "mlp.gate_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_gate)});
+    t.add(p + "mlp.up_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_up)});
+    t.add(p + "mlp.down_proj.weight", {d, m}, "[hidden_size, intermediate_size]", {layer(l, &L::w_down)});
+  }
+  t.add("model.norm.weight", {d}, "[hidden_size]", {model(&ModelWeights::final_norm_w)});
+  if (c.tied_embeddings)
+    t.add("lm_head.weight", {V, d}, "[vocab_size, hidden_size]", {}, Transform::Copy, true);
+  else
+    t.add("lm_head.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::unembed)});
+  return t;
+}
+
+// GPT-NeoX / Pythia.
+Table neoxTable(const ModelConfig& c) {
+  const int64_t d = c.d_model, m = c.d_mlp, V = c.vocab_size;
+  Table t;
+  t.add("gpt_neox.embed_in.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::tok_emb)});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
+    using L = LayerWeights;
+    t.add(p + "input_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::attn_norm_w)});
+    t.add(p + "input_layernorm.bias", {d}, "[hidden_size]", {layer(l, &L::attn_norm_b)});
+    t.add(p + "post_attention_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::mlp_norm_w)});
+    t.add(p + "post_attention_layernorm.bias", {d}, "[hidden_size]", {layer(l, &L::mlp_norm_b)});
+    t.add(p + "attention.query_key_value.weight", {3 * d, d}, "[3*hidden_size, hidden_size]",
+          {layer(l, &L::wq), layer(l, &L::wk), layer(l, &L::wv)}, Transform::NeoXQkv);
+    if (c.qkv_bias)
+      t.add(p + "attention.query_key_value.bias", {3 * d}, "[3*hidden_size]",
+            {layer(l, &L::bq), layer(l, &L::bk), layer(l, &L::bv)}, Transform::NeoXQkv);
+    t.add(p + "attention.dense.weight", {d, d}, "[hidden_size, hidden_size]", {layer(l, &L::wo)});
+    if (c.attn_out_bias) t.add(p + "attention.dense.bias", {d}, "[hidden_size]", {layer(l, &L::bo)});
+    t.add(p + "mlp.dense_h_to_4h.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_up)});
+    t.add(p + "mlp.dense_h_to_4h.bias", {m}, "[intermediate_size]", {layer(l, &L::b_up)});
+    t.add(p + "mlp.dense_4h_to_h.weight", {d, m}, "[hidden_size, intermediate_size]", {layer(l, &L::w_down)});
+    t.add(p + "mlp.dense_4h_to_h.bias", {d}, "[hidden_size]", {layer(l, &L::b_down)});
+  }
+  t.add("gpt_neox.final_layer_norm.weight", {d}, "[hidden_size]", {model(&ModelWeights::final_norm_w)});
+  t.add("gpt_neox.final_layer_norm.bias", {d}, "[hidden_size]", {model(&ModelWeights::final_norm_b)});
+  if (c.tied_embeddings)
+    t.add("embed_out.weight", {V, d}, "[vocab_size, hidden_size]", {}, Transform::Copy, true);
+  else
+    t.add("embed_out.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::unembed)});
+  return t;
+}
+
+Table tableFor(const ModelConfig& c, const std::vector<std::string>& names) {
+  switch (c.arch) {
+    case Architecture::Gpt2: {
+      // GPT2LMHeadModel saves "transformer.wte.weight"; GPT2Model (the hub's gpt2 files) "wte.weight".
+      const bool prefixed = std::find(names.begin(), names.end(), "transformer.wte.weight") != names.end();
+      return gpt2Table(c, prefixed ? "transformer." : "");
+    }
+    case Architecture::GptNeoX:
+      return neoxTable(c);
+    case Architecture::Llama:
+    case Architecture::Mistral:
+    case Architecture::Qwen2:
+    case Architecture::Qwen3:
+    case Architecture::Olmo2:
+      return llamaTable(c);
+  }
+  fail("no tensor table for architecture ", toString(c.arch));
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Buffers some exporters save that carry no weights: causal masks, -inf fill values, RoPE frequencies.
+bool harmlessBuffer(const std::string& key) {
+  return endsWith(key, ".attn.bias") || endsWith(key, ".attn.masked_bias") ||
+         endsWith(key, ".attention.bias") || endsWith(key, ".attention.masked_bias") ||
+         endsWith(key, "rotary_emb.inv_freq");
+}
+
+std::string shapeString(at::IntArrayRef s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Apply the spec's transform to a stored tensor; returns one canonical tensor per slot.
+std::vector<at::Tensor> transform(const TensorSpec& spec, const at::Tensor& stored, const ModelConfig& c) {
+  switch (spec.transform) {
+    case Transform::Copy:
+      return {stored};
+    case Transform::Transpose:
+      return {stored.t()};  // [in, out] -> [out, in]
+    case Transform::Gpt2Qkv: {
+      // weight [d, 3d] -> [3d, d]; rows (or bias entries) [0, d) are q, [d, 2d) k, [2d, 3d) v.
+      const at::Tensor rows = stored.dim() == 2 ? stored.t() : stored;  // [3*d_model, (d_model)]
+      auto parts = rows.chunk(3, 0);                                    // 3 x [d_model, (d_model)]
+      return {parts[0], parts[1], parts[2]};
+    }
+    case Transform::NeoXQkv: {
+      // GPTNeoXAttention views the fused output as [.., n_heads, 3*d_head]: rows are [head, {q,k,v}, d_head].
+      const int64_t h = c.n_heads, dh = c.d_head;
+      std::vector<int64_t> view = {h, 3, dh};
+      if (stored.dim() == 2) view.push_back(stored.size(1));
+      const at::Tensor v = stored.reshape(view);  // [n_heads, 3, d_head, (d_model)]
+      std::vector<at::Tensor> out;
+      for (int64_t i = 0; i < 3; ++i) {
+        std::vector<int64_t> shape = {h * dh};
+        if (stored.dim() == 2) shape.push_back(stored.size(1));
+        out.push_back(v.select(1, i).reshape(shape));  // [n_heads*d_head, (d_model)]
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
+void store(ModelWeights& w, const Slot& s, at::Tensor t) {
+  if (s.modelMember) {
+    w.*(s.modelMember) = std::move(t);
+  } else {
+    w.layers.at(s.layer).*(s.layerMember) = std::move(t);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expectedKeys(const ModelConfig& config, const TensorLookup& lookup) {
+  std::vector<std::string> keys;
+  for (const auto& s : tableFor(config, lookup.names()).specs)
+    keys.push_back(s.key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
+                        at::ScalarType dtype) {
+  const std::vector<std::string> names = lookup.names();
+  const std::set<std::string> present(names.begin(), names.end());
+  const Table table = tableFor(config, names);
+  const char* family = config.model_type.empty() ? toString(config.arch) : config.model_type.c_str();
+
+  // Account for every key: first what the table needs, then what the checkpoint has beyond it.
+  std::set<std::string> claimed;
+  std::vector<const TensorSpec*> missing;
+  for (const auto& spec : table.specs) {
+    claimed.insert(spec.key);
+    if (!present.count(spec.key) && !spec.optional) missing.push_back(&spec);
+  }
+  std::vector<std::string> unknown;
+  for (const auto& n : names)
+    if (!claimed.count(n) && !harmlessBuffer(n)) unknown.push_back(n);
+  if (!missing.empty()) {
+    std::string more;
+    if (missing.size() > 1) more = hs::cat(" (and ", missing.size() - 1, " more missing tensors)");
+    std::string hint;
+    if (!unknown.empty())
+      hint = hs::cat("; the checkpoint has ", unknown.size(), " tensors the ", family,
+                     " layout does not use, e.g. ", unknown.front());
+    fail(origin, ": missing tensor ", missing.front()->key, ", expected shape ",
+         shapeString(missing.front()->shape), " ", missing.front()->meaning, " for model_type ", family, more,
+         hint);
+  }
+  if (!unknown.empty()) {
+    std::string more;
+    if (unknown.size() > 1) more = hs::cat(" (and ", unknown.size() - 1, " more)");
+    fail(lookup.fileOf(unknown.front()), ": unexpected tensor ", unknown.front(), more, ": not part of the ",
+         family, " layout for this config (", config.n_layers, " layers",
+         config.tied_embeddings ? ", tied embeddings" : "", config.qkv_bias ? ", q/k/v biases" : "", ")");
+  }
+
+  ModelWeights w;
+  w.layers.resize(config.n_layers);
+  for (const auto& spec : table.specs) {
+    if (!present.count(spec.key)) continue;  // an optional tensor that is absent
+    const at::Tensor stored = lookup.tensor(spec.key);
+    if (stored.sizes() != at::IntArrayRef(spec.shape))
+      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has shape ", shapeString(stored.sizes()),
+           ", expected ", shapeString(spec.shape), " ", spec.meaning);
+    if (!at::isFloatingType(stored.scalar_type()))
+      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has dtype ", c10::toString(stored.scalar_type()),
+           ", expected a floating-point type");
+    const std::vector<at::Tensor> parts = transform(spec, stored, config);
+    for (size_t i = 0; i < spec.slots.size(); ++i)
+      store(w, spec.slots[i], parts.at(i).to(at::kCPU, dtype).contiguous());
+  }
+  if (config.tied_embeddings) w.unembed = w.tok_emb;  // [vocab, d_model], same storage
+  return w;
+}
+
+}  // namespace hs

@@ -1,0 +1,72 @@
+#pragma once
+// Strict mapping from checkpoint tensors (HF key names) to the canonical ModelWeights.
+//
+// One declarative table per family (architecture.cpp) lists every tensor the architecture needs: its
+// checkpoint key, the shape it must have as stored (derived from the config) and how it becomes
+// canonical weights (copy, GPT-2 Conv1D transpose, fused-QKV split). Every key of the checkpoint must be
+// accounted for: a missing key, an unknown extra key or a wrong shape is an hs::Error naming the key,
+// the file and what was expected (in the spirit of llama.cpp's create_tensor). Only known-harmless
+// buffers (causal-mask `attn.bias` / `attn.masked_bias`, `attention.bias` / `attention.masked_bias`,
+// `rotary_emb.inv_freq`) are ignored.
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/io/raw_checkpoint.h"
+#include "model/weights.h"
+
+namespace hs {
+
+class SafetensorsCheckpoint;
+
+// Read access to a checkpoint's tensors by name.
+class TensorLookup {
+ public:
+  virtual ~TensorLookup() = default;
+  virtual std::vector<std::string> names() const = 0;
+  virtual at::Tensor tensor(const std::string& name) const = 0;
+  // The file holding `name` (for error messages); the checkpoint's path when unknown.
+  virtual std::string fileOf(const std::string& name) const = 0;
+};
+
+// Over a (possibly sharded) safetensors checkpoint. Keeps the checkpoint (and its maps) alive.
+class SafetensorsLookup : public TensorLookup {
+ public:
+  explicit SafetensorsLookup(std::shared_ptr<const SafetensorsCheckpoint> ckpt);
+  std::vector<std::string> names() const override;
+  at::Tensor tensor(const std::string& name) const override;
+  std::string fileOf(const std::string& name) const override;
+
+ private:
+  std::shared_ptr<const SafetensorsCheckpoint> ckpt_;
+};
+
+// Over tensors already in memory: a RawCheckpoint from the llama2.c / GGUF readers, or a test's map.
+class MapLookup : public TensorLookup {
+ public:
+  MapLookup(std::map<std::string, at::Tensor> tensors, std::string path);
+  explicit MapLookup(const RawCheckpoint& raw) : MapLookup(raw.tensors, raw.path) {}
+  std::vector<std::string> names() const override;
+  at::Tensor tensor(const std::string& name) const override;
+  std::string fileOf(const std::string&) const override { return path_; }
+
+ private:
+  std::map<std::string, at::Tensor> tensors_;
+  std::string path_;
+};
+
+// Check every key and shape against the family's table and build the canonical weights, each tensor
+// converted to `dtype`, contiguous, on CPU. Tied embeddings share storage (unembed is tok_emb).
+// `origin` names the checkpoint (folder or file) in error messages.
+ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
+                        at::ScalarType dtype = at::kFloat);
+
+// The checkpoint keys the family's table expects for this config (sorted), for diagnostics and tests.
+std::vector<std::string> expectedKeys(const ModelConfig& config, const TensorLookup& lookup);
+
+}  // namespace hs

@@ -1,0 +1,223 @@
+// loadModel: path resolution, tokenizer discovery, and the errors a user sees for wrong paths and broken
+// checkpoints (each names the file and the key or field).
+#include <ATen/ATen.h>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "load_test_util.h"
+#include "model/load/model_loader.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename F>
+std::string errorOf(F&& f) {
+  try {
+    f();
+  } catch (const hs::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+#define CHECK_MSG(msg, part)                                 \
+  QVERIFY2(contains(msg, part),                              \
+           qPrintable(QString("message \"%1\" lacks \"%2\"") \
+                          .arg(QString::fromStdString(msg), QString::fromStdString(std::string(part)))))
+
+void writeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+class TestModelLoader : public QObject {
+  Q_OBJECT
+
+  // A generated llama checkpoint with an optional mutation; returns the folder.
+  std::string generated(const QTemporaryDir& dir, const QString& family, const QStringList& extra = {}) {
+    QString err;
+    hs::test::runReference(QStringList{"gen", "--family", family, "--seed", "1", "--out", dir.path()} + extra,
+                           &err);
+    if (!err.isEmpty()) qWarning("%s", qPrintable(err));
+    return dir.path().toStdString();
+  }
+
+ private Q_SLOTS:
+  void pathErrors() {
+    QTemporaryDir dir;
+    const std::string root = dir.path().toStdString();
+    std::string m = errorOf([&] { hs::loadModel(root + "/nothing-here"); });
+    CHECK_MSG(m, root + "/nothing-here");
+    CHECK_MSG(m, "no such file or folder");
+
+    writeFile(root + "/notes.txt", "hello");
+    m = errorOf([&] { hs::loadModel(root + "/notes.txt"); });
+    CHECK_MSG(m, "notes.txt");
+    CHECK_MSG(m, "not a model folder nor a known model file");
+
+    fs::create_directory(root + "/empty");
+    m = errorOf([&] { hs::loadModel(root + "/empty"); });
+    CHECK_MSG(m, root + "/empty");
+    CHECK_MSG(m, "no config.json");
+
+    fs::create_directory(root + "/noweights");
+    writeFile(root + "/noweights/config.json",
+              R"({"model_type": "gpt2", "n_embd": 8, "n_layer": 1, "n_head": 2, "vocab_size": 5})");
+    writeFile(root + "/noweights/pytorch_model.bin", "x");
+    m = errorOf([&] { hs::loadModel(root + "/noweights"); });
+    CHECK_MSG(m, root + "/noweights");
+    CHECK_MSG(m, "no weights");
+    CHECK_MSG(m, "pytorch_model.bin is not supported");
+
+    m = errorOf([&] { hs::loadModel(root + "/noweights/pytorch_model.bin"); });
+    CHECK_MSG(m, "PyTorch pickle checkpoints are not supported");
+
+    writeFile(root + "/lonely.safetensors", "12345678");
+    m = errorOf([&] { hs::loadModel(root + "/lonely.safetensors"); });
+    CHECK_MSG(m, "lonely.safetensors");
+    CHECK_MSG(m, "no config.json beside");
+  }
+
+  void toy() {
+    bool built = false;
+    for (const auto& c : hs::toyModelCandidates())
+      built = built || fs::exists(c + "/config.json");
+    if (built) {
+      const hs::LoadedModel m = hs::loadModel("toy");
+      QVERIFY(m.model);
+      QVERIFY(m.tokenizer);
+      return;
+    }
+    const std::string m = errorOf([&] { hs::loadModel("toy"); });
+    QVERIFY2(m.rfind("the embedded toy model is not built yet: ", 0) == 0, m.c_str());
+    CHECK_MSG(m, "resources/models/toy-icl");
+  }
+
+  void strictCheckpointErrorsNameFileAndKey() {
+    HS_REQUIRE_REFERENCE_PYTHON();
+    {
+      QTemporaryDir dir;
+      const std::string f =
+          generated(dir, "llama", {"--mutate", "missing:model.layers.1.mlp.up_proj.weight"});
+      const std::string m = errorOf([&] { hs::loadModel(f); });
+      CHECK_MSG(m, f);
+      CHECK_MSG(m, "missing tensor model.layers.1.mlp.up_proj.weight");
+    }
+    {
+      QTemporaryDir dir;
+      const std::string f =
+          generated(dir, "qwen2", {"--mutate", "extra:model.layers.0.self_attn.gate.weight"});
+      const std::string m = errorOf([&] { hs::loadModel(f); });
+      CHECK_MSG(m, f + "/model.safetensors");
+      CHECK_MSG(m, "unexpected tensor model.layers.0.self_attn.gate.weight");
+    }
+    {
+      QTemporaryDir dir;
+      const std::string f =
+          generated(dir, "gpt_neox", {"--mutate", "shape:gpt_neox.layers.0.attention.dense.weight"});
+      const std::string m = errorOf([&] { hs::loadModel(f); });
+      CHECK_MSG(m, f + "/model.safetensors");
+      CHECK_MSG(m, "gpt_neox.layers.0.attention.dense.weight has shape [65, 64], expected [64, 64]");
+    }
+    {
+      QTemporaryDir dir;
+      const std::string f = generated(dir, "olmo2");
+      writeFile(f + "/config.json", R"({"model_type": "bert", "hidden_size": 64})");
+      std::string m = errorOf([&] { hs::loadModel(f); });
+      CHECK_MSG(m, f + "/config.json");
+      CHECK_MSG(m, "unsupported model_type \"bert\"");
+      writeFile(f + "/config.json", R"({"model_type": "olmo2", "hidden_size": 64,,})");
+      m = errorOf([&] { hs::loadModel(f); });
+      CHECK_MSG(m, f + "/config.json");
+      CHECK_MSG(m, "malformed JSON");
+    }
+  }
+
+  void entryPointsOfOneCheckpoint() {
+    HS_REQUIRE_REFERENCE_PYTHON();
+    QTemporaryDir dir;
+    const std::string f = generated(dir, "qwen3");
+    const hs::test::Reference ref = hs::test::readReference(f);
+    const hs::LoadedModel byFolder = hs::loadModel(f);
+    QCOMPARE(byFolder.files, (std::vector<std::string>{f + "/config.json", f + "/model.safetensors"}));
+    QVERIFY(!byFolder.tokenizer);
+    QVERIFY(contains(byFolder.notes.at(0), "no tokenizer found"));
+    const at::Tensor want = hs::test::ourLogits(*byFolder.model, ref.tokens);
+    for (const std::string& p : {f + "/model.safetensors", f + "/config.json"}) {
+      const hs::LoadedModel m = hs::loadModel(p);
+      QVERIFY(hs::test::maxAbsDiff(hs::test::ourLogits(*m.model, ref.tokens), want) == 0.0);
+    }
+    hs::LoadOptions bad;
+    bad.dtype = "int8";
+    CHECK_MSG(errorOf([&] { hs::loadModel(f, bad); }), "unsupported dtype \"int8\"");
+    bad = {};
+    bad.device = "tpu";
+    CHECK_MSG(errorOf([&] { hs::loadModel(f, bad); }), "tpu");
+  }
+
+  // HF shards (model.safetensors.index.json) give the same model as one file.
+  void shardedFolder() {
+    HS_REQUIRE_REFERENCE_PYTHON();
+    QTemporaryDir dir;
+    const std::string f = generated(dir, "mistral", {"--shards", "3"});
+    QVERIFY(!fs::exists(f + "/model.safetensors"));
+    const hs::LoadedModel m = hs::loadModel(f);
+    QCOMPARE(m.files.size(), size_t(4));  // config.json + 3 shards
+    const hs::test::Reference ref = hs::test::readReference(f);
+    const double diff = hs::test::maxAbsDiff(hs::test::ourLogits(*m.model, ref.tokens), ref.logits);
+    QVERIFY2(diff <= 1e-4, qPrintable(QString("sharded mistral: max |ours - reference| = %1").arg(diff)));
+  }
+
+  void tokenizerBesideHfFolder() {
+    HS_REQUIRE_REFERENCE_PYTHON();
+    const std::string vocab = hs::test::sharedData("tokenizers/gpt2/vocab.json");
+    HS_REQUIRE_FILE(vocab);
+    QTemporaryDir dir;
+    const std::string f = generated(dir, "gpt2");
+    fs::copy_file(vocab, f + "/vocab.json");
+    fs::copy_file(hs::test::sharedData("tokenizers/gpt2/merges.txt"), f + "/merges.txt");
+    const hs::LoadedModel m = hs::loadModel(f);
+    QVERIFY(m.tokenizer);
+    QCOMPARE(m.tokenizer->kind(), std::string("bpe-bytelevel"));
+    QVERIFY(std::find(m.files.begin(), m.files.end(), f + "/vocab.json") != m.files.end());
+    // The real GPT-2 vocabulary (50257) is larger than this toy checkpoint (97): said, not fatal.
+    QCOMPARE(m.notes.size(), size_t(1));
+    CHECK_MSG(m.notes[0], "cannot be run");
+  }
+
+  void llama2cWithoutTokenizerBeside() {
+    const std::string bin = hs::test::sharedData("models/stories260K/stories260K.bin");
+    HS_REQUIRE_FILE(bin);
+    QTemporaryDir dir;
+    const std::string copy = dir.path().toStdString() + "/model.bin";
+    fs::copy_file(bin, copy);
+    hs::LoadedModel m = hs::loadModel(copy);
+    QVERIFY(!m.tokenizer);
+    CHECK_MSG(m.notes.at(0), "no tokenizer found beside " + copy);
+    // A tokenizer of the wrong size beside it is not picked.
+    writeFile(dir.path().toStdString() + "/tokenizer.bin", std::string("\x04\x00\x00\x00", 4));
+    m = hs::loadModel(copy);
+    QVERIFY(!m.tokenizer);
+    // The right one is, under either conventional name.
+    fs::remove(dir.path().toStdString() + "/tokenizer.bin");
+    fs::copy_file(hs::test::sharedData("models/stories260K/tok512.bin"),
+                  dir.path().toStdString() + "/tokenizer.bin");
+    m = hs::loadModel(copy);
+    QVERIFY(m.tokenizer);
+    QCOMPARE(m.tokenizer->vocabSize(), 512);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelLoader)
+#include "test_model_loader.moc"

@@ -1,0 +1,156 @@
+// Every family end to end: reference_forward.py writes a small random checkpoint in HF layout and the
+// all-position logits of an independent float64 PyTorch forward written from the HF modeling files;
+// loadModel reads the folder and our forward must agree within 1e-4 absolute (fp32) at every position.
+#include <ATen/ATen.h>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "load_test_util.h"
+#include "model/io/safetensors.h"
+#include "model/load/architecture.h"
+#include "model/load/config_json.h"
+#include "model/load/model_loader.h"
+
+namespace {
+
+constexpr double kFp32Tol = 1e-4;
+
+// Generates `family` into dir; QFAILs the caller on a script error through the returned message.
+QString generate(const QTemporaryDir& dir, const QString& family, int seed,
+                 const QString& dtype = "float32") {
+  QString error;
+  hs::test::runReference(
+      {"gen", "--family", family, "--seed", QString::number(seed), "--out", dir.path(), "--dtype", dtype},
+      &error);
+  return error;
+}
+
+// Ours vs the reference, with the parameters printed on failure (as llm.c's test_gpt2 does).
+QString describe(const QString& family, const at::Tensor& ours, const at::Tensor& ref) {
+  const at::Tensor diff = (ours - ref).abs();  // [batch, pos, vocab]
+  const int64_t worst = diff.argmax().item<int64_t>();
+  const int64_t v = diff.size(2), p = diff.size(1);
+  return QString(
+             "%1: max |ours - reference| = %2 at batch %3 pos %4 token %5 (ours %6, reference %7; "
+             "reference max |logit| %8)")
+      .arg(family)
+      .arg(diff.max().item<double>())
+      .arg(worst / (p * v))
+      .arg((worst / v) % p)
+      .arg(worst % v)
+      .arg(ours.flatten()[worst].item<double>())
+      .arg(ref.flatten()[worst].item<double>())
+      .arg(ref.abs().max().item<double>());
+}
+
+}  // namespace
+
+class TestReferenceForward : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { HS_REQUIRE_REFERENCE_PYTHON(); }
+
+  void allPositionLogits_data() {
+    QTest::addColumn<QString>("family");
+    QTest::addColumn<int>("seed");
+    QTest::addColumn<int>("arch");
+    const std::vector<std::pair<const char*, hs::Architecture>> families = {
+        {"gpt2", hs::Architecture::Gpt2},
+        {"gpt2-noprefix", hs::Architecture::Gpt2},
+        {"llama", hs::Architecture::Llama},
+        {"llama-tied", hs::Architecture::Llama},
+        {"mistral", hs::Architecture::Mistral},
+        {"qwen2", hs::Architecture::Qwen2},
+        {"qwen3", hs::Architecture::Qwen3},
+        {"gpt_neox", hs::Architecture::GptNeoX},
+        {"gpt_neox-seq", hs::Architecture::GptNeoX},
+        {"olmo2", hs::Architecture::Olmo2}};
+    int seed = 11;
+    for (const auto& f : families)
+      QTest::newRow(f.first) << QString(f.first) << seed++ << int(f.second);
+  }
+
+  void allPositionLogits() {
+    QFETCH(QString, family);
+    QFETCH(int, seed);
+    QFETCH(int, arch);
+    QTemporaryDir dir;
+    const QString err = generate(dir, family, seed);
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    const hs::test::Reference ref = hs::test::readReference(dir.path().toStdString());
+    QVERIFY(ref.logits.defined());
+    // Not degenerate: logits of order 1-10 that vary across positions and tokens.
+    QVERIFY(ref.logits.abs().max().item<double>() > 2.0);
+    QVERIFY(ref.logits.std().item<double>() > 0.5);
+
+    const hs::LoadedModel m = hs::loadModel(dir.path().toStdString());
+    QCOMPARE(int(m.config.arch), arch);
+    QCOMPARE(m.format, std::string("safetensors"));
+    QVERIFY(!m.tokenizer);                                              // none written beside it ...
+    QVERIFY(!m.notes.empty());                                          // ... and the loader says so
+    const at::Tensor ours = hs::test::ourLogits(*m.model, ref.tokens);  // [batch, pos, vocab]
+    QCOMPARE(ours.sizes(), ref.logits.sizes());
+    const double diff = hs::test::maxAbsDiff(ours, ref.logits);
+    qInfo("%s: max |ours - reference| = %.3g over %lld logits (max |logit| %.3g)", qPrintable(family), diff,
+          static_cast<long long>(ours.numel()), ref.logits.abs().max().item<double>());
+    QVERIFY2(diff <= kFp32Tol, qPrintable(describe(family, ours, ref.logits)));
+  }
+
+  // bf16 checkpoint: loaded as fp32 it is exact up to fp32 arithmetic; computed in bf16 it stays within a
+  // looser tolerance: 0.15 absolute + 3 % of the largest |logit| (bf16 keeps 8 significant bits).
+  void bf16Checkpoint() {
+    QTemporaryDir dir;
+    const QString err = generate(dir, "llama", 5, "bfloat16");
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    const hs::test::Reference ref = hs::test::readReference(dir.path().toStdString());
+    const hs::LoadedModel fp32 = hs::loadModel(dir.path().toStdString());
+    QCOMPARE(fp32.config.dtype, std::string("bfloat16"));
+    QCOMPARE(fp32.model->dtype(), at::kFloat);
+    const at::Tensor ours32 = hs::test::ourLogits(*fp32.model, ref.tokens);
+    QVERIFY2(hs::test::maxAbsDiff(ours32, ref.logits) <= kFp32Tol,
+             qPrintable(describe("llama bf16→fp32", ours32, ref.logits)));
+
+    hs::LoadOptions opts;
+    opts.dtype = "bfloat16";
+    const hs::LoadedModel bf16 = hs::loadModel(dir.path().toStdString(), opts);
+    QCOMPARE(bf16.model->dtype(), at::kBFloat16);
+    QCOMPARE(bf16.model->weights().layers[0].wq.scalar_type(), at::kBFloat16);
+    const at::Tensor ours16 = hs::test::ourLogits(*bf16.model, ref.tokens);
+    const double tol = 0.15 + 0.03 * ref.logits.abs().max().item<double>();
+    const double diff = hs::test::maxAbsDiff(ours16, ref.logits);
+    qInfo("bf16 compute: max |ours - reference| = %g (tolerance %g)", diff, tol);
+    QVERIFY2(diff <= tol, qPrintable(describe("llama bf16 compute", ours16, ref.logits)));
+    // The argmax token agrees at nearly every position.
+    const double agree = ours16.argmax(-1).eq(ref.logits.argmax(-1)).to(at::kDouble).mean().item<double>();
+    QVERIFY2(agree >= 0.9, qPrintable(QString("argmax agreement %1").arg(agree)));
+  }
+
+  // The comparison is sharp enough to see a RoPE convention or a rope_scaling mistake: the same weights
+  // with the interleaved layout, or with llama3 scaling ignored, are far outside the tolerance.
+  void comparisonDetectsRopeMistakes() {
+    QTemporaryDir dir;
+    const QString err = generate(dir, "llama", 3);
+    QVERIFY2(err.isEmpty(), qPrintable(err));
+    const std::string folder = dir.path().toStdString();
+    const hs::test::Reference ref = hs::test::readReference(folder);
+    const hs::ModelConfig good = hs::readHfConfig(folder + "/config.json");
+    QCOMPARE(good.rope_scaling.type, std::string("llama3"));
+    auto ckpt = std::make_shared<const hs::SafetensorsCheckpoint>(hs::SafetensorsCheckpoint::open(folder));
+    auto logitsWith = [&](const hs::ModelConfig& c) {
+      hs::SafetensorsLookup lookup(ckpt);
+      hs::Transformer t(c, hs::mapWeights(c, lookup, folder));
+      return hs::test::ourLogits(t, ref.tokens);
+    };
+    QVERIFY(hs::test::maxAbsDiff(logitsWith(good), ref.logits) <= kFp32Tol);
+    hs::ModelConfig interleaved = good;
+    interleaved.rope_layout = hs::RopeLayout::Interleaved;
+    QVERIFY(hs::test::maxAbsDiff(logitsWith(interleaved), ref.logits) > 1e-2);
+    hs::ModelConfig unscaled = good;
+    unscaled.rope_scaling = hs::RopeScaling{};
+    QVERIFY(hs::test::maxAbsDiff(logitsWith(unscaled), ref.logits) > 1e-3);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestReferenceForward)
+#include "test_reference_forward.moc"
