@@ -1,0 +1,27 @@
+#pragma once
+// What every analysis receives besides its inputs: progress reporting and cooperative cancellation,
+// checked between forward passes. Throwing Cancelled unwinds without leaving state behind.
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace hs {
+
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+struct AnalysisContext {
+  std::function<void(double fraction, const std::string& message)> progress;  // fraction in [0, 1]
+  std::function<bool()> cancelled;
+
+  void report(double fraction, const std::string& message) const {
+    if (progress) progress(fraction, message);
+  }
+  // Call between forward passes.
+  void checkCancelled() const {
+    if (cancelled && cancelled()) throw Cancelled();
+  }
+};
+
+}  // namespace hs

@@ -1,0 +1,73 @@
+#pragma once
+// Plain value types every analysis returns and every view shows. No torch, no Qt: widgets and the
+// session format read them directly. Stable ids (e.g. "tsla.tr"), never display names, go into files.
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hs {
+
+// Where a result came from: enough to reproduce it.
+struct Provenance {
+  std::string method;   // "tsla", "induction", "fv", "site", "ltv", "geometry", "patch"
+  std::string model;    // model path as loaded
+  std::string task;     // dataset / task id
+  uint64_t seed = 0;
+  int n_prompts = 0;
+  nlohmann::json options = nlohmann::json::object();  // every option with its value, defaults included
+  std::string created;  // ISO-8601 UTC time
+};
+
+// A layer × head matrix: values(l, h). Rows are layers (0 = first), columns are query heads.
+struct HeadGrid {
+  std::string id;    // stable, e.g. "tsla.tr"
+  std::string name;  // for display, e.g. "Task recognition ‖P a‖"
+  std::string unit;  // e.g. "logit", "ΔP", "score"
+  Eigen::MatrixXd values;  // [layers, heads]
+  Provenance provenance;
+
+  int layers() const { return static_cast<int>(values.rows()); }
+  int heads() const { return static_cast<int>(values.cols()); }
+};
+
+// One or more named series over a shared x axis (accuracy vs layer, ablation curves over k, ...).
+struct Curve {
+  std::string id, name, x_label, y_label;
+  std::vector<double> x;
+  std::vector<std::pair<std::string, std::vector<double>>> series;  // (series id/label, y values [x.size()])
+  Provenance provenance;
+};
+
+// A small table of named columns (metrics under interventions, top heads, ...).
+struct Table {
+  std::string id, name;
+  std::vector<std::string> columns;
+  std::vector<std::vector<nlohmann::json>> rows;  // each row has columns.size() cells (numbers or strings)
+  Provenance provenance;
+};
+
+// Everything one analysis run produced. Large tensors (task embeddings, learned vectors) live beside
+// it in the session file under tensor names listed in `tensors`.
+struct AnalysisRun {
+  std::string id;      // unique within a session, e.g. "tsla-1"
+  std::string method;  // as in Provenance::method
+  nlohmann::json options = nlohmann::json::object();
+  std::vector<HeadGrid> grids;
+  std::vector<Curve> curves;
+  std::vector<Table> tables;
+  std::vector<std::string> tensors;  // names of the session tensors this run owns
+  nlohmann::json summary = nlohmann::json::object();  // headline numbers (accuracies, ratios)
+};
+
+// A (layer, head) pair, ordered layer-major.
+struct HeadRef {
+  int layer = 0, head = 0;
+  bool operator<(const HeadRef& o) const { return layer != o.layer ? layer < o.layer : head < o.head; }
+  bool operator==(const HeadRef& o) const { return layer == o.layer && head == o.head; }
+};
+
+}  // namespace hs
