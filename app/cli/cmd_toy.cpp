@@ -1,5 +1,6 @@
 // headscope-cli train-toy / eval-toy: the embedded toy model's recipe and its per-task accuracies.
 #include <filesystem>
+#include <fstream>
 
 #include <iomanip>
 #include <sstream>
@@ -18,6 +19,8 @@ void addTrainToyCommand(CLI::App& app) {
   static uint64_t seed = 0;
   static bool seedGiven = false;
   static int batch = -1;
+  static int64_t stopAfter = -1;
+  static int threads = 0;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -26,6 +29,12 @@ void addTrainToyCommand(CLI::App& app) {
     seedGiven = true;
   });
   cmd->add_option("--batch", batch, "samples per step (default: the recipe's)")->check(CLI::PositiveNumber);
+  cmd->add_option(
+         "--stop-after", stopAfter,
+         "stop with a checkpoint after this step (the schedule still spans --steps); continue with --resume")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", threads, "torch intra-op threads (default: torch's choice)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -33,9 +42,23 @@ void addTrainToyCommand(CLI::App& app) {
     if (!resume.empty() && !std::filesystem::exists(dir + "/checkpoint/trainer_state.json"))
       fail("--resume ", dir, ": no checkpoint/trainer_state.json there");
     ToyRecipe recipe = defaultToyRecipe();
+    if (!resume.empty()) {  // continue with the settings the run started with, unless overridden
+      std::ifstream f(dir + "/checkpoint/recipe.json");
+      nlohmann::json saved;
+      try {
+        saved = nlohmann::json::parse(f);
+      } catch (const std::exception& e) {
+        fail(dir, "/checkpoint/recipe.json: ", e.what());
+      }
+      recipe.train.steps = saved.at("train").at("steps").get<int64_t>();
+      recipe.train.seed = saved.at("train").at("seed").get<uint64_t>();
+      recipe.batch = saved.at("train").at("batch").get<int>();
+    }
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;
+    recipe.train.stop_after = stopAfter;
+    recipe.train.threads = threads;
     progress("train-toy: " + recipeJson(recipe)["train"].dump());
     const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
       std::ostringstream os;
@@ -48,6 +71,7 @@ void addTrainToyCommand(CLI::App& app) {
     });
     printJson({{"out", dir},
                {"steps", r.steps_done},
+               {"finished", r.finished},
                {"seconds", r.seconds},
                {"final_loss", r.curve.empty() ? 0.0 : r.curve.back().loss},
                {"first_loss", r.curve.empty() ? 0.0 : r.curve.front().loss}});

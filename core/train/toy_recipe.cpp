@@ -118,7 +118,9 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
     return b;
   };
 
-  std::filesystem::create_directories(outDir);
+  std::filesystem::create_directories(outDir + "/checkpoint");
+  // The recipe beside the resumable state, so `train-toy --resume` continues with the same settings.
+  writeText(outDir + "/checkpoint/recipe.json", recipeJson(recipe).dump(1) + "\n");
   ModelWeights weights;
   const TrainResult result =
       train(recipe.model, recipe.train, batchAt, outDir + "/checkpoint", onProgress, &weights);

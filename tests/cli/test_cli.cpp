@@ -137,6 +137,42 @@ class TestCli : public QObject {
     QVERIFY2(bad.err.find("layer") != std::string::npos, bad.err.c_str());
   }
 
+  void trainToyInPiecesThenEvaluate() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("toy");
+    const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3"});
+    QVERIFY2(first.exitCode == 0, first.err.c_str());
+    QCOMPARE(first.parsed()["finished"].get<bool>(), false);
+    QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
+    const CliResult resumed = runCli({"train-toy", "--resume", out});
+    QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
+    QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
+    QCOMPARE(resumed.parsed()["steps"].get<int>(), 6);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "training.json"})
+      QVERIFY2(QFile::exists(out + "/" + f), f);
+
+    const CliResult eval = runCli({"eval-toy", "--model", out, "--n", "4"});
+    QVERIFY2(eval.exitCode == 0, eval.err.c_str());
+    const json j = eval.parsed();
+    for (const char* k : {"induction_acc", "concept_copy_acc", "translation_acc", "icl_cls_acc_8shot",
+                          "icl_cls_acc_0shot", "tr_ratio_0shot", "tr_ratio_8shot", "function_acc_8shot",
+                          "function_acc_0shot"}) {
+      QVERIFY2(j.contains(k), k);
+      QVERIFY(j[k].get<double>() >= 0.0 && j[k].get<double>() <= 1.0);
+    }
+    QVERIFY(j["format"].contains("icl_cls"));
+
+    // The trained folder is an ordinary HF checkpoint with a WordLevel tokenizer.
+    const CliResult info = runCli({"info", out});
+    QVERIFY2(info.exitCode == 0, info.err.c_str());
+    QCOMPARE(info.parsed()["tokenizer"].get<std::string>(), std::string("wordlevel"));
+    QCOMPARE(info.parsed()["n_layers"].get<int>(), 4);
+
+    const CliResult noState = runCli({"train-toy", "--resume", dir.filePath("nothing-here")});
+    QCOMPARE(noState.exitCode, 1);
+    QVERIFY2(noState.err.find("nothing-here") != std::string::npos, noState.err.c_str());
+  }
+
   void badInputsGiveOneLineErrors() {
     QTemporaryDir dir;
     // A .bin with its last byte cut off.
