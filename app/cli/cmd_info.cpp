@@ -17,36 +17,7 @@ long long loadedParameters(const ModelWeights& w) {
     if (!seen.insert(t.data_ptr()).second) return;
     n += t.numel();
   };
-  add(w.tok_emb);
-  add(w.pos_emb);
-  for (const auto& l : w.layers) {
-    for (const auto* t : {&l.attn_norm_w,
-                          &l.attn_norm_b,
-                          &l.wq,
-                          &l.wk,
-                          &l.wv,
-                          &l.bq,
-                          &l.bk,
-                          &l.bv,
-                          &l.q_norm_w,
-                          &l.k_norm_w,
-                          &l.wo,
-                          &l.bo,
-                          &l.post_attn_norm_w,
-                          &l.mlp_norm_w,
-                          &l.mlp_norm_b,
-                          &l.w_gate,
-                          &l.w_up,
-                          &l.b_up,
-                          &l.w_down,
-                          &l.b_down,
-                          &l.post_mlp_norm_w})
-      add(*t);
-  }
-  add(w.final_norm_w);
-  add(w.final_norm_b);
-  add(w.unembed);
-  add(w.unembed_b);
+  forEachWeight(w, add);  // tied embeddings share storage: counted once
   return n;
 }
 

@@ -111,34 +111,6 @@ void expectOptional(const at::Tensor& t, bool wanted, std::vector<int64_t> shape
   if (t.defined()) fail("model weights: tensor ", name, " is present but the config does not use it");
 }
 
-template <typename F>
-void forEachWeight(ModelWeights& w, F&& f) {
-  f(w.tok_emb), f(w.pos_emb), f(w.final_norm_w), f(w.final_norm_b), f(w.unembed), f(w.unembed_b);
-  for (LayerWeights& l : w.layers) {
-    for (at::Tensor* t : {&l.attn_norm_w,
-                          &l.attn_norm_b,
-                          &l.wq,
-                          &l.wk,
-                          &l.wv,
-                          &l.bq,
-                          &l.bk,
-                          &l.bv,
-                          &l.q_norm_w,
-                          &l.k_norm_w,
-                          &l.wo,
-                          &l.bo,
-                          &l.post_attn_norm_w,
-                          &l.mlp_norm_w,
-                          &l.mlp_norm_b,
-                          &l.w_gate,
-                          &l.w_up,
-                          &l.b_up,
-                          &l.w_down,
-                          &l.b_down,
-                          &l.post_mlp_norm_w})
-      f(*t);
-  }
-}
 
 }  // namespace
 
@@ -240,25 +212,45 @@ RunResult Transformer::run(const RunRequest& req) const {
   const at::Device dev = device();
   const at::ScalarType dt = dtype();
 
-  // Inputs: tokens, padding mask, cache extent. Everything is checked before any compute.
-  if (!req.tokens.defined() || req.tokens.dim() != 2 || !at::isIntegralType(req.tokens.scalar_type(), false))
-    fail("run: tokens must be an integer tensor [batch, pos], got ",
-         req.tokens.defined() ? shapeOf(req.tokens) : std::string("none"));
-  const at::Tensor tokens = req.tokens.to(dev, at::kLong);  // [batch, pos]
-  const int64_t B = tokens.size(0), P = tokens.size(1);
-  if (B < 1 || P < 1) fail("run: tokens ", shapeOf(tokens), " hold no positions");
-  const at::Tensor bad = tokens.lt(0).logical_or(tokens.ge(c.vocab_size));  // [batch, pos]
-  if (bad.any().item<bool>()) {
-    const at::Tensor where = bad.nonzero()[0].cpu();
-    const int64_t r = where[0].item<int64_t>(), p = where[1].item<int64_t>();
-    fail("token id ", tokens.cpu()[r][p].item<int64_t>(), " at row ", r, ", position ", p,
-         " is out of range for the vocabulary of ", c.vocab_size, " tokens");
+  // Inputs: tokens (or the residual entering start_layer), padding mask, cache extent. Everything is
+  // checked before any compute.
+  const bool fromResid = req.resid_in.defined();
+  const int L0 = req.start_layer;  // first layer that runs
+  if (L0 < 0 || L0 >= c.n_layers) fail("run: start_layer ", L0, " out of range [0, ", c.n_layers, ")");
+  if (L0 > 0 && !fromResid)
+    fail("run: start_layer ", L0, " needs resid_in, the residual stream entering that layer");
+  at::Tensor tokens;  // [batch, pos] (undefined when starting from resid_in)
+  int64_t B = 0, P = 0;
+  if (fromResid) {
+    if (req.tokens.defined()) fail("run: give either tokens or resid_in, not both");
+    if (req.resid_in.dim() != 3 || req.resid_in.size(2) != c.d_model)
+      fail("run: resid_in has shape ", shapeOf(req.resid_in), ", expected [batch, pos, ", c.d_model, "]");
+    B = req.resid_in.size(0), P = req.resid_in.size(1);
+  } else {
+    if (!req.tokens.defined() || req.tokens.dim() != 2 ||
+        !at::isIntegralType(req.tokens.scalar_type(), false))
+      fail("run: tokens must be an integer tensor [batch, pos], got ",
+           req.tokens.defined() ? shapeOf(req.tokens) : std::string("none"));
+    tokens = req.tokens.to(dev, at::kLong);  // [batch, pos]
+    B = tokens.size(0), P = tokens.size(1);
   }
-  at::Tensor real = at::ones({B, P}, tokens.options());  // [batch, pos] 1 = real token, 0 = padding
+  if (B < 1 || P < 1)
+    fail("run: the input ", shapeOf(fromResid ? req.resid_in : tokens), " holds no positions");
+  if (!fromResid) {
+    const at::Tensor bad = tokens.lt(0).logical_or(tokens.ge(c.vocab_size));  // [batch, pos]
+    if (bad.any().item<bool>()) {
+      const at::Tensor where = bad.nonzero()[0].cpu();
+      const int64_t r = where[0].item<int64_t>(), p = where[1].item<int64_t>();
+      fail("token id ", tokens.cpu()[r][p].item<int64_t>(), " at row ", r, ", position ", p,
+           " is out of range for the vocabulary of ", c.vocab_size, " tokens");
+    }
+  }
+  const at::TensorOptions longOpts = at::TensorOptions().dtype(at::kLong).device(dev);
+  at::Tensor real = at::ones({B, P}, longOpts);  // [batch, pos] 1 = real token, 0 = padding
   if (req.attention_mask.defined()) {
-    if (req.attention_mask.sizes() != tokens.sizes())
-      fail("run: attention_mask has shape ", shapeOf(req.attention_mask), ", expected ", shapeOf(tokens),
-           " like the tokens");
+    if (req.attention_mask.sizes() != at::IntArrayRef({B, P}))
+      fail("run: attention_mask has shape ", shapeOf(req.attention_mask), ", expected [", B, ", ", P,
+           "] like the input");
     real = req.attention_mask.to(dev, at::kLong);
     if (real.ne(0).logical_and(real.ne(1)).any().item<bool>())
       fail("run: attention_mask must hold only 0 (padding) and 1 (real token)");
@@ -271,6 +263,9 @@ RunResult Transformer::run(const RunRequest& req) const {
     if (int(kv->k.size()) != c.n_layers || int(kv->v.size()) != c.n_layers)
       fail("run: the KV cache holds ", kv->k.size(), " layers, the model ", c.n_layers);
   }
+  if (L0 > 0 && kv && !req.kv_read_only)
+    fail("run: start_layer ", L0, " with a KV cache needs kv_read_only (layers below ", L0,
+         " would not get the new positions)");
   if (T > c.context_length) {
     std::string detail = T0 > 0 ? cat(" (", T0, " cached + ", P, " new)") : "";
     fail("prompt of ", T, " tokens", detail, " exceeds the model's context of ", c.context_length);
@@ -278,6 +273,8 @@ RunResult Transformer::run(const RunRequest& req) const {
   for (const Site& s : req.capture)
     if (s.kind == SiteKind::LnFinal ? s.layer != -1 : (s.layer < 0 || s.layer >= c.n_layers))
       fail("run: cannot capture ", s.name(), ": layer out of range [0, ", c.n_layers, ")");
+    else if (s.kind != SiteKind::LnFinal && s.layer < L0)
+      fail("run: cannot capture ", s.name(), ": the run starts at layer ", L0);
   std::vector<ResolvedIntervention> resolved;
   for (size_t i = 0; i < req.interventions.size(); ++i)
     resolved.push_back(resolveIntervention(req.interventions[i], i, c, RunExtent{B, T0, P}, dev));
@@ -297,7 +294,7 @@ RunResult Transformer::run(const RunRequest& req) const {
   const bool padQueries = req.attention_mask.defined() && !real.all().item<bool>();
   at::Tensor blocked;  // [batch or 1, 1, pos, k_pos] true = may not attend
   if (P > 1 || padded) {
-    at::Tensor allowed = at::ones({P, T}, tokens.options().dtype(at::kBool)).tril(T0).view({1, 1, P, T});
+    at::Tensor allowed = at::ones({P, T}, longOpts.dtype(at::kBool)).tril(T0).view({1, 1, P, T});
     if (padded) {
       const at::Tensor keyReal =
           T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]
@@ -312,14 +309,20 @@ RunResult Transformer::run(const RunRequest& req) const {
   const double scale = 1.0 / std::sqrt(double(dh));
   const float lowest = std::numeric_limits<float>::lowest();
 
-  // ---- embeddings ----
-  at::Tensor x = at::embedding(w.tok_emb, tokens);                       // [batch, pos, d_model]
-  if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
-  RopeAngles angles;                                                     // [batch, pos, 1, rot/2]
+  // ---- embeddings (or the given residual entering start_layer) ----
+  at::Tensor x;  // [batch, pos, d_model]
+  if (fromResid) {
+    x = req.resid_in.to(dev, dt);
+  } else {
+    x = at::embedding(w.tok_emb, tokens);                                  // [batch, pos, d_model]
+    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
+  }
+  RopeAngles angles;  // [batch, pos, 1, rot/2]
   if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_, positionIds);
 
+  const bool extendKv = kv && !req.kv_read_only;
   std::vector<at::Tensor> newK, newV;  // committed to the cache only when the whole run succeeded
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l = L0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     x = hook(residPre(l), x);  // [batch, pos, d_model]
 
@@ -353,7 +356,7 @@ RunResult Transformer::run(const RunRequest& req) const {
       keys = at::cat({kv->k[l].to(dt), keys}, 2);
       values = at::cat({kv->v[l].to(dt), values}, 2);
     }
-    if (kv) {
+    if (extendKv) {
       newK.push_back(keys.contiguous());
       newV.push_back(values.contiguous());
     }
@@ -425,7 +428,7 @@ RunResult Transformer::run(const RunRequest& req) const {
   for (const ResolvedIntervention& r : resolved)
     if (out.hits[r.index] == 0)
       fail(describeIntervention(*r.iv, r.index), ": changed nothing in this run (empty selection)");
-  if (kv) {
+  if (extendKv) {
     kv->k = std::move(newK);
     kv->v = std::move(newV);
     kv->mask = T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]

@@ -41,6 +41,14 @@ struct RunRequest {
   KVCache* kv = nullptr;  // when set: attend to cached positions first, then append these
   bool last_logits_only =
       false;  // unembed only the last position (logits [batch, 1, vocab]); use left padding
+  // Start inside the model (fast patching): `resid_in` [batch, pos, d_model] is the residual stream
+  // entering layer `start_layer` (its hook_resid_pre) and replaces the embeddings and every layer
+  // below; `tokens` must then be left undefined (batch and pos come from resid_in). Sites below
+  // start_layer cannot be captured or intervened on. A KV cache supplies the earlier positions of the
+  // layers that run; it can only be read (kv_read_only), as the layers below would lack the new positions.
+  int start_layer = 0;
+  at::Tensor resid_in;        // [batch, pos, d_model] or undefined (start from the tokens)
+  bool kv_read_only = false;  // attend to the cached positions but leave the cache unchanged
 };
 
 struct RunResult {

@@ -41,4 +41,33 @@ struct ModelWeights {
   at::Tensor unembed_b;                   // [vocab] (rare; undefined otherwise)
 };
 
+// Calls f(at::Tensor&) on every tensor slot of the model, defined or not (the one list of all slots).
+template <typename Weights, typename F>
+void forEachWeight(Weights& w, F&& f) {
+  f(w.tok_emb), f(w.pos_emb), f(w.final_norm_w), f(w.final_norm_b), f(w.unembed), f(w.unembed_b);
+  for (auto& l : w.layers)
+    for (auto* t : {&l.attn_norm_w,
+                    &l.attn_norm_b,
+                    &l.wq,
+                    &l.wk,
+                    &l.wv,
+                    &l.bq,
+                    &l.bk,
+                    &l.bv,
+                    &l.q_norm_w,
+                    &l.k_norm_w,
+                    &l.wo,
+                    &l.bo,
+                    &l.post_attn_norm_w,
+                    &l.mlp_norm_w,
+                    &l.mlp_norm_b,
+                    &l.w_gate,
+                    &l.w_up,
+                    &l.b_up,
+                    &l.w_down,
+                    &l.b_down,
+                    &l.post_mlp_norm_w})
+      f(*t);
+}
+
 }  // namespace hs

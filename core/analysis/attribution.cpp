@@ -1,0 +1,104 @@
+// Attribution patching: one clean forward (z captured), one corrupt forward with a zero tensor that
+// requires grad added at every layer's hook_z (at the patched positions), one backward. The gradient
+// of the metric with respect to that zero tensor is ∂metric/∂z at the corrupt run.
+#include "analysis/attribution.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+
+#include "analysis/patching_setup.h"
+#include "util/error.h"
+
+namespace hs {
+
+std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, const PatchSweepSpec& spec,
+                                                   const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
+  const int L = c.n_layers, H = c.n_heads;
+  const patching::Prepared p = patching::prepare(model, spec, "attributionPatching");
+  const std::vector<int>& positions = p.positions;  // every patched position
+  const int64_t n = int64_t(positions.size());
+  const at::Tensor idx = at::tensor(std::vector<int64_t>(positions.begin(), positions.end()), at::kLong)
+                             .to(model.device());  // [n_pos]
+
+  c10::InferenceMode notInference(false);  // the backward needs a recorded graph
+  ctx.checkCancelled();
+  std::vector<at::Tensor> cleanZ;  // per layer [1, pos, head, d_head]
+  {
+    at::NoGradGuard noGrad;
+    cleanZ = patching::cleanHeadOutputs(model, p, spec);
+  }
+  ctx.report(1.0 / 3, "attribution: clean run");
+  ctx.checkCancelled();
+
+  c10::AutoGradMode withGrad(true);
+  const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
+  std::vector<at::Tensor> probes;  // per layer [n_pos, head, d_head] zeros; their grad is ∂metric/∂z
+  RunRequest req;
+  req.tokens = p.corrupt;
+  req.last_logits_only = true;
+  for (int l = 0; l < L; ++l) {
+    probes.push_back(at::zeros({n, H, c.d_head}, opts).requires_grad_(true));
+    Intervention iv;
+    iv.site = attnZ(l);
+    iv.positions = positions;
+    iv.op = InterventionOp::Add;
+    iv.tensor = probes.back();  // broadcasts to the slice [1, n_pos, head, d_head]
+    req.interventions.push_back(iv);
+    req.capture.insert(attnZ(l));
+  }
+  const RunResult r = model.run(req);
+  const at::Tensor metric = patchMetric(r.logits.select(1, 0), spec)[0];  // [] float64
+  ctx.report(2.0 / 3, "attribution: corrupt run");
+  ctx.checkCancelled();
+  metric.backward();
+  const double corruptMetric = metric.item<double>();
+
+  // contrib[l] = (z_patch − z_corrupt) · ∂metric/∂z per (position, head).
+  std::vector<at::Tensor> contrib;  // per layer [n_pos, head] float64 on the CPU
+  {
+    at::NoGradGuard noGrad;
+    for (int l = 0; l < L; ++l) {
+      const at::Tensor zCorrupt =
+          r.cache.at(attnZ(l)).detach()[0].index_select(0, idx);  // [n_pos, head, d_head]
+      const at::Tensor zPatch =
+          patching::patchValues(model, spec, cleanZ, l, positions);  // [n_pos, head, d_head]
+      const at::Tensor grad = probes[l].grad();                      // [n_pos, head, d_head]
+      if (!grad.defined()) fail("attributionPatching: no gradient reached hook_z of layer ", l);
+      contrib.push_back(
+          ((zPatch - zCorrupt).to(at::kDouble) * grad.to(at::kDouble)).sum(-1).cpu());  // [n_pos, head]
+    }
+  }
+
+  std::vector<HeadGrid> grids;
+  const size_t nGrids = spec.per_position ? positions.size() : 1;
+  for (size_t i = 0; i < nGrids; ++i) {
+    const std::vector<int> set = spec.per_position ? std::vector<int>{positions[i]} : positions;
+    HeadGrid g = patching::makeGrid(model, spec, "attrib", "Attribution patching", set, "attribution");
+    g.provenance.method = "attribution";
+    g.provenance.options["corrupt_metric"] = corruptMetric;
+    for (int l = 0; l < L; ++l) {
+      const at::Tensor v = spec.per_position ? contrib[l][int64_t(i)] : contrib[l].sum(0);  // [head]
+      for (int h = 0; h < H; ++h)
+        g.values(l, h) = v[h].item<double>();
+    }
+    if (spec.per_position) {
+      g.provenance.options["position"] = positions[i];
+      g.id += ".pos" + std::to_string(positions[i]);
+      g.name += cat(" @ position ", positions[i]);
+    }
+    grids.push_back(std::move(g));
+  }
+  ctx.report(1.0, "attribution: done");
+  return grids;
+}
+
+HeadGrid attributionPatching(const Transformer& model, const PatchSweepSpec& spec,
+                             const AnalysisContext& ctx) {
+  if (spec.per_position)
+    fail("attributionPatching: per_position gives one grid per position; use attributionPatchingPositions");
+  return attributionPatchingPositions(model, spec, ctx).front();
+}
+
+}  // namespace hs

@@ -1,0 +1,250 @@
+// The activation patching sweep: the naive oracle (one full forward per head) and the fast path
+// (only the layers and positions a patch can change, the heads of a layer batched). See patching.h.
+#include "analysis/patching.h"
+
+#include <ATen/ATen.h>
+
+#include "analysis/patching_setup.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+using patching::Prepared;
+
+// The intervention that patches head h of layer l at `positions` in batch row `row` (−1 = all rows);
+// `values` [n_pos, head, d_head] from patchValues.
+Intervention headPatch(const PatchSweepSpec& spec, int layer, int head, const std::vector<int>& positions,
+                       const at::Tensor& values, int row) {
+  Intervention iv;
+  iv.site = attnZ(layer);
+  iv.heads = {head};
+  iv.positions = positions;
+  if (row >= 0) iv.rows = {row};
+  if (spec.mode == PatchMode::Zero) {
+    iv.op = InterventionOp::Zero;
+  } else {
+    iv.op = spec.mode == PatchMode::Mean ? InterventionOp::Mean : InterventionOp::Replace;
+    iv.tensor =
+        values.narrow(1, head, 1);  // [n_pos, 1, d_head]: broadcasts to the slice [1, n_pos, 1, d_head]
+  }
+  return iv;
+}
+
+// The corrupt run every sweep compares against: its metric, and (fast path) the residual entering
+// every layer and the keys/values of every layer.
+struct CorruptRun {
+  double metric = 0;
+  std::vector<at::Tensor> residPre;  // per layer [1, pos, d_model]
+  KVCache kv;                        // [1, kv_head, pos, d_head] per layer
+};
+
+CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                      bool keepState) {
+  const int L = model.config().n_layers;
+  CorruptRun out;
+  RunRequest req;
+  req.tokens = p.corrupt;
+  req.last_logits_only = true;
+  if (keepState) {
+    for (int l = 0; l < L; ++l)
+      req.capture.insert(residPre(l));
+    req.kv = &out.kv;
+  }
+  const RunResult r = model.run(req);
+  out.metric = patchMetric(r.logits.select(1, 0), spec).item<double>();
+  if (keepState)
+    for (int l = 0; l < L; ++l)
+      out.residPre.push_back(r.cache.at(residPre(l)).detach());
+  return out;
+}
+
+// The first `n` cached positions of a cache (views): what a patch at positions ≥ n cannot change.
+KVCache prefixOf(const KVCache& kv, int64_t n) {
+  KVCache out;
+  if (n == 0) return out;
+  for (const at::Tensor& t : kv.k)
+    out.k.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
+  for (const at::Tensor& t : kv.v)
+    out.v.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
+  out.mask = kv.mask.narrow(1, 0, n);    // [1, n]
+  return out;
+}
+
+// One sweep over every (layer, head) for one set of patched positions. `progress0`/`progressSpan`
+// place its per-layer progress inside a larger job (per-position mode).
+HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const Prepared& p,
+                   const std::vector<at::Tensor>& cleanZ, const CorruptRun& corrupt,
+                   const std::vector<int>& positions, bool naive, const AnalysisContext& ctx,
+                   double progress0, double progressSpan) {
+  const ModelConfig& c = model.config();
+  const int L = c.n_layers, H = c.n_heads;
+  HeadGrid g =
+      patching::makeGrid(model, spec, "patch", "Activation patching", positions, naive ? "naive" : "fast");
+  g.provenance.options["corrupt_metric"] = corrupt.metric;
+
+  // Fast path: a patch at positions ≥ p0 reuses the corrupt run for positions < p0 (the KV prefix)
+  // and restarts at the patched layer from the corrupt residual at positions p0...
+  const int64_t p0 = positions.front();
+  const int64_t fresh = p.pos - p0;  // positions each variant recomputes
+  const KVCache prefix = naive ? KVCache{} : prefixOf(corrupt.kv, p0);
+  const KVCache batchedPrefix = prefix.empty() ? KVCache{} : prefix.expandRows(H);  // [head rows, ...]
+
+  for (int l = 0; l < L; ++l) {
+    const at::Tensor values =
+        patching::patchValues(model, spec, cleanZ, l, positions);  // [n_pos, head, d_head]
+    if (naive) {
+      for (int h = 0; h < H; ++h) {
+        ctx.checkCancelled();
+        RunRequest req;
+        req.tokens = p.corrupt;
+        req.last_logits_only = true;
+        req.interventions.push_back(headPatch(spec, l, h, positions, values, -1));
+        const RunResult r = model.run(req);
+        g.values(l, h) = patchMetric(r.logits.select(1, 0), spec).item<double>() - corrupt.metric;
+      }
+    } else {
+      ctx.checkCancelled();
+      RunRequest req;
+      req.start_layer = l;
+      req.resid_in = corrupt.residPre[l]
+                         .narrow(1, p0, fresh)
+                         .expand({H, fresh, c.d_model});  // [head rows, fresh, d_model]
+      KVCache kv = batchedPrefix;  // read only: shared views of the corrupt run's keys/values
+      if (!kv.empty()) {
+        req.kv = &kv;
+        req.kv_read_only = true;
+      }
+      req.last_logits_only = true;
+      for (int h = 0; h < H; ++h)
+        req.interventions.push_back(headPatch(spec, l, h, positions, values, h));  // row h patches head h
+      const RunResult r = model.run(req);
+      const at::Tensor m = patchMetric(r.logits.select(1, 0), spec).cpu();  // [head rows] float64
+      for (int h = 0; h < H; ++h)
+        g.values(l, h) = m[h].item<double>() - corrupt.metric;
+    }
+    ctx.report(progress0 + progressSpan * double(l + 1) / L,
+               cat("patching layer ", l + 1, "/", L, naive ? " (naive)" : ""));
+  }
+  return g;
+}
+
+std::vector<HeadGrid> sweep(const Transformer& model, const PatchSweepSpec& spec, const AnalysisContext& ctx,
+                            bool naive, const std::string& who) {
+  const Prepared p = patching::prepare(model, spec, who);
+  ctx.checkCancelled();
+  double cleanMetric = 0;
+  const std::vector<at::Tensor> cleanZ =
+      patching::cleanHeadOutputs(model, p, spec, &cleanMetric);  // [1, pos, head, d_head] per layer
+  ctx.checkCancelled();
+  const CorruptRun corrupt = corruptRun(model, p, spec, !naive);
+
+  std::vector<std::vector<int>> sets;  // the position sets, one sweep each
+  if (spec.per_position) {
+    for (int q : p.positions)
+      sets.push_back({q});
+  } else {
+    sets.push_back(p.positions);
+  }
+  std::vector<HeadGrid> grids;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    HeadGrid g = sweepOnce(model, spec, p, cleanZ, corrupt, sets[i], naive, ctx, double(i) / sets.size(),
+                           1.0 / sets.size());
+    if (spec.mode == PatchMode::FromClean) g.provenance.options["clean_metric"] = cleanMetric;
+    if (spec.per_position) {
+      g.provenance.options["position"] = sets[i].front();
+      g.id += ".pos" + std::to_string(sets[i].front());
+      g.name += cat(" @ position ", sets[i].front());
+    }
+    grids.push_back(std::move(g));
+  }
+  return grids;
+}
+
+}  // namespace
+
+std::vector<HeadGrid> patchingSweepPositions(const Transformer& model, const PatchSweepSpec& spec,
+                                             const AnalysisContext& ctx, bool naive) {
+  at::NoGradGuard noGrad;  // a sweep never needs gradients
+  return sweep(model, spec, ctx, naive, naive ? "patchingSweepNaive" : "patchingSweep");
+}
+
+HeadGrid patchingSweep(const Transformer& model, const PatchSweepSpec& spec, const AnalysisContext& ctx) {
+  if (spec.per_position)
+    fail("patchingSweep: per_position gives one grid per position; use patchingSweepPositions");
+  return patchingSweepPositions(model, spec, ctx, false).front();
+}
+
+HeadGrid patchingSweepNaive(const Transformer& model, const PatchSweepSpec& spec,
+                            const AnalysisContext& ctx) {
+  if (spec.per_position)
+    fail("patchingSweepNaive: per_position gives one grid per position; use patchingSweepPositions");
+  return patchingSweepPositions(model, spec, ctx, true).front();
+}
+
+HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchSweepSpec>& specs,
+                              const AnalysisContext& ctx) {
+  if (specs.empty()) fail("patchingSweepAverage: no prompt pairs given");
+  HeadGrid mean;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const PatchSweepSpec& s = specs[i];
+    if (s.metric != specs[0].metric || s.mode != specs[0].mode)
+      fail("patchingSweepAverage: pair ", i, " has metric ", toString(s.metric), " and mode ",
+           toString(s.mode), ", pair 0 ", toString(specs[0].metric), " and ", toString(specs[0].mode),
+           " (they must agree)");
+    AnalysisContext inner;
+    inner.cancelled = ctx.cancelled;
+    inner.progress = [&](double f, const std::string& msg) {
+      ctx.report((double(i) + f) / specs.size(), cat("pair ", i + 1, "/", specs.size(), ": ", msg));
+    };
+    HeadGrid g;
+    try {
+      g = patchingSweep(model, s, inner);
+    } catch (const Error& e) {
+      fail("patchingSweepAverage: pair ", i, ": ", e.what());
+    }
+    if (i == 0) {
+      mean = std::move(g);
+      mean.provenance.options.erase("positions");
+      mean.provenance.options.erase("target");
+      mean.provenance.options.erase("distractor");
+      mean.provenance.options.erase("corrupt_metric");
+      mean.provenance.options.erase("clean_metric");
+    } else {
+      mean.values += g.values;
+    }
+  }
+  mean.values /= double(specs.size());
+  mean.provenance.n_prompts = int(specs.size());
+  mean.id += ".mean";
+  mean.name += cat(" (mean of ", specs.size(), " pairs)");
+  return mean;
+}
+
+at::Tensor meanHeadOutputs(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
+                           int position, const AnalysisContext& ctx) {
+  if (prompts.empty()) fail("meanHeadOutputs: no prompts given");
+  at::NoGradGuard noGrad;
+  const ModelConfig& c = model.config();
+  at::Tensor sum = at::zeros({c.n_layers, c.n_heads, c.d_head}, at::TensorOptions().dtype(at::kDouble));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ctx.checkCancelled();
+    const int64_t P = int64_t(prompts[i].size());
+    const int64_t a = position < 0 ? P + position : position;
+    if (P == 0 || a < 0 || a >= P)
+      fail("meanHeadOutputs: position ", position, " does not exist in prompt ", i, " of ", P, " tokens");
+    RunRequest req;
+    req.tokens = at::tensor(prompts[i], at::TensorOptions().dtype(at::kLong)).view({1, -1});  // [1, pos]
+    req.last_logits_only = true;
+    for (int l = 0; l < c.n_layers; ++l)
+      req.capture.insert(attnZ(l));
+    const RunResult r = model.run(req);
+    for (int l = 0; l < c.n_layers; ++l)
+      sum[l] += r.cache.at(attnZ(l))[0][a].to(at::kCPU, at::kDouble);  // [head, d_head]
+    ctx.report(double(i + 1) / prompts.size(), cat("mean z: prompt ", i + 1, "/", prompts.size()));
+  }
+  return (sum / double(prompts.size())).to(at::kFloat);  // [layers, heads, d_head]
+}
+
+}  // namespace hs

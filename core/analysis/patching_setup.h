@@ -1,0 +1,38 @@
+#pragma once
+// Internal to patching.cpp and attribution.cpp: the checked form of a PatchSweepSpec, the values a
+// patch writes, and the grids both fill.
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/patching.h"
+
+namespace hs::patching {
+
+struct Prepared {
+  at::Tensor corrupt;          // [1, pos] int64
+  at::Tensor clean;            // [1, pos] int64 (FromClean only; else undefined)
+  int64_t pos = 0;             // prompt length
+  std::vector<int> positions;  // absolute, ascending, distinct: the patched set (each its own sweep
+                               // when per_position; every position when per_position and none given)
+};
+
+// Checks the spec against the model (lengths, token ids, target/distractor, positions, mean_z shape);
+// errors name the field and the valid range.
+Prepared prepare(const Transformer& model, const PatchSweepSpec& spec, const std::string& who);
+
+// The clean run's hook_z of every layer, [1, pos, head, d_head] each (FromClean only; else empty),
+// and its metric in *cleanMetric when given.
+std::vector<at::Tensor> cleanHeadOutputs(const Transformer& model, const Prepared& p,
+                                         const PatchSweepSpec& spec, double* cleanMetric = nullptr);
+
+// What layer l's heads become at `positions`: [n_pos, head, d_head] (clean z, zeros or mean_z).
+at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec,
+                       const std::vector<at::Tensor>& cleanZ, int layer, const std::vector<int>& positions);
+
+// An empty layers × heads grid with id, name, unit and provenance (method, spec options).
+HeadGrid makeGrid(const Transformer& model, const PatchSweepSpec& spec, const std::string& idPrefix,
+                  const std::string& namePrefix, const std::vector<int>& positions, const std::string& path);
+
+}  // namespace hs::patching

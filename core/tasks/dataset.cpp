@@ -1,0 +1,365 @@
+#include "tasks/dataset.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace hs {
+namespace {
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open dataset file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string stemOf(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+bool isBlank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+// Lines without their terminator ("\n" or "\r\n"); a final line without "\n" counts.
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// One FV item -> Example; `where` names the file (or toy export) for errors.
+Example fvItem(const nlohmann::json& item, size_t index, const std::string& where) {
+  if (!item.is_object()) fail(where, ": item ", index, " is ", item.type_name(), ", expected an object");
+  auto in = item.find("input");
+  if (in == item.end()) fail(where, ": item ", index, " has no \"input\" key");
+  if (!in->is_string())
+    fail(where, ": item ", index, ": \"input\" is ", in->type_name(), ", expected a string");
+  auto out = item.find("output");
+  if (out == item.end()) fail(where, ": item ", index, " has no \"output\" key");
+  Example ex;
+  ex.input = in->get<std::string>();
+  if (out->is_string()) {
+    ex.outputs.push_back(out->get<std::string>());
+  } else if (out->is_array()) {
+    for (size_t j = 0; j < out->size(); ++j) {
+      if (!(*out)[j].is_string())
+        fail(where, ": item ", index, ": \"output\"[", j, "] is ", (*out)[j].type_name(),
+             ", expected a string");
+      ex.outputs.push_back((*out)[j].get<std::string>());
+    }
+    if (ex.outputs.empty())
+      fail(where, ": item ", index, ": \"output\" is an empty list, expected >= 1 answer");
+  } else {
+    fail(where, ": item ", index, ": \"output\" is ", out->type_name(),
+         ", expected a string or a list of strings");
+  }
+  if (ex.input.empty()) fail(where, ": item ", index, ": \"input\" is empty");
+  if (ex.outputs[0].empty()) fail(where, ": item ", index, ": \"output\" is empty");
+  return ex;
+}
+
+std::vector<Example> fvItems(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array())
+    fail(where, ": top level is ", j.type_name(), ", expected a list of {\"input\", \"output\"}");
+  if (j.empty()) fail(where, ": the list is empty, expected at least one {\"input\", \"output\"} item");
+  std::vector<Example> out;
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i)
+    out.push_back(fvItem(j[i], i, where));
+  return out;
+}
+
+nlohmann::json parseJsonFile(const std::string& path) {
+  const std::string text = readAll(path);
+  if (isBlank(text)) fail(path, ": empty file, expected JSON");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path, ": invalid JSON: ", e.what());
+  }
+}
+
+// RFC 4180 rows with the line on which each row starts.
+struct CsvRow {
+  size_t line;
+  std::vector<std::string> cells;
+};
+
+std::vector<CsvRow> parseCsv(const std::string& text, char sep, const std::string& path) {
+  std::vector<CsvRow> rows;
+  CsvRow row{1, {}};
+  std::string cell;
+  size_t line = 1;
+  bool inQuotes = false, cellQuoted = false, rowHasContent = false;
+  size_t quoteLine = 0;
+  auto endCell = [&] {
+    row.cells.push_back(cell);
+    cell.clear();
+    cellQuoted = false;
+  };
+  auto endRow = [&] {
+    endCell();
+    const bool blank = row.cells.size() == 1 && row.cells[0].empty() && !rowHasContent;
+    if (!blank) rows.push_back(row);
+    row = CsvRow{line + 1, {}};
+    rowHasContent = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inQuotes) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          cell += '"';
+          ++i;
+        } else {
+          inQuotes = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        cell += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      if (!cell.empty() || cellQuoted)
+        fail(path, ": line ", line,
+             ": a quote inside an unquoted cell (quote the whole cell and double the quote)");
+      inQuotes = cellQuoted = rowHasContent = true;
+      quoteLine = line;
+    } else if (c == sep) {
+      endCell();
+      rowHasContent = true;
+    } else if (c == '\n') {
+      if (!cell.empty() && cell.back() == '\r') cell.pop_back();
+      endRow();
+      ++line;
+    } else {
+      if (cellQuoted && c != '\r')
+        fail(path, ": line ", line, ": text after the closing quote of a cell, expected a separator");
+      cell += c;
+      if (c != '\r') rowHasContent = true;
+    }
+  }
+  if (inQuotes) fail(path, ": line ", quoteLine, ": quoted cell is never closed");
+  if (!cell.empty() && cell.back() == '\r') cell.pop_back();
+  if (!cell.empty() || !row.cells.empty() || rowHasContent) endRow();
+  return rows;
+}
+
+bool looksLikeHeader(const std::vector<std::string>& cells) {
+  static const std::vector<std::string> names = {
+      "input",  "output",     "source", "target",      "x",     "y",    "question", "answer",
+      "prompt", "completion", "word",   "translation", "label", "text", "src",      "tgt"};
+  if (cells.size() < 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    std::string c = cells[i];
+    std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (std::find(names.begin(), names.end(), c) == names.end()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Dataset loadFvJson(const std::string& path) {
+  const nlohmann::json j = parseJsonFile(path);
+  Dataset d;
+  d.id = d.name = stemOf(path);
+  d.source = path;
+  d.examples = fvItems(j, path);
+  return d;
+}
+
+Dataset datasetFromToyExport(const nlohmann::json& fv, const std::string& id) {
+  Dataset d;
+  d.id = d.name = id;
+  d.source = "toy:" + id;
+  d.examples = fvItems(fv, d.source);
+  return d;
+}
+
+Dataset datasetFromToyClassification(const nlohmann::json& cls, const std::string& id) {
+  const std::string where = "toy:" + id;
+  if (!cls.is_object()) fail(where, ": classification export is ", cls.type_name(), ", expected an object");
+  auto lw = cls.find("label_words");
+  auto items = cls.find("items");
+  if (lw == cls.end() || !lw->is_array() || lw->empty())
+    fail(where, ": \"label_words\" missing or not a non-empty list of strings");
+  if (items == cls.end() || !items->is_array() || items->empty())
+    fail(where, ": \"items\" missing or not a non-empty list of {\"input\", \"label\"}");
+  Dataset d;
+  d.id = d.name = id;
+  d.source = where;
+  d.classification = true;
+  for (size_t i = 0; i < lw->size(); ++i) {
+    if (!(*lw)[i].is_string()) fail(where, ": label_words[", i, "] is not a string");
+    d.label_words.push_back((*lw)[i].get<std::string>());
+  }
+  for (size_t i = 0; i < items->size(); ++i) {
+    const auto& it = (*items)[i];
+    if (!it.is_object() || !it.contains("input") || !it["input"].is_string())
+      fail(where, ": item ", i, " has no string \"input\"");
+    if (!it.contains("label") || !it["label"].is_number_integer())
+      fail(where, ": item ", i, " has no integer \"label\"");
+    const int label = it["label"].get<int>();
+    if (label < 0 || label >= static_cast<int>(d.label_words.size()))
+      fail(where, ": item ", i, ": label ", label, " is outside [0, ", d.label_words.size(), ")");
+    d.examples.push_back(Example{it["input"].get<std::string>(), {d.label_words[label]}, label});
+  }
+  return d;
+}
+
+Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
+  if (opt.input_column < 0 || opt.output_column < 0 || opt.input_column == opt.output_column)
+    fail(path, ": input column ", opt.input_column, " and output column ", opt.output_column,
+         " must be distinct and non-negative");
+  const std::vector<CsvRow> rows = parseCsv(readAll(path), sep, path);
+  if (rows.empty()) fail(path, ": empty file, expected rows of input", sep == '\t' ? "<TAB>" : ",", "output");
+  size_t first = 0;
+  if (opt.header == CsvHeader::Present || (opt.header == CsvHeader::Auto && looksLikeHeader(rows[0].cells)))
+    first = 1;
+  const size_t need = static_cast<size_t>(std::max(opt.input_column, opt.output_column)) + 1;
+  Dataset d;
+  d.id = d.name = stemOf(path);
+  d.source = path;
+  for (size_t r = first; r < rows.size(); ++r) {
+    const CsvRow& row = rows[r];
+    if (row.cells.size() < need)
+      fail(path, ": line ", row.line, ": ", row.cells.size(), " cell(s), expected at least ", need);
+    Example ex;
+    ex.input = row.cells[static_cast<size_t>(opt.input_column)];
+    ex.outputs = {row.cells[static_cast<size_t>(opt.output_column)]};
+    if (ex.input.empty())
+      fail(path, ": line ", row.line, ": empty input cell (column ", opt.input_column, ")");
+    if (ex.outputs[0].empty())
+      fail(path, ": line ", row.line, ": empty output cell (column ", opt.output_column, ")");
+    d.examples.push_back(std::move(ex));
+  }
+  if (d.examples.empty()) fail(path, ": only a header row, expected at least one example");
+  return d;
+}
+
+Dataset loadSst2(const std::string& path, std::vector<std::string> label_words) {
+  if (label_words.size() != 2) fail(path, ": SST-2 needs 2 label words, got ", label_words.size());
+  const std::vector<std::string> lines = splitLines(readAll(path));
+  Dataset d;
+  d.id = d.name = "sst2";
+  d.source = path;
+  d.classification = true;
+  d.label_words = std::move(label_words);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (isBlank(line)) continue;
+    const size_t sp = line.find(' ');
+    const std::string label = line.substr(0, sp);
+    if (label != "0" && label != "1")
+      fail(path, ": line ", i + 1, ": label \"", label, "\", expected 0 (negative) or 1 (positive)");
+    std::string sentence = sp == std::string::npos ? std::string() : line.substr(sp + 1);
+    if (isBlank(sentence)) fail(path, ": line ", i + 1, ": no sentence after the label");
+    const int l = label[0] - '0';
+    d.examples.push_back(Example{std::move(sentence), {d.label_words[static_cast<size_t>(l)]}, l});
+  }
+  if (d.examples.empty()) fail(path, ": empty file, expected \"label sentence\" lines");
+  return d;
+}
+
+const std::vector<std::string>& trecCoarseClasses() {
+  static const std::vector<std::string> c = {"ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"};
+  return c;
+}
+
+const std::vector<std::string>& trecDefaultLabelWords() {
+  static const std::vector<std::string> w = {"abbreviation", "description", "entity",
+                                             "human",        "location",    "number"};
+  return w;
+}
+
+Dataset loadTrec(const std::string& path, std::vector<std::string> label_words) {
+  const auto& classes = trecCoarseClasses();
+  if (label_words.size() != classes.size())
+    fail(path, ": TREC needs ", classes.size(), " label words, got ", label_words.size());
+  const std::vector<std::string> lines = splitLines(readAll(path));
+  Dataset d;
+  d.id = d.name = "trec";
+  d.source = path;
+  d.classification = true;
+  d.label_words = std::move(label_words);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (isBlank(line)) continue;
+    const size_t colon = line.find(':');
+    const size_t sp = line.find(' ');
+    if (colon == std::string::npos || sp == std::string::npos || colon > sp)
+      fail(path, ": line ", i + 1, ": expected \"COARSE:fine question\"");
+    const std::string coarse = line.substr(0, colon);
+    auto it = std::find(classes.begin(), classes.end(), coarse);
+    if (it == classes.end())
+      fail(path, ": line ", i + 1, ": coarse class \"", coarse,
+           "\", expected one of ABBR DESC ENTY HUM LOC NUM");
+    if (colon + 1 == sp) fail(path, ": line ", i + 1, ": empty fine class after \"", coarse, ":\"");
+    std::string question = line.substr(sp + 1);
+    if (isBlank(question)) fail(path, ": line ", i + 1, ": no question after the class");
+    const int l = static_cast<int>(it - classes.begin());
+    d.examples.push_back(Example{std::move(question), {d.label_words[static_cast<size_t>(l)]}, l});
+  }
+  if (d.examples.empty()) fail(path, ": empty file, expected \"COARSE:fine question\" lines");
+  return d;
+}
+
+Dataset loadDatasetAuto(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".json") {
+    const nlohmann::json j = parseJsonFile(path);
+    if (j.is_object() && j.contains("items"))
+      return withContext(path, [&] { return datasetFromToyClassification(j, stemOf(path)); });
+    Dataset d;
+    d.id = d.name = stemOf(path);
+    d.source = path;
+    d.examples = fvItems(j, path);
+    return d;
+  }
+  if (ext == ".csv") return loadPairsCsv(path, ',');
+  if (ext == ".tsv") return loadPairsCsv(path, '\t');
+  const std::vector<std::string> lines = splitLines(readAll(path));
+  auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return !isBlank(l); });
+  if (first == lines.end()) fail(path, ": empty file, cannot tell the dataset format");
+  const std::string& l = *first;
+  for (const std::string& c : trecCoarseClasses())
+    if (l.rfind(c + ":", 0) == 0) return loadTrec(path);
+  if (l.size() > 2 && (l[0] == '0' || l[0] == '1') && l[1] == ' ') return loadSst2(path);
+  if (l.find('\t') != std::string::npos) return loadPairsCsv(path, '\t');
+  if (l.find(',') != std::string::npos) return loadPairsCsv(path, ',');
+  fail(path,
+       ": cannot tell the dataset format (expected .json, .csv, .tsv, SST-2 \"0 sentence\" or TREC "
+       "\"ABBR:x question\" lines)");
+}
+
+Dataset withLabelWords(const Dataset& d, const std::vector<std::string>& label_words) {
+  if (!d.classification) fail(d.source, ": label words given for a dataset that is not a classification set");
+  if (label_words.size() != d.label_words.size())
+    fail(d.source, ": ", label_words.size(), " label words given, the dataset has ", d.label_words.size(),
+         " classes");
+  Dataset out = d;
+  out.label_words = label_words;
+  for (Example& ex : out.examples)
+    ex.outputs = {label_words[static_cast<size_t>(ex.label)]};
+  return out;
+}
+
+}  // namespace hs

@@ -1,0 +1,331 @@
+#include "head_grid_view.h"
+
+#include <QAction>
+#include <QMenu>
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "qcustomplot_include.h"
+
+#include "plot_style.h"
+#include "results/rank_stats.h"
+
+namespace hs {
+
+namespace {
+
+bool isFinite(double v) {
+  return std::isfinite(v);
+}
+
+}  // namespace
+
+HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
+  plot_ = new QCustomPlot(this);
+  plot_->setMouseTracking(true);
+  plot_->setContextMenuPolicy(Qt::PreventContextMenu);  // the right button is handled in onMousePress
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+
+  plotstyle::applyBaseStyle(*plot_);
+  // Layout: title on row 0; heatmap axis rect and its colour scale side by side on row 1.
+  plot_->plotLayout()->insertRow(0);
+  title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
+  plot_->plotLayout()->addElement(0, 0, title_);
+
+  QCPAxis* x = plot_->xAxis;
+  QCPAxis* y = plot_->yAxis;
+  x->setLabel(QStringLiteral("head"));
+  y->setLabel(QStringLiteral("layer"));
+  y->setRangeReversed(true);  // layer 0 at the top
+  for (QCPAxis* axis : {x, y}) {
+    axis->grid()->setVisible(false);  // grid lines would cut through the cells
+    axis->setSubTicks(false);
+    axis->setTickLength(0, 4);
+  }
+  // A closed frame around the map; the top and right axes mirror the ticks without labels.
+  plot_->axisRect()->setupFullAxesBox(true);
+  plot_->xAxis2->setTickLabels(false);
+  plot_->yAxis2->setTickLabels(false);
+  plot_->yAxis2->setRangeReversed(true);
+  for (QCPAxis* axis : {plot_->xAxis2, plot_->yAxis2}) {
+    axis->setSubTicks(false);
+    axis->setTickLength(0, 4);
+  }
+
+  map_ = new QCPColorMap(x, y);
+  map_->setInterpolate(false);
+  map_->setTightBoundary(false);
+  scale_ = new QCPColorScale(plot_);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(14);
+  scale_->axis()->setLabelFont(plotstyle::labelFont());
+  scale_->axis()->setTickLabelFont(plotstyle::tickFont());
+  plot_->plotLayout()->addElement(1, 1, scale_);
+  map_->setColorScale(scale_);
+  // The colour bar spans exactly the heatmap's height.
+  auto* group = new QCPMarginGroup(plot_);
+  plot_->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  scale_->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+
+  connect(plot_, &QCustomPlot::mousePress, this, &HeadGridView::onMousePress);
+  connect(plot_, &QCustomPlot::mouseMove, this, &HeadGridView::onMouseMove);
+
+  menu_ = new QMenu(this);
+  const std::pair<MenuAction, QString> entries[] = {
+      {MenuAction::ZeroAblate, tr("Zero-ablate")},
+      {MenuAction::MeanAblate, tr("Mean-ablate")},
+      {MenuAction::PatchFromClean, tr("Patch from clean run")},
+      {MenuAction::AddToSteering, tr("Add to steering set")},
+      {MenuAction::ShowPattern, tr("Show attention pattern")},
+  };
+  for (const auto& [which, text] : entries) {
+    QAction* action = menu_->addAction(text);
+    if (which == MenuAction::ShowPattern) menu_->insertSeparator(action);
+    actions_.push_back(action);
+  }
+  // Intervention actions act on the whole selection, or on the head under the menu when none is selected.
+  auto targets = [this] {
+    if (!selection_.empty() || !menuHead_) return selection_;
+    return std::vector<HeadRef>{*menuHead_};
+  };
+  connect(menuAction(MenuAction::ZeroAblate), &QAction::triggered, this,
+          [this, targets] { Q_EMIT zeroAblate(targets()); });
+  connect(menuAction(MenuAction::MeanAblate), &QAction::triggered, this,
+          [this, targets] { Q_EMIT meanAblate(targets()); });
+  connect(menuAction(MenuAction::PatchFromClean), &QAction::triggered, this,
+          [this, targets] { Q_EMIT patchFromClean(targets()); });
+  connect(menuAction(MenuAction::AddToSteering), &QAction::triggered, this,
+          [this, targets] { Q_EMIT addToSteering(targets()); });
+  connect(menuAction(MenuAction::ShowPattern), &QAction::triggered, this, [this] {
+    if (menuHead_) {
+      Q_EMIT showPattern(*menuHead_);
+    } else if (!selection_.empty()) {
+      Q_EMIT showPattern(selection_.front());
+    }
+  });
+  updateMenuEnabled();
+}
+
+HeadGridView::~HeadGridView() = default;
+
+void HeadGridView::setGrid(const HeadGrid& grid) {
+  grid_ = grid;
+  const int L = grid_.layers(), H = grid_.heads();
+  title_->setText(QString::fromStdString(grid_.name.empty() ? grid_.id : grid_.name));
+  scale_->axis()->setLabel(QString::fromStdString(grid_.unit));
+
+  // QCPColorMap places cell i of n at key lower + i·(upper−lower)/(n−1), and needs n ≥ 2 to know the
+  // cell width. Cells are centred on the integers 0..n−1; a single row/column is drawn as two
+  // half-width copies centred on ±0.25 so that it still spans [−0.5, 0.5].
+  const int nx = std::max(H, 1) == 1 ? 2 : H;
+  const int ny = std::max(L, 1) == 1 ? 2 : L;
+  const QCPRange kx = H <= 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, H - 1);
+  const QCPRange ky = L <= 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, L - 1);
+  map_->data()->setSize(nx, ny);
+  map_->data()->setRange(kx, ky);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (int i = 0; i < nx; ++i) {
+    for (int j = 0; j < ny; ++j) {
+      const double v = hasGrid() ? grid_.values(std::min(j, L - 1), std::min(i, H - 1)) : std::nan("");
+      map_->data()->setCell(i, j, v);
+      if (isFinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  }
+
+  // Both signs: diverging map with white at 0 (symmetric range). One sign: sequential over [min, max].
+  diverging_ = lo < 0 && hi > 0;
+  QCPRange range;
+  if (!(lo <= hi)) {
+    range = QCPRange(0, 1);  // nothing finite to show
+  } else if (diverging_) {
+    const double m = std::max(-lo, hi);
+    range = QCPRange(-m, m);
+  } else if (lo == hi) {
+    const double pad = lo == 0 ? 0.5 : std::abs(lo) * 0.1;
+    range = QCPRange(lo - pad, hi + pad);
+  } else {
+    range = QCPRange(lo, hi);
+  }
+  map_->setGradient(diverging_ ? plotstyle::divergingGradient() : plotstyle::sequentialGradient());
+  map_->setDataRange(range);
+
+  plot_->xAxis->setRange(-0.5, std::max(H, 1) - 0.5);
+  plot_->yAxis->setRange(-0.5, std::max(L, 1) - 0.5);
+  applyTicks();
+
+  // Keep the selected heads that still exist.
+  std::vector<HeadRef> kept;
+  for (const HeadRef& h : selection_) {
+    if (h.layer < L && h.head < H) kept.push_back(h);
+  }
+  menuHead_.reset();
+  const bool changed = kept.size() != selection_.size();
+  selection_ = std::move(kept);
+  redrawSelection();
+  plot_->replot();
+  if (changed) Q_EMIT selectionChanged(selection_);
+}
+
+void HeadGridView::applyTicks() {
+  plot_->xAxis->setTicker(plotstyle::integerTicker(grid_.heads()));
+  plot_->yAxis->setTicker(plotstyle::integerTicker(grid_.layers()));
+  plot_->xAxis2->setTicker(plot_->xAxis->ticker());
+  plot_->yAxis2->setTicker(plot_->yAxis->ticker());
+}
+
+void HeadGridView::setSelection(std::vector<HeadRef> heads) {
+  std::vector<HeadRef> valid;
+  for (const HeadRef& h : heads) {
+    if (h.layer >= 0 && h.layer < grid_.layers() && h.head >= 0 && h.head < grid_.heads()) valid.push_back(h);
+  }
+  std::sort(valid.begin(), valid.end());
+  valid.erase(std::unique(valid.begin(), valid.end()), valid.end());
+  if (valid == selection_) return;
+  selection_ = std::move(valid);
+  redrawSelection();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+  Q_EMIT selectionChanged(selection_);
+}
+
+void HeadGridView::selectTopK(int k) {
+  setSelection(topHeads(grid_, std::max(k, 0)));
+}
+
+void HeadGridView::selectTopPercent(double percent) {
+  if (!(percent > 0)) {
+    clearSelection();
+    return;
+  }
+  setSelection(topPercent(grid_, std::min(percent, 100.0)));
+}
+
+int HeadGridView::rankedCount() const {
+  int n = 0;
+  for (int l = 0; l < grid_.layers(); ++l) {
+    for (int h = 0; h < grid_.heads(); ++h)
+      n += isFinite(grid_.values(l, h)) ? 1 : 0;
+  }
+  return n;
+}
+
+std::optional<int> HeadGridView::rankOf(HeadRef head) const {
+  if (head.layer < 0 || head.layer >= grid_.layers() || head.head < 0 || head.head >= grid_.heads()) {
+    return std::nullopt;
+  }
+  if (!isFinite(grid_.values(head.layer, head.head))) return std::nullopt;
+  return headRank(grid_, head);
+}
+
+std::optional<HeadRef> HeadGridView::headAt(const QPoint& plotPixel) const {
+  if (!hasGrid() || !plot_->axisRect()->rect().contains(plotPixel)) return std::nullopt;
+  // Cells are centred on integer coordinates: round to the nearest centre.
+  const int h = static_cast<int>(std::floor(plot_->xAxis->pixelToCoord(plotPixel.x()) + 0.5));
+  const int l = static_cast<int>(std::floor(plot_->yAxis->pixelToCoord(plotPixel.y()) + 0.5));
+  if (h < 0 || h >= grid_.heads() || l < 0 || l >= grid_.layers()) return std::nullopt;
+  return HeadRef{l, h};
+}
+
+QPoint HeadGridView::cellCenter(HeadRef head) const {
+  return QPoint(static_cast<int>(std::lround(plot_->xAxis->coordToPixel(head.head))),
+                static_cast<int>(std::lround(plot_->yAxis->coordToPixel(head.layer))));
+}
+
+QString HeadGridView::tooltipText(HeadRef head) const {
+  if (head.layer < 0 || head.layer >= grid_.layers() || head.head < 0 || head.head >= grid_.heads()) {
+    return QString();
+  }
+  const double v = grid_.values(head.layer, head.head);
+  QString text = QStringLiteral("layer %1, head %2: ").arg(head.layer).arg(head.head);
+  if (!isFinite(v)) return text + QStringLiteral("no value");
+  text += QString::number(v, 'g', 4);
+  if (!grid_.unit.empty()) text += QLatin1Char(' ') + QString::fromStdString(grid_.unit);
+  return text + QStringLiteral(" (rank %1 of %2)").arg(*rankOf(head)).arg(rankedCount());
+}
+
+QAction* HeadGridView::menuAction(MenuAction which) const {
+  return actions_.at(static_cast<size_t>(which));
+}
+
+void HeadGridView::onMousePress(QMouseEvent* event) {
+  const QPoint pos = event->position().toPoint();
+  if (event->button() == Qt::RightButton) {
+    openMenu(pos);
+    return;
+  }
+  if (event->button() != Qt::LeftButton) return;
+  const std::optional<HeadRef> head = headAt(pos);
+  if (event->modifiers() & Qt::ControlModifier) {
+    if (!head) return;
+    std::vector<HeadRef> next = selection_;
+    auto it = std::find(next.begin(), next.end(), *head);
+    if (it != next.end()) {
+      next.erase(it);
+    } else {
+      next.push_back(*head);
+    }
+    setSelection(std::move(next));
+  } else {
+    // A plain click outside the cells clears the selection.
+    setSelection(head ? std::vector<HeadRef>{*head} : std::vector<HeadRef>{});
+  }
+}
+
+void HeadGridView::onMouseMove(QMouseEvent* event) {
+  const std::optional<HeadRef> head = headAt(event->position().toPoint());
+  const QString text = head ? tooltipText(*head) : QString();
+  plot_->setToolTip(text);
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+  } else {
+    QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+  }
+}
+
+void HeadGridView::openMenu(const QPoint& plotPixel) {
+  menuHead_ = headAt(plotPixel);
+  // Right-clicking a head outside the selection acts on that head, as file managers do.
+  if (menuHead_ && std::find(selection_.begin(), selection_.end(), *menuHead_) == selection_.end()) {
+    setSelection({*menuHead_});
+  }
+  updateMenuEnabled();
+  if (selection_.empty() && !menuHead_) return;
+  menu_->popup(plot_->mapToGlobal(plotPixel));
+}
+
+void HeadGridView::updateMenuEnabled() {
+  const bool any = !selection_.empty() || menuHead_.has_value();
+  for (QAction* a : actions_)
+    a->setEnabled(any);
+}
+
+void HeadGridView::redrawSelection() {
+  for (QCPAbstractItem* item : outlines_)
+    plot_->removeItem(item);
+  outlines_.clear();
+  // Two strokes (wide white under narrow black) keep the outline visible on dark and light cells.
+  constexpr double inset = 0.06;
+  for (const HeadRef& h : selection_) {
+    for (const QPen& pen : {QPen(QColor(255, 255, 255), 4.0), QPen(QColor(0, 0, 0), 2.0)}) {
+      auto* rect = new QCPItemRect(plot_);
+      rect->topLeft->setCoords(h.head - 0.5 + inset, h.layer - 0.5 + inset);
+      rect->bottomRight->setCoords(h.head + 0.5 - inset, h.layer + 0.5 - inset);
+      rect->setPen(pen);
+      rect->setBrush(Qt::NoBrush);
+      rect->setSelectable(false);
+      outlines_.push_back(rect);
+    }
+  }
+  updateMenuEnabled();
+}
+
+}  // namespace hs

@@ -1,0 +1,132 @@
+#include "plot_style.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace hs::plotstyle {
+
+QCPColorGradient sequentialGradient() {
+  // viridis sampled at 9 evenly spaced points.
+  static const std::array<const char*, 9> stops = {"#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
+                                                   "#28ae80", "#5ec962", "#addc30", "#fde725"};
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (size_t i = 0; i < stops.size(); ++i)
+    g.setColorStopAt(double(i) / double(stops.size() - 1), QColor(stops[i]));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  g.setLevelCount(256);
+  g.setNanHandling(QCPColorGradient::nhNanColor);
+  g.setNanColor(QColor(200, 200, 200));
+  return g;
+}
+
+QCPColorGradient divergingGradient() {
+  static const std::array<const char*, 9> stops = {"#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7",
+                                                   "#fddbc7", "#f4a582", "#d6604d", "#b2182b"};
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (size_t i = 0; i < stops.size(); ++i)
+    g.setColorStopAt(double(i) / double(stops.size() - 1), QColor(stops[i]));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  g.setLevelCount(256);
+  g.setNanHandling(QCPColorGradient::nhNanColor);
+  g.setNanColor(QColor(200, 200, 200));
+  return g;
+}
+
+QColor seriesColor(int i) {
+  static const std::array<const char*, 10> tab10 = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return QColor(tab10[static_cast<size_t>(std::max(i, 0)) % tab10.size()]);
+}
+
+int integerTickStep(int count, int maxTicks) {
+  maxTicks = std::max(maxTicks, 1);
+  for (int decade = 1;; decade *= 10) {
+    for (int m : {1, 2, 5}) {
+      const int step = m * decade;
+      if ((count + step - 1) / step <= maxTicks) return step;
+    }
+  }
+}
+
+QSharedPointer<QCPAxisTicker> integerTicker(int count, int maxTicks) {
+  QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+  ticker->setTickStep(integerTickStep(count, maxTicks));
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+  ticker->setTickOrigin(0);
+  return ticker;
+}
+
+QFont titleFont() {
+  QFont f;
+  f.setPointSizeF(11);
+  f.setBold(true);
+  return f;
+}
+
+QFont labelFont() {
+  QFont f;
+  f.setPointSizeF(10);
+  return f;
+}
+
+QFont tickFont() {
+  QFont f;
+  f.setPointSizeF(9);
+  return f;
+}
+
+void applyBaseStyle(QCustomPlot& plot) {
+  for (QCPAxis* axis : plot.axisRect()->axes()) {
+    axis->setLabelFont(labelFont());
+    axis->setTickLabelFont(tickFont());
+  }
+  plot.setBackground(Qt::white);
+}
+
+bool placeLegendInEmptiestCorner(QCustomPlot& plot) {
+  // The legend's share of the axis rect, from its size hint; at least a fifth in each direction.
+  const QRect area = plot.axisRect()->rect();
+  const QSize legend = plot.legend->minimumOuterSizeHint();
+  // Before the first layout the rect is meaningless: assume a typical legend of 40 % × 30 %.
+  const bool laidOut = area.width() > 50 && area.height() > 50;
+  const double fw = laidOut ? std::clamp(double(legend.width() + 10) / area.width(), 0.2, 1.0) : 0.4;
+  const double fh = laidOut ? std::clamp(double(legend.height() + 10) / area.height(), 0.2, 1.0) : 0.3;
+  const QCPRange xr = plot.xAxis->range(), yr = plot.yAxis->range();
+  const Qt::Alignment corners[4] = {Qt::AlignTop | Qt::AlignRight, Qt::AlignTop | Qt::AlignLeft,
+                                    Qt::AlignBottom | Qt::AlignRight, Qt::AlignBottom | Qt::AlignLeft};
+  int counts[4] = {0, 0, 0, 0};
+  for (int g = 0; g < plot.graphCount(); ++g) {
+    for (auto it = plot.graph(g)->data()->constBegin(); it != plot.graph(g)->data()->constEnd(); ++it) {
+      if (!std::isfinite(it->key) || !std::isfinite(it->value)) continue;
+      // Position in the axis rect as fractions: u from the left, v from the top.
+      const double u = (it->key - xr.lower) / xr.size();
+      const double v = 1.0 - (it->value - yr.lower) / yr.size();
+      for (int c = 0; c < 4; ++c) {
+        const bool right = corners[c] & Qt::AlignRight, top = corners[c] & Qt::AlignTop;
+        const bool inU = right ? u >= 1.0 - fw : u <= fw;
+        const bool inV = top ? v <= fh : v >= 1.0 - fh;
+        counts[c] += (inU && inV) ? 1 : 0;
+      }
+    }
+  }
+  const int best = static_cast<int>(std::min_element(counts, counts + 4) - counts);
+  QCPLayoutInset* inset = plot.axisRect()->insetLayout();
+  if (inset->insetAlignment(0) == corners[best]) return false;
+  inset->setInsetAlignment(0, corners[best]);
+  return true;
+}
+
+void keepLegendInEmptiestCorner(QCustomPlot& plot) {
+  // afterLayout comes between layout and drawing: re-laying out just the inset layout moves the legend
+  // in the frame being drawn.
+  QObject::connect(&plot, &QCustomPlot::afterLayout, &plot, [p = &plot] {
+    if (p->legend->visible() && placeLegendInEmptiestCorner(*p)) {
+      p->axisRect()->insetLayout()->update(QCPLayoutElement::upLayout);
+    }
+  });
+}
+
+}  // namespace hs::plotstyle

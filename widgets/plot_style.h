@@ -1,0 +1,38 @@
+#pragma once
+// Shared look of every HeadScope plot: colour maps, series palette, integer tick steps, fonts.
+#include <QColor>
+#include <QFont>
+
+#include "qcustomplot_include.h"
+
+namespace hs::plotstyle {
+
+// Perceptually uniform sequential map (matplotlib's viridis, 9 stops) for values of one sign.
+QCPColorGradient sequentialGradient();
+// Diverging blue–white–red map (ColorBrewer RdBu) for signed values; white is the centre of the range,
+// so callers pass a data range symmetric around 0.
+QCPColorGradient divergingGradient();
+// Colour of the i-th series of a line or scatter plot (Tableau 10, cycled).
+QColor seriesColor(int i);
+
+// A tick step of 1, 2, 5, 10, 20, ... so that at most `maxTicks` integer ticks cover `count` cells.
+int integerTickStep(int count, int maxTicks = 16);
+// An axis ticker that puts ticks at the integers 0, step, 2·step, ... and never between them.
+QSharedPointer<QCPAxisTicker> integerTicker(int count, int maxTicks = 16);
+
+// Fonts for plot titles, axis labels and tick labels.
+QFont titleFont();
+QFont labelFont();
+QFont tickFont();
+
+// Axis labels, tick labels and title fonts of `plot` set to the fonts above; grid lines light.
+void applyBaseStyle(QCustomPlot& plot);
+
+// Puts the legend of the main axis rect into the corner where it covers the fewest data points of the
+// plot's graphs (ranges must already be final). Ties prefer top-right, top-left, bottom-right, bottom-left.
+// Returns true when the corner changed (the caller replots).
+bool placeLegendInEmptiestCorner(QCustomPlot& plot);
+// Keeps the legend in the emptiest corner whenever the plot is laid out anew (data, resize, export).
+void keepLegendInEmptiestCorner(QCustomPlot& plot);
+
+}  // namespace hs::plotstyle
