@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run test bench clean format
+.PHONY: all configure build run run-cli test bench clean format
 
 all: build
 
@@ -17,8 +17,16 @@ configure:
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Main job. Until the GUI and the embedded toy model exist: the CLI on stories260K.
+# Main job: the GUI (on stories260K until the embedded toy model ships); without a display, the
+# headless alternative through the CLI.
 run: build
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  $(BUILD)/bin/headscope $(STORIES)/stories260K.bin --tokenizer $(STORIES)/tok512.bin; \
+	else \
+	  echo "no display: running the headless alternative (make run-cli)"; $(MAKE) --no-print-directory run-cli; \
+	fi
+
+run-cli: build
 	$(CLI) info $(STORIES)/stories260K.bin
 	$(CLI) tokenize --tokenizer $(STORIES)/tok512.bin --text "Once upon a time"
 	$(CLI) generate $(STORIES)/stories260K.bin --tokenizer $(STORIES)/tok512.bin --text "Once upon a time" --max-new 60

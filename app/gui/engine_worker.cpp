@@ -89,7 +89,11 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer) {
     info.vocab = c.vocab_size;
     info.context = c.context_length;
     info.params = parameterCount(c);
-    info.dtype = QString::fromStdString(std::string(c10::toString(m->model->dtype())));
+    const at::ScalarType dt = m->model->dtype();
+    info.dtype = dt == at::kFloat      ? "float32"
+                 : dt == at::kBFloat16 ? "bfloat16"
+                 : dt == at::kHalf     ? "float16"
+                                       : "other";
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
     state_->model = std::move(m);

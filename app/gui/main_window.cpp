@@ -178,6 +178,8 @@ void MainWindow::buildUi() {
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelJob);
   resize(1200, 800);
+  resizeDocks({logDock}, {150}, Qt::Vertical);
+  resizeDocks({modelDock}, {240}, Qt::Horizontal);
 }
 
 void MainWindow::buildMenus() {
