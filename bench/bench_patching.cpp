@@ -24,6 +24,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
+#include "bench_util.h"
 
 #include <algorithm>
 #include <chrono>
@@ -47,39 +48,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string python() {
-  const char* env = std::getenv("HEADSCOPE_REFERENCE_PYTHON");
-  return env ? env : "/usr/bin/python3";
-}
+using hs::bench::python;
 
-std::string capture(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    std::cerr << "cannot run: " << cmd << "\n";
-    std::exit(1);
-  }
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  if (pclose(p) != 0) {
-    std::cerr << "failed: " << cmd << "\n" << out << "\n";
-    std::exit(1);
-  }
-  return out;
-}
-
-double seconds(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using hs::bench::capture;
+using hs::bench::median;
+using hs::bench::seconds;
 
 hs::ModelConfig gpt2SmallConfig() {
   hs::ModelConfig c;
