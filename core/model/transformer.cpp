@@ -111,7 +111,6 @@ void expectOptional(const at::Tensor& t, bool wanted, std::vector<int64_t> shape
   if (t.defined()) fail("model weights: tensor ", name, " is present but the config does not use it");
 }
 
-
 }  // namespace
 
 // ---- construction ----------------------------------------------------------------------------

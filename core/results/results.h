@@ -13,20 +13,20 @@ namespace hs {
 
 // Where a result came from: enough to reproduce it.
 struct Provenance {
-  std::string method;   // "tsla", "induction", "fv", "site", "ltv", "geometry", "patch"
-  std::string model;    // model path as loaded
-  std::string task;     // dataset / task id
+  std::string method;  // "tsla", "induction", "fv", "site", "ltv", "geometry", "patch"
+  std::string model;   // model path as loaded
+  std::string task;    // dataset / task id
   uint64_t seed = 0;
   int n_prompts = 0;
   nlohmann::json options = nlohmann::json::object();  // every option with its value, defaults included
-  std::string created;  // ISO-8601 UTC time
+  std::string created;                                // ISO-8601 UTC time
 };
 
 // A layer × head matrix: values(l, h). Rows are layers (0 = first), columns are query heads.
 struct HeadGrid {
-  std::string id;    // stable, e.g. "tsla.tr"
-  std::string name;  // for display, e.g. "Task recognition ‖P a‖"
-  std::string unit;  // e.g. "logit", "ΔP", "score"
+  std::string id;          // stable, e.g. "tsla.tr"
+  std::string name;        // for display, e.g. "Task recognition ‖P a‖"
+  std::string unit;        // e.g. "logit", "ΔP", "score"
   Eigen::MatrixXd values;  // [layers, heads]
   Provenance provenance;
 
@@ -59,7 +59,7 @@ struct AnalysisRun {
   std::vector<HeadGrid> grids;
   std::vector<Curve> curves;
   std::vector<Table> tables;
-  std::vector<std::string> tensors;  // names of the session tensors this run owns
+  std::vector<std::string> tensors;                   // names of the session tensors this run owns
   nlohmann::json summary = nlohmann::json::object();  // headline numbers (accuracies, ratios)
 };
 

@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/wordlevel.h"
 #include "tokenizer/bytelevel_bpe.h"
 #include "tokenizer/loaders.h"
 #include "tokenizer/regex_splitter.h"
 #include "tokenizer/sentencepiece_bpe.h"
 #include "tokenizer/token_text.h"
+#include "tokenizer/wordlevel.h"
 #include "util/error.h"
 
 namespace hs::detail {
@@ -186,11 +186,14 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     if (!normalizers.empty()) fail(path, ": a normalizer is not supported with a WordLevel model");
     for (const json& p : preTokenizers)
       if (p.value("type", "") != "WhitespaceSplit")
-        fail(path, ": pre_tokenizer \"", p.value("type", ""), "\" is not supported with WordLevel (WhitespaceSplit)");
+        fail(path, ": pre_tokenizer \"", p.value("type", ""),
+             "\" is not supported with WordLevel (WhitespaceSplit)");
     WordLevelConfig cfg;
     if (model.contains("unk_token") && model["unk_token"].is_string()) {
       auto unk = idOf(model["unk_token"].get<std::string>());
-      if (!unk) fail(path, ": model.unk_token \"", model["unk_token"].get<std::string>(), "\" is not in the vocabulary");
+      if (!unk)
+        fail(path, ": model.unk_token \"", model["unk_token"].get<std::string>(),
+             "\" is not in the vocabulary");
       cfg.unk = *unk;
     }
     cfg.vocab = std::move(vocab);

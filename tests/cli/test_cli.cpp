@@ -140,7 +140,8 @@ class TestCli : public QObject {
   void trainToyInPiecesThenEvaluate() {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
-    const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3"});
+    const CliResult first =
+        runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
@@ -154,9 +155,9 @@ class TestCli : public QObject {
     const CliResult eval = runCli({"eval-toy", "--model", out, "--n", "4"});
     QVERIFY2(eval.exitCode == 0, eval.err.c_str());
     const json j = eval.parsed();
-    for (const char* k : {"induction_acc", "concept_copy_acc", "translation_acc", "icl_cls_acc_8shot",
-                          "icl_cls_acc_0shot", "tr_ratio_0shot", "tr_ratio_8shot", "function_acc_8shot",
-                          "function_acc_0shot"}) {
+    for (const char* k :
+         {"induction_acc", "concept_copy_acc", "translation_acc", "icl_cls_acc_8shot", "icl_cls_acc_0shot",
+          "tr_ratio_0shot", "tr_ratio_8shot", "function_acc_8shot", "function_acc_0shot"}) {
       QVERIFY2(j.contains(k), k);
       QVERIFY(j[k].get<double>() >= 0.0 && j[k].get<double>() <= 1.0);
     }

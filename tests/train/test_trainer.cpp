@@ -55,7 +55,8 @@ class TestTrainer : public QObject {
     QVERIFY(std::abs(hs::learningRate(c, 100) - 1e-3) < 1e-12);
     QVERIFY(std::abs(hs::learningRate(c, 550) - 0.55e-3) < 1e-9);  // cosine midpoint
     QVERIFY(std::abs(hs::learningRate(c, 1000) - 1e-4) < 1e-12);
-    for (int64_t s = 100; s < 1000; ++s) QVERIFY(hs::learningRate(c, s + 1) <= hs::learningRate(c, s));
+    for (int64_t s = 100; s < 1000; ++s)
+      QVERIFY(hs::learningRate(c, s + 1) <= hs::learningRate(c, s));
   }
 
   void miniatureToyModelLearns() {
@@ -72,7 +73,8 @@ class TestTrainer : public QObject {
     // Uniform guessing over the 244 tokens costs 5.5 nats; 1.5 nats less means the model predicts the
     // structure (separators, repeats, label positions), not just token frequencies (~4.6 nats).
     QVERIFY2(last < first - 1.5, qPrintable(QString("loss fell only from %1 to %2").arg(first).arg(last)));
-    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "training.json"})
+    for (const char* f :
+         {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "training.json"})
       QVERIFY2(std::filesystem::exists(dir.filePath(f).toStdString()), f);
     std::ifstream tj(dir.filePath("training.json").toStdString());
     const auto training = nlohmann::json::parse(tj);
@@ -99,7 +101,8 @@ class TestTrainer : public QObject {
     auto fa = hs::SafetensorsFile::open(a.filePath("model.safetensors").toStdString());
     auto fb = hs::SafetensorsFile::open(b.filePath("model.safetensors").toStdString());
     QCOMPARE(fa->names(), fb->names());
-    for (const auto& n : fa->names()) QVERIFY2(at::equal(fa->tensor(n), fb->tensor(n)), n.c_str());
+    for (const auto& n : fa->names())
+      QVERIFY2(at::equal(fa->tensor(n), fb->tensor(n)), n.c_str());
   }
 
   void resumeWithOtherSettingsIsRefused() {
