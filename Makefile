@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test bench clean format
+.PHONY: all configure build run run-cli test bench deb clean format
 
 all: build
 
@@ -17,25 +17,31 @@ configure:
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Main job: the GUI (on stories260K until the embedded toy model ships); without a display, the
-# headless alternative through the CLI.
+# Main job: the GUI on the embedded toy model (it opens the toy model and a toy task and runs the first
+# analyses); without a display, the headless alternative through the CLI on the same model.
 run: build
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
-	  $(BUILD)/bin/headscope $(STORIES)/stories260K.bin --tokenizer $(STORIES)/tok512.bin; \
+	  $(BUILD)/bin/headscope; \
 	else \
 	  echo "no display: running the headless alternative (make run-cli)"; $(MAKE) --no-print-directory run-cli; \
 	fi
 
 run-cli: build
-	$(CLI) info $(STORIES)/stories260K.bin
-	$(CLI) tokenize --tokenizer $(STORIES)/tok512.bin --text "Once upon a time"
-	$(CLI) generate $(STORIES)/stories260K.bin --tokenizer $(STORIES)/tok512.bin --text "Once upon a time" --max-new 60
+	$(CLI) info toy
+	$(CLI) eval-toy --model toy --n 100
+	$(CLI) tsla toy --task toy:category_label --n 24 --out $(BUILD)/toy-tsla.hscope --json $(BUILD)/toy-tsla.json
+	$(CLI) induction toy --out $(BUILD)/toy-induction.hscope
+	$(CLI) export $(BUILD)/toy-tsla.hscope --csv $(BUILD)/toy-tsla-csv
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
 bench: build
 	@for b in $(BUILD)/bin/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+# The Debian package $(BUILD)/headscope_<version>_amd64.deb: builds the two programs, then CPack.
+deb: configure
+	cmake --build $(BUILD) -j$(JOBS) --target deb
 
 format:
 	find core app widgets tests bench -name '*.h' -o -name '*.cpp' | xargs clang-format -i

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/load/model_loader.h"
+#include "util/allocator.h"
 
 namespace fs = std::filesystem;
 
@@ -43,6 +44,7 @@ using hs::bench::seconds;
 }  // namespace
 
 int main(int argc, char** argv) {
+  hs::tuneAllocator();  // keep freed activations in the process (util/allocator.h)
   std::string folder;
   int runs = 10, nTokens = 128;
   const int warmup = 2;

@@ -9,7 +9,8 @@
 // logit(target) − logit(distractor) at the last position (target = the clean argmax, distractor = the
 // corrupt argmax), last-position FromClean patches of every head's hook_z.
 //
-// Timings (at::set_num_threads(hardware threads), Python with the same thread count):
+// Timings (at::set_num_threads(hardware threads), Python with the same thread count; both processes
+// keep freed memory as hs::tuneAllocator sets glibc malloc up):
 //  - fast: hs::patchingSweep, all 144 heads, clean and corrupt runs included (median of --runs);
 //  - naive: hs::patchingSweepNaive with --full-naive; otherwise the same loop (one patched full
 //    forward, last-position logits only) timed over --naive-heads heads spread over the layers and
@@ -43,6 +44,7 @@
 #include "analysis/patching.h"
 #include "model/io/safetensors.h"
 #include "results/rank_stats.h"
+#include "util/allocator.h"
 
 namespace fs = std::filesystem;
 
@@ -127,6 +129,7 @@ hs::ModelWeights toWeights(const hs::ModelConfig& c,
 }  // namespace
 
 int main(int argc, char** argv) {
+  hs::tuneAllocator();  // before any tensor: the fast sweep and the naive loop both run with it
   int runs = 3, naiveHeads = 24, nTokens = 128;
   bool fullNaive = false, withPython = true;
   for (int i = 1; i < argc; ++i) {
@@ -306,8 +309,11 @@ int main(int argc, char** argv) {
       j["heads"] = heads;
       std::ofstream(job) << j.dump();
       const std::string script = std::string(HEADSCOPE_SOURCE_DIR) + "/bench/bench_patching.py";
-      const nlohmann::json py =
-          nlohmann::json::parse(capture(python() + " " + script + " --weights " + weights + " --job " + job));
+      const nlohmann::json py = nlohmann::json::parse(capture(
+          // The same malloc settings as hs::tuneAllocator (glibc tunables), so Python's loop is not
+          // slowed by returning memory to the kernel either.
+          "MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 " + python() + " " + script +
+          " --weights " + weights + " --job " + job));
       const double pyPerForward = py["per_forward_median_s"].get<double>();
       const double pyNaive = py["setup_s"].get<double>() + pyPerForward * nHeads;
       const std::vector<double> pyValues = py["values"].get<std::vector<double>>();

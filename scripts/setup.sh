@@ -10,6 +10,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libpcre2-dev libcli11-dev
   python3-torch          # /usr/bin/python3 + PyTorch 1.13: independent reference forwards in tests and bench
   xvfb xauth             # GUI tests and screenshots without a display
+  desktop-file-utils appstream   # packaging/check_deb.sh validates the shipped .desktop and metainfo files
 )
 
 missing=()

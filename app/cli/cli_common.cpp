@@ -1,8 +1,13 @@
 #include "cli_common.h"
 
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
+#include "results/results_json.h"
+#include "session/model_identity.h"
+#include "session/session.h"
 #include "util/error.h"
 
 namespace hs::cli {
@@ -77,6 +82,75 @@ std::vector<int64_t> promptIds(const LoadedModel& m, const std::string& text, co
   if (text.empty()) fail("give a prompt with --text or --ids");
   const auto enc = requireTokenizer(m).encode(text);
   return {enc.begin(), enc.end()};
+}
+
+void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
+  cmd.add_option("--task", spec.dataset,
+                 "toy:<task> (category_label, translate_a_b, translate_b_a, antonym_a, successor_a, copy_a) "
+                 "or a dataset file (FV .json, .csv, .tsv, SST-2, TREC)")
+      ->capture_default_str();
+  cmd.add_option("--template", spec.template_id, "prompt template (default: the dataset's)");
+  cmd.add_option("--shots", spec.shots, "demonstrations per prompt")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--n", spec.n_prompts, "prompts")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--seed", spec.seed, "seed of the split, the queries and the demonstrations")
+      ->capture_default_str();
+  cmd.add_option("--labels", spec.label_words, "classification label words (replace the dataset's)")
+      ->delimiter(',');
+  cmd.add_option("--split", spec.split, "queries from this split")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"train", "valid", "test"}));
+}
+
+void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args) {
+  cmd.add_option("--out", args.out, "write the run as a HeadScope session (.hscope)")->required();
+  cmd.add_option("--json", args.json, "also write the run as JSON");
+}
+
+void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
+                     const AnalysisOutput& output, const RunOutputArgs& args) {
+  Session s;
+  s.model = modelIdentity(m.files);
+  s.model["path"] = m.path;
+  s.model["format"] = m.format;
+  s.model["dtype"] = margs.dtype;
+  s.tokenizer = {{"path", margs.tokenizer}};
+  if (task) s.task = taskSpecToJson(*task);
+  s.runs.push_back(output.run);
+  s.tensors = output.tensors;
+  saveSession(args.out, s);
+  nlohmann::json runJson = output.run;
+  if (!args.json.empty()) {
+    std::ofstream f(args.json);
+    if (!f) fail("cannot write ", args.json);
+    f << runJson.dump(1) << "\n";
+    if (!f) fail("writing ", args.json, " failed");
+  }
+  printJson({{"run", output.run.id},
+             {"method", output.run.method},
+             {"summary", output.run.summary},
+             {"grids",
+              [&] {
+                nlohmann::json ids = nlohmann::json::array();
+                for (const auto& g : output.run.grids)
+                  ids.push_back(g.id);
+                return ids;
+              }()},
+             {"out", args.out},
+             {"json", args.json}});
+}
+
+AnalysisContext cliContext(const std::string& what) {
+  AnalysisContext ctx;
+  auto lastPct = std::make_shared<int>(-1);
+  ctx.progress = [what, lastPct](double fraction, const std::string& message) {
+    const int pct = static_cast<int>(fraction * 100.0);
+    if (pct == *lastPct) return;
+    *lastPct = pct;
+    progress(what + ": " + std::to_string(pct) + "% " + message);
+  };
+  return ctx;
 }
 
 void printJson(const nlohmann::json& j) {

@@ -7,6 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/analysis_context.h"
+#include "analysis/analysis_output.h"
+#include "analysis/icl_task.h"
 #include "model/load/model_loader.h"
 
 namespace hs::cli {
@@ -28,6 +31,22 @@ std::vector<int64_t> parseIdList(const std::string& s);
 // "L.H,L.H" → (layer, head) pairs.
 std::vector<std::pair<int, int>> parseHeadList(const std::string& s);
 
+// Task options every ICL analysis shares: --task, --template, --shots, --n, --seed, --labels, --split.
+void addTaskArgs(CLI::App& cmd, TaskSpec& spec);
+
+// --out RUN.hscope (session) and --json RUN.json (the run as JSON).
+struct RunOutputArgs {
+  std::string out;
+  std::string json;
+};
+void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args);
+// Writes the session (model identity, dtype, tokenizer, task, the run and its tensors) to args.out (atomic)
+// and the run JSON to args.json when given, then prints {"run", "summary", "out", "json"} on stdout.
+void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
+                     const AnalysisOutput& output, const RunOutputArgs& args);
+// Progress on stderr ("<what>: 42% message"), never cancelled.
+AnalysisContext cliContext(const std::string& what);
+
 void printJson(const nlohmann::json& j);
 void progress(const std::string& message);  // stderr
 
@@ -38,5 +57,13 @@ void addLogitsCommand(CLI::App& app);
 void addGenerateCommand(CLI::App& app);
 void addTrainToyCommand(CLI::App& app);
 void addEvalToyCommand(CLI::App& app);
+void addFvCommand(CLI::App& app);
+void addSiteCommand(CLI::App& app);
+void addPatchCommand(CLI::App& app);
+void addExportCommand(CLI::App& app);
+void addInductionCommand(CLI::App& app);
+void addLtvCommand(CLI::App& app);
+void addTslaCommand(CLI::App& app);
+void addGeometryCommand(CLI::App& app);
 
 }  // namespace hs::cli

@@ -33,7 +33,7 @@ void addTrainToyCommand(CLI::App& app) {
          "--stop-after", stopAfter,
          "stop with a checkpoint after this step (the schedule still spans --steps); continue with --resume")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", threads, "torch intra-op threads (default: torch's choice)")
+  cmd->add_option("--threads", threads, "torch intra-op threads (default: the recipe's, 1)")
       ->check(CLI::PositiveNumber);
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
@@ -58,7 +58,7 @@ void addTrainToyCommand(CLI::App& app) {
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;
     recipe.train.stop_after = stopAfter;
-    recipe.train.threads = threads;
+    if (threads > 0) recipe.train.threads = threads;
     progress("train-toy: " + recipeJson(recipe)["train"].dump());
     const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
       std::ostringstream os;

@@ -2,8 +2,10 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "util/allocator.h"
 
 int main(int argc, char** argv) {
+  hs::tuneAllocator();
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
@@ -14,6 +16,14 @@ int main(int argc, char** argv) {
   hs::cli::addGenerateCommand(app);
   hs::cli::addTrainToyCommand(app);
   hs::cli::addEvalToyCommand(app);
+  hs::cli::addFvCommand(app);
+  hs::cli::addSiteCommand(app);
+  hs::cli::addPatchCommand(app);
+  hs::cli::addExportCommand(app);
+  hs::cli::addInductionCommand(app);
+  hs::cli::addLtvCommand(app);
+  hs::cli::addTslaCommand(app);
+  hs::cli::addGeometryCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

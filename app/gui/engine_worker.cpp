@@ -3,7 +3,13 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
-#include "analysis/induction_scores.h"
+#include <QElapsedTimer>
+
+#include <map>
+
+#include "analysis/icl_eval.h"
+#include "analysis/icl_task.h"
+#include "analysis_jobs.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 
@@ -25,6 +31,7 @@ void EngineWorker::job(const QString& name, F&& body) {
     body();
   } catch (const Cancelled&) {
     Q_EMIT progress(0.0, name + ": cancelled");
+    Q_EMIT cancelled(name);
   } catch (const std::exception& e) {
     Q_EMIT failed(name, QString::fromStdString(e.what()));
   }
@@ -64,6 +71,18 @@ std::vector<TopToken> topTokens(const LoadedModel& m, const at::Tensor& logits, 
                    l[id].item<double>(), p[id].item<double>()});
   }
   return out;
+}
+
+TaskSpec specFrom(const QString& json) {
+  try {
+    return taskSpecFromJson(nlohmann::json::parse(json.toStdString()));
+  } catch (const nlohmann::json::exception& e) {
+    fail("the task settings are not valid JSON: ", e.what());
+  }
+}
+
+EvalNumbers numbers(const IclEval& e) {
+  return {e.n, e.accuracy, e.tr_ratio};
 }
 
 }  // namespace
@@ -124,26 +143,6 @@ void EngineWorker::runPrompt(const QString& text, int topK) {
   });
 }
 
-void EngineWorker::computeHeadScores(int span, int nSequences, int seed) {
-  job("head scores", [&] {
-    const LoadedModel& m = need(state_->model);
-    InductionScoreOptions o;
-    o.span = span;
-    o.n_sequences = nSequences;
-    o.seed = static_cast<uint64_t>(seed);
-    o.bos = m.tokenizer && m.tokenizer->bosId() >= 0 ? m.tokenizer->bosId() : m.config.bos_token_id;
-    AnalysisContext ctx;
-    ctx.progress = [this](double f, const std::string& msg) {
-      Q_EMIT progress(f, QString::fromStdString(msg));
-    };
-    ctx.cancelled = [this] { return cancel_.load(); };
-    InductionScores s = inductionScores(*m.model, o, ctx);
-    s.induction.provenance.model = m.path;
-    s.previous_token.provenance.model = m.path;
-    Q_EMIT gridsReady({s.induction, s.previous_token}, s.copy_accuracy);
-  });
-}
-
 void EngineWorker::attentionPattern(const QString& text, int layer, int head) {
   job("attention pattern", [&] {
     const LoadedModel& m = need(state_->model);
@@ -162,6 +161,151 @@ void EngineWorker::attentionPattern(const QString& text, int layer, int head) {
     v.n = static_cast<int>(ids.size());
     v.weights.assign(pat.data_ptr<double>(), pat.data_ptr<double>() + pat.numel());
     Q_EMIT patternReady(v);
+  });
+}
+
+AnalysisContext EngineWorker::context() {
+  AnalysisContext ctx;
+  // At most ~20 progress signals a second: a fast loop must not flood the UI thread's event queue.
+  auto clock = std::make_shared<QElapsedTimer>();  // invalid until the first report
+  ctx.progress = [this, clock](double f, const std::string& msg) {
+    if (f < 1.0 && clock->isValid() && clock->elapsed() < 50) return;
+    clock->start();
+    Q_EMIT progress(f, QString::fromStdString(msg));
+  };
+  ctx.cancelled = [this] { return cancel_.load(); };
+  return ctx;
+}
+
+void EngineWorker::runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
+                               const QString& runId) {
+  job(method, [&] {
+    const LoadedModel& m = need(state_->model);
+    const auto& jobs = analysisJobs();
+    const auto it = jobs.find(method.toStdString());
+    if (it == jobs.end()) fail("no analysis \"", method.toStdString(), "\" in this build");
+    const TaskSpec spec = specFrom(taskJson);
+    const nlohmann::json options =
+        optionsJson.isEmpty() ? nlohmann::json::object() : nlohmann::json::parse(optionsJson.toStdString());
+    auto out = std::make_shared<AnalysisOutput>(it->second(m, spec, options, context()));
+    // Give the run the id the UI chose; its tensors are named "<run id>/<name>".
+    const std::string oldId = out->run.id, newId = runId.toStdString();
+    if (!newId.empty() && newId != oldId) {
+      std::map<std::string, at::Tensor> renamed;
+      for (auto& [name, t] : out->tensors)
+        renamed[name.rfind(oldId + "/", 0) == 0 ? newId + name.substr(oldId.size()) : name] = t;
+      for (std::string& name : out->run.tensors)
+        if (name.rfind(oldId + "/", 0) == 0) name = newId + name.substr(oldId.size());
+      out->tensors = std::move(renamed);
+      out->run.id = newId;
+    }
+    Q_EMIT analysisReady(out);
+  });
+}
+
+void EngineWorker::previewTask(const QString& taskJson) {
+  TaskPreview v;
+  try {
+    const LoadedModel& m = need(state_->model);
+    if (!m.tokenizer) fail("the model has no tokenizer");
+    const TaskSpec spec = specFrom(taskJson);
+    const IclTask task = buildIclTask(*m.tokenizer, spec);
+    if (task.icl.empty()) fail("the task has no prompts");
+    const Prompt& p = task.icl.front();
+    v.dataset = QString::fromStdString(spec.dataset);
+    v.datasetSize = static_cast<int>(task.dataset.examples.size());
+    v.classification = task.classification();
+    for (const auto& w : task.dataset.label_words)
+      v.labelWords << QString::fromStdString(w);
+    v.templateId = QString::fromStdString(task.tmpl.id);
+    v.ids = p.ids;
+    for (const auto& piece : p.pieces)
+      v.pieces << QString::fromStdString(piece);
+    for (int i = 0; i < p.length(); ++i)
+      v.roles << QString();
+    for (const PromptSegment& seg : p.segments)
+      for (int i = seg.span.begin; i < seg.span.end && i < p.length(); ++i)
+        v.roles[i] = QString::fromStdString(seg.role);
+    v.answer = QString::fromStdString(p.answer);
+    v.text = QString::fromStdString(p.text);
+  } catch (const std::exception& e) {
+    v.error = QString::fromStdString(e.what());
+  }
+  Q_EMIT taskPreviewReady(v);
+}
+
+void EngineWorker::evaluate(const QString& taskJson, const std::vector<InterventionEntry>& entries) {
+  job("evaluate", [&] {
+    const LoadedModel& m = need(state_->model);
+    if (!m.tokenizer) fail("evaluation needs a tokenizer; open the model with one");
+    const TaskSpec spec = specFrom(taskJson);
+    const AnalysisContext ctx = context();
+    ctx.report(0.0, "evaluate: building the prompts of " + spec.dataset);
+    const IclTask task = buildIclTask(*m.tokenizer, spec);
+
+    std::vector<HeadRef> zero, mean, patch, steer;
+    for (const InterventionEntry& e : entries) {
+      if (!e.enabled) continue;
+      if (e.head.layer < 0 || e.head.layer >= m.config.n_layers || e.head.head < 0 ||
+          e.head.head >= m.config.n_heads)
+        fail("intervention on head L", e.head.layer, ".H", e.head.head, " is outside the model (",
+             m.config.n_layers, " layers × ", m.config.n_heads, " heads)");
+      (e.kind == "zero_ablate"   ? zero
+       : e.kind == "mean_ablate" ? mean
+       : e.kind == "patch_clean" ? patch
+                                 : steer)
+          .push_back(e.head);
+    }
+    IclEvalOptions base;
+    base.label_tokens = task.label_tokens;
+
+    // The clean reference: hook_z at N averaged over the ICL prompts.
+    at::Tensor meanZ;  // [layers, heads, d_head]
+    if (!mean.empty() || !patch.empty() || !steer.empty())
+      meanZ = headZAtLast(*m.model, task.icl, base.pad_id, {}, ctx).mean(0);
+
+    EvalResult r;
+    r.task = QString::fromStdString(spec.dataset);
+    r.icl = numbers(evaluateIcl(*m.model, task.icl, base, ctx));
+    r.iclIntervened = r.icl;
+    if (!zero.empty() || !mean.empty()) {
+      IclEvalOptions o = base;
+      if (!zero.empty()) o.interventions = headAblation(zero, false);
+      if (!mean.empty()) {
+        const auto mi = headAblation(mean, true, meanZ);
+        o.interventions.insert(o.interventions.end(), mi.begin(), mi.end());
+      }
+      r.iclIntervened = numbers(evaluateIcl(*m.model, task.icl, o, ctx));
+      r.nAblated = static_cast<int>(zero.size() + mean.size());
+    }
+
+    r.zeroShot = numbers(evaluateIcl(*m.model, task.zero_shot, base, ctx));
+    r.zeroShotIntervened = r.zeroShot;
+    if (!patch.empty() || !steer.empty()) {
+      IclEvalOptions o = base;
+      // Per layer: hook_z of the chosen heads at N ← (patch) or += (steer) the clean mean.
+      const std::vector<std::pair<std::vector<HeadRef>, InterventionOp>> groups = {
+          {patch, InterventionOp::Replace}, {steer, InterventionOp::Add}};
+      for (const auto& [heads, op] : groups) {
+        std::map<int, std::vector<int>> byLayer;
+        for (const HeadRef& h : heads)
+          byLayer[h.layer].push_back(h.head);
+        for (const auto& [layer, idx] : byLayer) {
+          Intervention iv;
+          iv.site = attnZ(layer);
+          iv.heads = idx;
+          iv.positions = {-1};
+          iv.op = op;
+          iv.tensor = meanZ[layer].index_select(0, at::tensor(std::vector<int64_t>(idx.begin(), idx.end()),
+                                                              at::kLong));  // [heads, d_head]
+          o.interventions.push_back(iv);
+        }
+      }
+      r.zeroShotIntervened = numbers(evaluateIcl(*m.model, task.zero_shot, o, ctx));
+      r.nPatched = static_cast<int>(patch.size() + steer.size());
+    }
+    ctx.report(1.0, "evaluate: done");
+    Q_EMIT evaluationReady(r);
   });
 }
 

@@ -1,13 +1,15 @@
 #pragma once
 // The engine worker: lives on its own QThread and owns the model. The UI sends jobs through queued
-// slot calls and receives plain value types through signals; it never waits on torch. Every job
-// catches its exceptions and reports them as failed(message); Cancel is honoured between forwards.
+// calls and receives plain value types through signals; it never waits on torch. Every job catches
+// its exceptions and reports them as failed(job, message); Cancel is honoured between forwards.
 #include <QObject>
 #include <QString>
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
+#include "analysis/analysis_context.h"
 #include "gui_types.h"
 
 namespace hs::gui {
@@ -24,19 +26,31 @@ class EngineWorker : public QObject {
  public Q_SLOTS:
   void loadModel(const QString& path, const QString& tokenizer);
   void runPrompt(const QString& text, int topK);
-  void computeHeadScores(int span, int nSequences, int seed);
   void attentionPattern(const QString& text, int layer, int head);
+  // Runs the analysis registered under `method` (analysis_jobs.h) on the task (TaskSpec JSON) with
+  // `optionsJson`; the output's run gets the id `runId` (its tensors are renamed to match).
+  void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
+                   const QString& runId);
+  // The first ICL prompt of the task, token by token (errors go into TaskPreview::error, no dialog).
+  void previewTask(const QString& taskJson);
+  // ICL accuracy / TR ratio with the enabled ablations, zero-shot accuracy with the enabled patches and
+  // steering, each against its baseline.
+  void evaluate(const QString& taskJson, const std::vector<hs::gui::InterventionEntry>& entries);
 
  Q_SIGNALS:
   void modelLoaded(const hs::gui::ModelInfo& info);
   void promptReady(const hs::gui::PromptView& view);
-  void gridsReady(const std::vector<hs::HeadGrid>& grids, double copyAccuracy);
   void patternReady(const hs::gui::PatternView& view);
+  void analysisReady(const hs::gui::AnalysisOutputPtr& output);
+  void taskPreviewReady(const hs::gui::TaskPreview& preview);
+  void evaluationReady(const hs::gui::EvalResult& result);
   void progress(double fraction, const QString& message);
   void failed(const QString& job, const QString& message);
+  void cancelled(const QString& job);
   void busy(bool running);
 
  private:
+  AnalysisContext context();  // progress → progress(), cancellation ← requestCancel()
   template <typename F>
   void job(const QString& name, F&& body);
 

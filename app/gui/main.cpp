@@ -1,11 +1,71 @@
-// headscope: the desktop workbench. `headscope [MODEL] [--tokenizer PATH]` opens MODEL on start.
+// headscope: the desktop workbench.
+//   headscope                      the toy model, the default toy task, first analyses
+//   headscope FILE.hscope          opens a session (written by the GUI or headscope-cli)
+//   headscope MODEL [--tokenizer]  opens a model (HF folder, llama2.c .bin, .gguf)
+//   --screenshot DIR               after the first analysis and an evaluation, saves one PNG per tab and
+//   quits
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QTimer>
 
+#include <functional>
+#include <memory>
+
+#include "evaluation_dock.h"
+#include "head_grid_view.h"
+#include "heads_tab.h"
+#include "interventions_dock.h"
 #include "main_window.h"
+#include "results/rank_stats.h"
+#include "util/allocator.h"
+
+using hs::gui::MainWindow;
+
+namespace {
+// Drives the window to a representative state (top induction heads selected and zero-ablated, the
+// comparison scatter on, the top head's pattern shown, the evaluation done), then grabs every tab.
+void scriptScreenshots(MainWindow& w, const QString& dir) {
+  w.setInteractive(false);
+  w.setStartAnalyses({"induction", "tsla", "geometry"});
+  auto finish = std::make_shared<std::function<void()>>([&w, dir] {
+    for (const QString& f : w.saveScreenshots(dir))
+      qInfo("wrote %s", qPrintable(f));
+    QApplication::quit();
+  });
+  QObject::connect(
+      &w, &MainWindow::gridsShown, &w,
+      [&w] {
+        const hs::HeadGrid& g = w.headsView()->grid();
+        w.headsTab()->setCompare(true);
+        w.headsView()->selectTopK(1);  // one head: its pattern is requested
+        w.interventionsDock()->add("zero_ablate", hs::topHeads(g, 3));
+        w.evaluate();
+      },
+      Qt::SingleShotConnection);
+  QObject::connect(
+      &w, &MainWindow::evaluationShown, &w,
+      [&w, finish] {
+        if (w.headsTab()->setCurrentMetric("tsla-1/tsla.tr"))
+          w.headsTab()->setCompare(true, "induction-1/induction.prefix_matching");
+        w.headsView()->selectTopK(3);
+        QTimer::singleShot(1500, &w, [finish] { (*finish)(); });
+      },
+      Qt::SingleShotConnection);
+  QTimer::singleShot(240000, &w, [finish] { (*finish)(); });  // never hang a docs build
+}
+
+// --help, -h, -?, --version, -v: text only, answered before QApplication, which needs a display.
+bool asksHelpOrVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const QByteArray a(argv[i]);
+    if (a == "--help" || a == "-h" || a == "-?" || a == "--version" || a == "-v") return true;
+  }
+  return false;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
+  hs::tuneAllocator();  // keep freed activations in the process (util/allocator.h)
   QApplication::setApplicationName("HeadScope");
   QApplication::setOrganizationName("HeadScope");
   QApplication::setApplicationVersion(HEADSCOPE_VERSION);
@@ -13,15 +73,31 @@ int main(int argc, char** argv) {
   parser.setApplicationDescription("Interpretability workbench for in-context learning in transformers");
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("model", "HF folder, llama2.c .bin or .gguf to open");
+  parser.addPositionalArgument("file",
+                               "A session (.hscope) or a model (HF folder, llama2.c .bin, .gguf); "
+                               "none: the toy model");
   QCommandLineOption tokenizer("tokenizer", "Tokenizer for the model (tokenizer.json, vocab.json, tok.bin)",
                                "path");
+  QCommandLineOption screenshot("screenshot",
+                                "Save one PNG per tab into DIR after the first analysis, then quit", "DIR");
   parser.addOption(tokenizer);
-  parser.process(app);
+  parser.addOption(screenshot);
+  if (asksHelpOrVersion(argc, argv)) {
+    QCoreApplication textOnly(argc, argv);
+    parser.process(textOnly);  // prints and exits
+  }
+  QApplication app(argc, argv);
+  parser.process(app);  // --help-all lists Qt's GUI options too, so it needs the QApplication
 
-  hs::gui::MainWindow window;
+  MainWindow window;
+  if (parser.isSet(screenshot)) scriptScreenshots(window, parser.value(screenshot));
   window.show();
-  if (!parser.positionalArguments().isEmpty())
-    window.openModel(parser.positionalArguments().first(), parser.value(tokenizer));
+  const QStringList args = parser.positionalArguments();
+  if (args.isEmpty())
+    window.openDefault();
+  else if (args.first().endsWith(".hscope", Qt::CaseInsensitive))
+    window.openSession(args.first());
+  else
+    window.openModel(args.first(), parser.value(tokenizer));
   return app.exec();
 }

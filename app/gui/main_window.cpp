@@ -3,16 +3,15 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -24,10 +23,17 @@
 #include <QTableWidget>
 #include <QTime>
 #include <QVBoxLayout>
-#include "qcustomplot_include.h"
+
+#include <set>
 
 #include "engine_worker.h"
+#include "evaluation_dock.h"
 #include "head_grid_view.h"
+#include "heads_tab.h"
+#include "interventions_dock.h"
+#include "qcustomplot_include.h"
+#include "results_tab.h"
+#include "task_dock.h"
 
 namespace hs::gui {
 
@@ -36,6 +42,12 @@ const char* kDefaultPrompt = "Lily and Ben went to the park. Lily and Ben";
 
 QString escaped(const QString& s) {
   return s.toHtmlEscaped().replace(" ", "&middot;").replace("\n", "\\n");
+}
+
+// Queues `f` on the worker's thread.
+template <typename F>
+void post(EngineWorker* w, F&& f) {
+  QMetaObject::invokeMethod(w, std::forward<F>(f), Qt::QueuedConnection);
 }
 }  // namespace
 
@@ -49,10 +61,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
   connect(worker_, &EngineWorker::modelLoaded, this, &MainWindow::onModelLoaded);
-  connect(worker_, &EngineWorker::gridsReady, this, &MainWindow::onGrids);
+  connect(worker_, &EngineWorker::analysisReady, this, &MainWindow::onAnalysis);
   connect(worker_, &EngineWorker::promptReady, this, &MainWindow::onPrompt);
   connect(worker_, &EngineWorker::patternReady, this, &MainWindow::onPattern);
+  connect(worker_, &EngineWorker::taskPreviewReady, this, &MainWindow::onTaskPreview);
+  connect(worker_, &EngineWorker::evaluationReady, this, [this](const EvalResult& r) {
+    evaluationDock_->setResult(r);
+    log(QString("evaluated %1: ICL accuracy %2 → %3 with %4 heads ablated")
+            .arg(r.task)
+            .arg(r.icl.accuracy, 0, 'f', 3)
+            .arg(r.iclIntervened.accuracy, 0, 'f', 3)
+            .arg(r.nAblated));
+    Q_EMIT evaluationShown();
+  });
   connect(worker_, &EngineWorker::failed, this, &MainWindow::onFailed);
+  connect(worker_, &EngineWorker::cancelled, this, [this](const QString& job) {
+    log(job + ": cancelled");
+    Q_EMIT jobCancelled(job);
+  });
   connect(worker_, &EngineWorker::progress, this, &MainWindow::onProgress);
   connect(worker_, &EngineWorker::busy, this, [this](bool b) {
     busy_ = b;
@@ -64,6 +90,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
+  const QString task = settings.value("task/spec").toString();
+  if (!task.isEmpty()) {
+    try {
+      taskDock_->setSpec(taskSpecFromJson(nlohmann::json::parse(task.toStdString())));
+    } catch (const std::exception& e) {
+      log("ignored the remembered task settings: " + QString::fromStdString(e.what()));
+    }
+  }
+  setDirty(false);
 }
 
 MainWindow::~MainWindow() {
@@ -76,32 +111,23 @@ void MainWindow::buildUi() {
   tabs_ = new QTabWidget;
   setCentralWidget(tabs_);
 
-  // Heads: metric selector + heatmap.
-  auto* headsPage = new QWidget;
-  auto* hl = new QVBoxLayout(headsPage);
-  auto* bar = new QHBoxLayout;
-  metric_ = new QComboBox;
-  metric_->setMinimumContentsLength(28);
-  auto* compute = new QPushButton("Compute head scores");
-  headsSummary_ = new QLabel;
-  bar->addWidget(new QLabel("Metric:"));
-  bar->addWidget(metric_);
-  bar->addWidget(compute);
-  bar->addStretch(1);
-  bar->addWidget(headsSummary_);
-  hl->addLayout(bar);
-  heads_ = new HeadGridView;
-  hl->addWidget(heads_, 1);
-  tabs_->addTab(headsPage, "Heads");
-  connect(metric_, &QComboBox::currentIndexChanged, this, &MainWindow::showGrid);
-  connect(compute, &QPushButton::clicked, this, &MainWindow::computeHeadScores);
-  connect(heads_, &HeadGridView::selectionChanged, this, [this](const std::vector<HeadRef>& sel) {
+  headsTab_ = new HeadsTab;
+  tabs_->addTab(headsTab_, "Heads");
+  HeadGridView* heads = headsTab_->view();
+  connect(heads, &HeadGridView::selectionChanged, this, [this](const std::vector<HeadRef>& sel) {
+    setDirty(true);
     if (sel.size() == 1) requestPattern(sel.front());
   });
-  connect(heads_, &HeadGridView::showPattern, this, [this](HeadRef h) {
+  connect(heads, &HeadGridView::showPattern, this, [this](HeadRef h) {
     requestPattern(h);
-    tabs_->setCurrentIndex(1);
+    tabs_->setCurrentIndex(AttentionTabIndex);
   });
+  connect(headsTab_, &HeadsTab::metricChanged, this, [this] { setDirty(true); });
+
+  geometryTab_ = makeGeometryTab();
+  tabs_->addTab(geometryTab_, "Geometry");
+  taskVectorsTab_ = makeTaskVectorsTab();
+  tabs_->addTab(taskVectorsTab_, "Task vectors");
 
   // Attention: the selected head's pattern on the current prompt.
   attention_ = new QCustomPlot;
@@ -146,7 +172,7 @@ void MainWindow::buildUi() {
   connect(run, &QPushButton::clicked, this, &MainWindow::runPrompt);
   connect(promptEdit_, &QLineEdit::returnPressed, this, &MainWindow::runPrompt);
 
-  // Model dock.
+  // Left: Model and Task docks.
   auto* modelDock = new QDockWidget("Model", this);
   modelDock->setObjectName("ModelDock");
   modelLabel_ = new QLabel("No model loaded.\nFile → Open model…");
@@ -157,7 +183,41 @@ void MainWindow::buildUi() {
   modelDock->setWidget(modelLabel_);
   addDockWidget(Qt::LeftDockWidgetArea, modelDock);
 
-  // Log dock: messages, progress, Cancel.
+  auto* taskDockWidget = new QDockWidget("Task", this);
+  taskDockWidget->setObjectName("TaskDock");
+  taskDock_ = new TaskDock;
+  taskDockWidget->setWidget(taskDock_);
+  addDockWidget(Qt::LeftDockWidgetArea, taskDockWidget);
+  connect(taskDock_, &TaskDock::changed, this, [this](bool byUser) {
+    QSettings().setValue("task/spec", QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()));
+    if (byUser) setDirty(true);
+    requestPreview();
+  });
+
+  // Right: Interventions and Evaluation.
+  auto* ivDock = new QDockWidget("Interventions", this);
+  ivDock->setObjectName("InterventionsDock");
+  interventionsDock_ = new InterventionsDock;
+  ivDock->setWidget(interventionsDock_);
+  addDockWidget(Qt::RightDockWidgetArea, ivDock);
+  connect(interventionsDock_, &InterventionsDock::changed, this, [this] { setDirty(true); });
+  connect(heads, &HeadGridView::zeroAblate, this,
+          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("zero_ablate", h); });
+  connect(heads, &HeadGridView::meanAblate, this,
+          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("mean_ablate", h); });
+  connect(heads, &HeadGridView::patchFromClean, this,
+          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("patch_clean", h); });
+  connect(heads, &HeadGridView::addToSteering, this,
+          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("steer", h); });
+
+  auto* evalDock = new QDockWidget("Evaluation", this);
+  evalDock->setObjectName("EvaluationDock");
+  evaluationDock_ = new EvaluationDock;
+  evalDock->setWidget(evaluationDock_);
+  addDockWidget(Qt::RightDockWidgetArea, evalDock);
+  connect(evaluationDock_, &EvaluationDock::evaluateRequested, this, &MainWindow::evaluate);
+
+  // Bottom: log, progress, Cancel.
   auto* logDock = new QDockWidget("Log", this);
   logDock->setObjectName("LogDock");
   auto* logPage = new QWidget;
@@ -177,21 +237,55 @@ void MainWindow::buildUi() {
   logDock->setWidget(logPage);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelJob);
-  resize(1200, 800);
-  resizeDocks({logDock}, {150}, Qt::Vertical);
-  resizeDocks({modelDock}, {240}, Qt::Horizontal);
+  resize(1560, 960);
+  resizeDocks({logDock}, {130}, Qt::Vertical);
+  resizeDocks({modelDock, taskDockWidget}, {170, 420}, Qt::Vertical);
+  resizeDocks({modelDock, ivDock}, {300, 300}, Qt::Horizontal);
 }
 
 void MainWindow::buildMenus() {
   auto* file = menuBar()->addMenu("&File");
+  auto* openSessionAction = file->addAction("&Open session…");
+  openSessionAction->setShortcut(QKeySequence::Open);
+  connect(openSessionAction, &QAction::triggered, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, "Open a HeadScope session", {},
+                                                   "HeadScope sessions (*.hscope);;All files (*)");
+    if (!f.isEmpty()) openSession(f);
+  });
+  recentMenu_ = file->addMenu("Open &recent");
+  connect(recentMenu_, &QMenu::aboutToShow, this, [this] {
+    recentMenu_->clear();
+    for (const QString& f : QSettings().value("session/recent").toStringList())
+      connect(recentMenu_->addAction(f), &QAction::triggered, this, [this, f] { openSession(f); });
+    if (recentMenu_->isEmpty()) recentMenu_->addAction("(none)")->setEnabled(false);
+  });
+  auto* save = file->addAction("&Save session");
+  save->setShortcut(QKeySequence::Save);
+  auto* saveAs = file->addAction("Save session &as…");
+  saveAs->setShortcut(QKeySequence::SaveAs);
+  auto saveAsFn = [this] {
+    QString f =
+        QFileDialog::getSaveFileName(this, "Save the session", sessionPath_, "HeadScope sessions (*.hscope)");
+    if (f.isEmpty()) return false;
+    if (!f.endsWith(".hscope")) f += ".hscope";
+    return saveSessionTo(f);
+  };
+  connect(saveAs, &QAction::triggered, this, saveAsFn);
+  connect(save, &QAction::triggered, this, [this, saveAsFn] {
+    if (sessionPath_.isEmpty())
+      saveAsFn();
+    else
+      saveSessionTo(sessionPath_);
+  });
+  file->addSeparator();
   auto* openFolder = file->addAction("Open model &folder…");
   openFolder->setShortcut(QKeySequence("Ctrl+Shift+O"));
   connect(openFolder, &QAction::triggered, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, "Open a Hugging Face model folder");
     if (!dir.isEmpty()) openModel(dir);
   });
-  auto* openFile = file->addAction("&Open model file…");
-  openFile->setShortcut(QKeySequence::Open);
+  auto* openFile = file->addAction("Open &model file…");
+  openFile->setShortcut(QKeySequence("Ctrl+M"));
   connect(openFile, &QAction::triggered, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, "Open a model file", {},
                                                    "Models (*.gguf *.bin *.safetensors);;All files (*)");
@@ -202,24 +296,99 @@ void MainWindow::buildMenus() {
                                          QFileInfo(f).path());
     openModel(f, tok);
   });
+  connect(file->addAction("Open the &toy model"), &QAction::triggered, this, [this] { openModel("toy"); });
+  file->addSeparator();
+  auto* exportPlot = file->addAction("&Export plot…");
+  exportPlot->setShortcut(QKeySequence("Ctrl+Shift+E"));
+  connect(exportPlot, &QAction::triggered, this, [this] {
+    if (QCustomPlot* p = currentPlot())
+      ExportDialog::run(*p, this);
+    else
+      showError("Export", "This tab has no plot to export yet.");
+  });
+  auto* exportData = file->addAction("Export &data (CSV/JSON)…");
+  connect(exportData, &QAction::triggered, this, [this] {
+    const QString f =
+        QFileDialog::getSaveFileName(this, "Export the shown grid", {}, "CSV (*.csv);;JSON (*.json)");
+    if (!f.isEmpty()) exportCurrentData(f);
+  });
   file->addSeparator();
   auto* quit = file->addAction("&Quit");
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   auto* run = menuBar()->addMenu("&Run");
-  auto* scores = run->addAction("Compute &head scores");
-  scores->setShortcut(QKeySequence("Ctrl+R"));
-  connect(scores, &QAction::triggered, this, &MainWindow::computeHeadScores);
+  for (const std::string& method : analysisMethodNames()) {
+    auto* a = run->addAction(QString("Run &%1").arg(QString::fromStdString(method)));
+    if (method == "induction") a->setShortcut(QKeySequence("Ctrl+R"));
+    const QString m = QString::fromStdString(method);
+    connect(a, &QAction::triggered, this, [this, m] { runAnalysis(m); });
+  }
+  auto* eval = run->addAction("&Evaluate with interventions");
+  eval->setShortcut(QKeySequence("Ctrl+E"));
+  connect(eval, &QAction::triggered, this, &MainWindow::evaluate);
   auto* cancel = run->addAction("&Cancel");
   cancel->setShortcut(QKeySequence("Esc"));
   connect(cancel, &QAction::triggered, this, &MainWindow::cancelJob);
+
+  auto* view = menuBar()->addMenu("&View");
+  const char* names[] = {"&Heads", "&Geometry", "&Task vectors", "&Attention", "&Prompt"};
+  for (int i = 0; i < 5; ++i) {
+    auto* a = view->addAction(names[i]);
+    a->setShortcut(QKeySequence(QString("Ctrl+%1").arg(i + 1)));
+    connect(a, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
+  }
 }
 
-void MainWindow::openModel(const QString& path, const QString& tokenizer) {
+HeadGridView* MainWindow::headsView() const {
+  return headsTab_->view();
+}
+
+void MainWindow::openModel(const QString& path, const QString& tokenizer, bool analyze) {
   log("opening " + path + (tokenizer.isEmpty() ? QString() : " with tokenizer " + tokenizer));
-  QMetaObject::invokeMethod(worker_, "loadModel", Qt::QueuedConnection, Q_ARG(QString, path),
-                            Q_ARG(QString, tokenizer));
+  analyzeOnLoad_ = analyze;
+  tokenizerPath_ = tokenizer;
+  post(worker_, [w = worker_, path, tokenizer] { w->loadModel(path, tokenizer); });
+}
+
+void MainWindow::openDefault() {
+  openModel("toy");
+}
+
+void MainWindow::runAnalysis(const QString& method, const nlohmann::json& options) {
+  int n = 1;
+  for (const AnalysisOutputPtr& o : outputs_)
+    if (runOf(o).method == method.toStdString()) ++n;
+  QString id = QString("%1-%2").arg(method).arg(n);
+  for (bool taken = true; taken;) {  // unique even after runs were removed or loaded from a file
+    taken = false;
+    for (const AnalysisOutputPtr& o : outputs_)
+      if (QString::fromStdString(runOf(o).id) == id) {
+        taken = true;
+        id = QString("%1-%2").arg(method).arg(++n);
+      }
+  }
+  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  const QString opts = QString::fromStdString(options.dump());
+  log("running " + method + " as " + id);
+  post(worker_, [w = worker_, method, task, opts, id] { w->runAnalysis(method, task, opts, id); });
+}
+
+void MainWindow::computeHeadScores() {
+  runAnalysis("induction");
+}
+
+void MainWindow::evaluate() {
+  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  const std::vector<InterventionEntry> entries = interventionsDock_->entries();
+  log(QString("evaluating %1 with %2 interventions").arg(task).arg(entries.size()));
+  post(worker_, [w = worker_, task, entries] { w->evaluate(task, entries); });
+}
+
+void MainWindow::requestPreview() {
+  if (info_.path.isEmpty()) return;
+  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  post(worker_, [w = worker_, task] { w->previewTask(task); });
 }
 
 QString MainWindow::promptText() const {
@@ -230,13 +399,8 @@ void MainWindow::setPromptText(const QString& text) {
 }
 
 void MainWindow::runPrompt() {
-  QMetaObject::invokeMethod(worker_, "runPrompt", Qt::QueuedConnection, Q_ARG(QString, promptEdit_->text()),
-                            Q_ARG(int, 10));
-}
-
-void MainWindow::computeHeadScores() {
-  QMetaObject::invokeMethod(worker_, "computeHeadScores", Qt::QueuedConnection, Q_ARG(int, 20),
-                            Q_ARG(int, 16), Q_ARG(int, 1));
+  const QString text = promptEdit_->text();
+  post(worker_, [w = worker_, text] { w->runPrompt(text, 10); });
 }
 
 void MainWindow::cancelJob() {
@@ -245,8 +409,8 @@ void MainWindow::cancelJob() {
 }
 
 void MainWindow::requestPattern(HeadRef h) {
-  QMetaObject::invokeMethod(worker_, "attentionPattern", Qt::QueuedConnection,
-                            Q_ARG(QString, promptEdit_->text()), Q_ARG(int, h.layer), Q_ARG(int, h.head));
+  const QString text = promptEdit_->text();
+  post(worker_, [w = worker_, text, h] { w->attentionPattern(text, h.layer, h.head); });
 }
 
 void MainWindow::onModelLoaded(const ModelInfo& i) {
@@ -273,26 +437,58 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   QSettings().setValue("model/last", i.path);
   log(QString("loaded %1: %2 layers × %3 heads").arg(i.path).arg(i.layers).arg(i.heads));
   Q_EMIT modelReady();
-  runPrompt();
-  computeHeadScores();
+  // The toy model speaks only the toy world: its prompt comes from the task.
+  promptFromTask_ = i.path.contains("toy-icl") && promptEdit_->text() == kDefaultPrompt;
+  requestPreview();
+  if (!promptFromTask_) runPrompt();
+  if (analyzeOnLoad_) {
+    const std::vector<std::string> names = analysisMethodNames();
+    const std::set<std::string> methods(names.begin(), names.end());
+    for (const QString& method : startAnalyses_)
+      if (methods.count(method.toStdString())) runAnalysis(method);
+  }
 }
 
-void MainWindow::onGrids(const std::vector<HeadGrid>& grids, double copyAccuracy) {
-  grids_ = grids;
-  const QSignalBlocker block(metric_);
-  metric_->clear();
-  for (const HeadGrid& g : grids_)
-    metric_->addItem(QString::fromStdString(g.name), QString::fromStdString(g.id));
-  headsSummary_->setText(
-      QString("copying accuracy on repeated random tokens: %1 %").arg(100.0 * copyAccuracy, 0, 'f', 1));
-  showGrid(0);
-  log(QString("head scores ready (%1 grids)").arg(grids_.size()));
+std::vector<AnalysisRun> MainWindow::runs() const {
+  std::vector<AnalysisRun> out;
+  for (const AnalysisOutputPtr& o : outputs_)
+    out.push_back(runOf(o));
+  return out;
+}
+
+void MainWindow::refreshResults() {
+  const std::vector<AnalysisRun> all = runs();
+  headsTab_->setRuns(all);
+  geometryTab_->setRuns(all);
+  taskVectorsTab_->setRuns(all);
+  QStringList summary;
+  if (!all.empty())
+    for (auto it = all.back().summary.begin(); it != all.back().summary.end(); ++it)
+      if (all.back().summary.is_object() && it->is_number())
+        summary << QString("%1 %2").arg(QString::fromStdString(it.key())).arg(it->get<double>(), 0, 'g', 4);
+  headsTab_->setSummary(summary.join(" · "));
+}
+
+void MainWindow::onAnalysis(const AnalysisOutputPtr& output) {
+  outputs_.push_back(output);
+  refreshResults();
+  setDirty(true);
+  log(QString("%1 ready: %2 grids, %3 curves, %4 tables")
+          .arg(QString::fromStdString(runOf(output).id))
+          .arg(runOf(output).grids.size())
+          .arg(runOf(output).curves.size())
+          .arg(runOf(output).tables.size()));
   Q_EMIT gridsShown();
 }
 
-void MainWindow::showGrid(int index) {
-  if (index < 0 || index >= static_cast<int>(grids_.size())) return;
-  heads_->setGrid(grids_[static_cast<size_t>(index)]);
+void MainWindow::onTaskPreview(const TaskPreview& p) {
+  taskDock_->setPreview(p);
+  if (promptFromTask_ && p.error.isEmpty()) {
+    promptFromTask_ = false;
+    promptEdit_->setText(p.text);
+    runPrompt();
+  }
+  Q_EMIT taskPreviewShown();
 }
 
 void MainWindow::onPrompt(const PromptView& v) {
@@ -345,11 +541,15 @@ void MainWindow::onPattern(const PatternView& v) {
   Q_EMIT patternShown();
 }
 
-void MainWindow::onFailed(const QString& job, const QString& message) {
-  lastError_ = job + ": " + message;
+void MainWindow::showError(const QString& title, const QString& message) {
+  lastError_ = title + ": " + message;
   log("error: " + lastError_);
   Q_EMIT errorShown(lastError_);
-  if (interactive_) QMessageBox::critical(this, "HeadScope — " + job, message);
+  if (interactive_) QMessageBox::critical(this, "HeadScope — " + title, message);
+}
+
+void MainWindow::onFailed(const QString& job, const QString& message) {
+  showError(job, message);
 }
 
 void MainWindow::onProgress(double fraction, const QString& message) {
@@ -357,11 +557,23 @@ void MainWindow::onProgress(double fraction, const QString& message) {
   statusBar()->showMessage(message, 5000);
 }
 
+void MainWindow::setDirty(bool on) {
+  dirty_ = on;
+  setWindowModified(on);
+  const QString name = sessionPath_.isEmpty() ? "untitled" : QFileInfo(sessionPath_).fileName();
+  setWindowTitle(QString("HeadScope — %1[*]%2")
+                     .arg(name, info_.path.isEmpty() ? QString() : " · " + QFileInfo(info_.path).fileName()));
+}
+
 void MainWindow::log(const QString& line) {
   log_->appendPlainText(QTime::currentTime().toString("HH:mm:ss  ") + line);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!maybeSave()) {
+    event->ignore();
+    return;
+  }
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());

@@ -8,9 +8,11 @@
 //  - fast: recomputes only what a patch can change. Layers below the patched one are identical to the
 //    corrupt run, and a patch at positions ≥ p0 leaves every position before p0 untouched (causal
 //    attention). So the variants of layer l start from the corrupt run's residual entering l at
-//    positions p0.. (RunRequest::resid_in), attend to the corrupt run's KV cache for positions < p0,
-//    and all heads of the layer run as one batch (row h patches head h). A last-position patch
-//    recomputes [batch = heads, pos = 1] through the layers ≥ l only.
+//    positions p0.. (RunRequest::resid_in) and attend to the corrupt run's KV cache for positions
+//    < p0. The variants of several consecutive layers share one batched forward (row = one patched
+//    head; rows of a later layer recompute the corrupt run until their layer) so that each forward
+//    holds about 48 row-positions: a last-position sweep of a 12 × 12 model is 3 forwards of
+//    [batch = 48, pos = 1] from layers 0, 4 and 8; variants of many positions get one forward per layer.
 // Both unembed only the last position (the metric reads the next-token distribution there).
 #include <ATen/core/Tensor.h>
 
@@ -57,8 +59,9 @@ struct PatchSweepSpec {
 
 // Effect of patching each head's hook_z: metric(patched) − metric(corrupt baseline), values(l, h).
 // The grid's provenance.options hold the spec (mode, metric, target, distractor, positions) and the
-// baselines: "corrupt_metric" and (FromClean) "clean_metric". Progress is reported per layer;
-// cancellation (hs::Cancelled) is checked between forwards. Requires !spec.per_position.
+// baselines: "corrupt_metric" and (FromClean) "clean_metric". Progress is reported after each
+// batched forward (naive: each layer); cancellation (hs::Cancelled) is checked between forwards.
+// Requires !spec.per_position.
 HeadGrid patchingSweep(const Transformer& model, const PatchSweepSpec& spec, const AnalysisContext& ctx = {});
 HeadGrid patchingSweepNaive(const Transformer& model, const PatchSweepSpec& spec,
                             const AnalysisContext& ctx = {});

@@ -17,8 +17,8 @@ struct ToyRecipe {
   toy::ToyWorldConfig world;
   ModelConfig model;
   TrainConfig train;
-  int batch = 16;     // samples per step
-  int seq_len = 256;  // tokens per sample (= the model's context)
+  int batch = 32;     // samples per step
+  int seq_len = 128;  // tokens per sample (= the model's context)
 };
 
 // The shipped model's recipe: Llama architecture, 4 layers × 8 heads, d_model 128, RoPE.

@@ -21,6 +21,7 @@ class TestMainWindow : public QObject {
     HS_REQUIRE_FILE(bin);
     MainWindow w;
     w.setInteractive(false);
+    w.setStartAnalyses({"induction"});
     w.show();
     QSignalSpy ready(&w, &MainWindow::modelReady);
     QSignalSpy grids(&w, &MainWindow::gridsShown);

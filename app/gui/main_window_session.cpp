@@ -1,0 +1,180 @@
+// MainWindow: sessions (save / open / recent / unsaved changes), export and screenshots.
+#include <QApplication>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QSettings>
+#include <QTabWidget>
+
+#include <optional>
+
+#include "head_grid_view.h"
+#include "heads_tab.h"
+#include "interventions_dock.h"
+#include "main_window.h"
+#include "qcustomplot_include.h"
+#include "results_tab.h"
+#include "session/export_csv.h"
+#include "session_io.h"
+#include "task_dock.h"
+
+namespace hs::gui {
+
+bool MainWindow::saveSessionTo(const QString& path) {
+  GuiSessionState s;
+  s.model = {{"path", info_.path.toStdString()},
+             {"format", info_.format.toStdString()},
+             {"dtype", info_.dtype.toStdString()}};
+  s.tokenizer = {{"path", tokenizerPath_.toStdString()}, {"kind", info_.tokenizer.toStdString()}};
+  s.task = taskSpecToJson(taskDock_->spec());
+  s.outputs = outputs_;
+  s.selectedHeads = headsView()->selection();
+  s.interventions = interventionsDock_->entries();
+  s.viewState = {{"format_version", 1}, {"tab", tabs_->currentIndex()}, {"heads", headsTab_->viewState()}};
+  try {
+    saveGuiSession(path, s);
+  } catch (const std::exception& e) {
+    showError("save session", QString::fromStdString(e.what()));
+    return false;
+  }
+  sessionPath_ = path;
+  addRecent(path);
+  setDirty(false);
+  log("saved the session to " + path);
+  return true;
+}
+
+bool MainWindow::openSession(const QString& path) {
+  if (!maybeSave()) return false;
+  GuiSessionState s;
+  try {  // read and check everything before touching the window's state
+    s = loadGuiSession(path);
+  } catch (const std::exception& e) {
+    showError("open session", QString::fromStdString(e.what()));
+    return false;
+  }
+  // A task in a form this GUI does not know (another tool's) leaves the Task dock as it is.
+  std::optional<TaskSpec> task;
+  try {
+    if (s.task.is_object() && s.task.contains("dataset")) task = taskSpecFromJson(s.task);
+  } catch (const std::exception& e) {
+    log("the session's task is not a task spec; kept the current one (" + QString::fromStdString(e.what()) +
+        ")");
+  }
+  outputs_ = s.outputs;
+  sessionPath_ = path;
+  if (task) taskDock_->setSpec(*task);
+  refreshResults();
+  const nlohmann::json& view = s.viewState;
+  if (view.contains("heads")) headsTab_->restoreViewState(view["heads"]);
+  headsView()->setSelection(s.selectedHeads);
+  interventionsDock_->setEntries(s.interventions);
+  if (view.contains("tab") && view["tab"].is_number_integer()) tabs_->setCurrentIndex(view["tab"].get<int>());
+  addRecent(path);
+  const QString model = QString::fromStdString(s.model.value("path", std::string()));
+  log(QString("opened %1: %2 runs, %3 interventions (model %4)")
+          .arg(path)
+          .arg(outputs_.size())
+          .arg(s.interventions.size())
+          .arg(model.isEmpty() ? QString("not recorded") : model));
+  // The plots need no model; load the session's model (without analysing) only when none is open.
+  if (info_.path.isEmpty() && !model.isEmpty() && QFileInfo::exists(model))
+    openModel(model, QString::fromStdString(s.tokenizer.value("path", std::string())), false);
+  setDirty(false);
+  Q_EMIT sessionOpened();
+  return true;
+}
+
+bool MainWindow::maybeSave() {
+  if (!dirty_ || outputs_.empty()) return true;
+  if (!interactive_) return true;  // the default answer: Discard
+  const auto answer = QMessageBox::question(
+      this, "HeadScope", "The session has unsaved changes. Save them first?",
+      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+  if (answer == QMessageBox::Cancel) return false;
+  if (answer == QMessageBox::Discard) return true;
+  QString f = sessionPath_;
+  if (f.isEmpty()) {
+    f = QFileDialog::getSaveFileName(this, "Save the session", {}, "HeadScope sessions (*.hscope)");
+    if (f.isEmpty()) return false;
+    if (!f.endsWith(".hscope")) f += ".hscope";
+  }
+  return saveSessionTo(f);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("session/recent").toStringList();
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  recent.removeAll(abs);
+  recent.prepend(abs);
+  while (recent.size() > 8)
+    recent.removeLast();
+  settings.setValue("session/recent", recent);
+}
+
+QCustomPlot* MainWindow::currentPlot() const {
+  switch (tabs_->currentIndex()) {
+    case HeadsTabIndex:
+      return headsView()->hasGrid() ? headsView()->plot() : nullptr;
+    case GeometryTabIndex:
+      return geometryTab_->currentPlot();
+    case TaskVectorsTabIndex:
+      return taskVectorsTab_->currentPlot();
+    case AttentionTabIndex:
+      return pattern_.n > 0 ? attention_ : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+bool MainWindow::exportCurrentPlot(const QString& path, const ExportOptions& options) {
+  QCustomPlot* plot = currentPlot();
+  if (!plot) {
+    showError("export", "the current tab has no plot to export");
+    return false;
+  }
+  QString error;
+  if (!exportPlot(*plot, path, options, &error)) {
+    showError("export", error);
+    return false;
+  }
+  log("exported the plot to " + path);
+  return true;
+}
+
+bool MainWindow::exportCurrentData(const QString& path) {
+  if (!headsView()->hasGrid()) {
+    showError("export", "no grid is shown");
+    return false;
+  }
+  try {
+    if (path.endsWith(".json", Qt::CaseInsensitive))
+      writeGridJson(headsView()->grid(), path.toStdString());
+    else
+      writeGridCsv(headsView()->grid(), path.toStdString());
+  } catch (const std::exception& e) {
+    showError("export", QString::fromStdString(e.what()));
+    return false;
+  }
+  log("exported " + QString::fromStdString(headsView()->grid().id) + " to " + path);
+  return true;
+}
+
+QStringList MainWindow::saveScreenshots(const QString& dir) {
+  QDir().mkpath(dir);
+  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt"};
+  QStringList written;
+  const int keep = tabs_->currentIndex();
+  for (int i = 0; i < tabs_->count() && i < 5; ++i) {
+    tabs_->setCurrentIndex(i);
+    QApplication::processEvents();
+    const QString f = QDir(dir).filePath(QString("main_%1.png").arg(names[i]));
+    if (grab().save(f)) written << f;
+  }
+  tabs_->setCurrentIndex(keep);
+  return written;
+}
+
+}  // namespace hs::gui

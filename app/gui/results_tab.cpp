@@ -1,0 +1,179 @@
+#include "results_tab.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <map>
+
+#include "curve_view.h"
+#include "head_grid_view.h"
+#include "plot_style.h"
+#include "qcustomplot_include.h"
+
+namespace hs::gui {
+
+namespace {
+int columnOf(const Table& t, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    for (size_t c = 0; c < t.columns.size(); ++c)
+      if (t.columns[c] == n) return static_cast<int>(c);
+  return -1;
+}
+}  // namespace
+
+ProjectionView::ProjectionView(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  plot_ = new QCustomPlot;
+  plotstyle::applyBaseStyle(*plot_);
+  plot_->legend->setVisible(true);
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  layout->addWidget(plot_);
+}
+
+bool ProjectionView::setTable(const Table& t) {
+  plot_->clearGraphs();
+  const int cx = columnOf(t, {"x", "pc1", "component_1"}), cy = columnOf(t, {"y", "pc2", "component_2"});
+  const int cl = columnOf(t, {"gold_word", "label", "gold", "gold_label"});
+  if (cx < 0 || cy < 0) return false;
+  // One graph per gold label so each gets its own colour and legend entry.
+  std::map<std::string, std::pair<QVector<double>, QVector<double>>> byLabel;
+  for (const auto& row : t.rows) {
+    if (static_cast<int>(row.size()) <= std::max(cx, cy) || !row[cx].is_number() || !row[cy].is_number())
+      continue;
+    std::string label = "all";
+    if (cl >= 0 && cl < static_cast<int>(row.size()))
+      label = row[cl].is_string() ? row[cl].get<std::string>() : row[cl].dump();
+    byLabel[label].first.push_back(row[cx].get<double>());
+    byLabel[label].second.push_back(row[cy].get<double>());
+  }
+  int i = 0;
+  for (const auto& [label, xy] : byLabel) {
+    QCPGraph* g = plot_->addGraph();
+    g->setName(QString::fromStdString(label));
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, plotstyle::seriesColor(i++), 6));
+    g->setData(xy.first, xy.second);
+  }
+  plot_->xAxis->setLabel(QString::fromStdString(t.columns[static_cast<size_t>(cx)]));
+  plot_->yAxis->setLabel(QString::fromStdString(t.columns[static_cast<size_t>(cy)]));
+  plot_->rescaleAxes();
+  plotstyle::placeLegendInEmptiestCorner(*plot_);
+  plot_->replot();
+  return true;
+}
+
+ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) : QWidget(parent) {
+  auto* grid = new QGridLayout(this);
+  for (size_t i = 0; i < panels.size(); ++i) {
+    Slot s;
+    s.panel = panels[i];
+    auto* box = new QWidget;
+    auto* bl = new QVBoxLayout(box);
+    bl->setContentsMargins(4, 4, 4, 4);
+    auto* title = new QLabel("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
+                             QString::fromStdString(s.panel.id) + "</span>");
+    bl->addWidget(title);
+    s.stack = new QStackedWidget;
+    s.placeholder = new QLabel(s.panel.placeholder);
+    s.placeholder->setAlignment(Qt::AlignCenter);
+    s.placeholder->setWordWrap(true);
+    s.placeholder->setStyleSheet("color:#777; border:1px dashed #bbb; font-size:13px");
+    s.stack->addWidget(s.placeholder);
+    QCustomPlot* plot = nullptr;
+    if (s.panel.kind == Kind::Curve) {
+      s.curve = new CurveView;
+      s.stack->addWidget(s.curve);
+      plot = s.curve->plot();
+    } else if (s.panel.kind == Kind::Grid) {
+      s.grid = new HeadGridView;
+      s.stack->addWidget(s.grid);
+      plot = s.grid->plot();
+    } else {
+      s.projection = new ProjectionView;
+      s.stack->addWidget(s.projection);
+      plot = s.projection->plot();
+    }
+    connect(plot, &QCustomPlot::mousePress, this, [this, i] { focused_ = static_cast<int>(i); });
+    bl->addWidget(s.stack, 1);
+    grid->addWidget(box, static_cast<int>(i) / columns, static_cast<int>(i) % columns);
+    panels_.push_back(s);
+  }
+}
+
+void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
+  for (Slot& s : panels_) {
+    s.filled = false;
+    for (auto run = runs.rbegin(); run != runs.rend() && !s.filled; ++run) {
+      if (s.panel.kind == Kind::Curve) {
+        for (const Curve& c : run->curves)
+          if (c.id == s.panel.id) {
+            s.curve->setCurve(c);
+            s.filled = true;
+            break;
+          }
+      } else if (s.panel.kind == Kind::Grid) {
+        for (const HeadGrid& g : run->grids)
+          if (g.id == s.panel.id) {
+            s.grid->setGrid(g);
+            s.filled = true;
+            break;
+          }
+      } else {
+        for (const Table& t : run->tables)
+          if (t.id == s.panel.id && s.projection->setTable(t)) {
+            s.filled = true;
+            break;
+          }
+      }
+    }
+    s.stack->setCurrentIndex(s.filled ? 1 : 0);
+  }
+}
+
+bool ResultsTab::isFilled(int panel) const {
+  return panel >= 0 && panel < panelCount() && panels_[static_cast<size_t>(panel)].filled;
+}
+
+QCustomPlot* ResultsTab::plotOf(int panel) const {
+  if (!isFilled(panel)) return nullptr;
+  const Slot& s = panels_[static_cast<size_t>(panel)];
+  return s.curve ? s.curve->plot() : s.grid ? s.grid->plot() : s.projection->plot();
+}
+
+QCustomPlot* ResultsTab::currentPlot() const {
+  if (QCustomPlot* p = plotOf(focused_)) return p;
+  for (int i = 0; i < panelCount(); ++i)
+    if (QCustomPlot* p = plotOf(i)) return p;
+  return nullptr;
+}
+
+ResultsTab* makeGeometryTab() {
+  return new ResultsTab({
+      {"tsla.alignment", ResultsTab::Kind::Curve, "Alignment with the task subspace per layer",
+       "Run TSLA to fill this:\nalignment per layer (baseline / −TR heads / −TL heads)"},
+      {"tsla.logit_diff", ResultsTab::Kind::Curve, "Logit difference per layer",
+       "Run TSLA to fill this:\nlogit difference per layer (baseline / −TR heads / −TL heads)"},
+      {"geometry.projection", ResultsTab::Kind::Projection, "Last-position states on the task subspace",
+       "Run Geometry to fill this:\n2-D projection coloured by gold label"},
+      {"ltv.rotation_stretch", ResultsTab::Kind::Curve, "LTV rotation vs stretch per layer",
+       "Run LTV to fill this:\nrotation vs stretch per layer"},
+  });
+}
+
+ResultsTab* makeTaskVectorsTab() {
+  return new ResultsTab({
+      {"site.alpha", ResultsTab::Kind::Grid, "SITE α per head",
+       "Run SITE to fill this:\nα per (layer, head)"},
+      {"ltv.accuracy_vs_layer", ResultsTab::Kind::Curve, "LTV accuracy vs layer",
+       "Run LTV to fill this:\naccuracy vs layer"},
+      {"fv.accuracy_vs_layer", ResultsTab::Kind::Curve, "Function-vector accuracy vs layer",
+       "Run FV to fill this:\nzero-shot accuracy with the FV added at each layer"},
+      {"site.loss", ResultsTab::Kind::Curve, "Training loss", "Run SITE to fill this:\nloss per step"},
+  });
+}
+
+}  // namespace hs::gui

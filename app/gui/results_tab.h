@@ -1,0 +1,76 @@
+#pragma once
+// A tab of named result panels that fill themselves from the session's runs by stable result id: the
+// Geometry tab (alignment / logit-difference curves, the 2-D projection coloured by gold label, LTV
+// rotation vs stretch) and the Task-vectors tab (SITE α heatmap, accuracy vs layer, training loss). A
+// panel whose result no run has yet says which analysis fills it.
+#include <QString>
+#include <QWidget>
+
+#include <vector>
+
+#include "results/results.h"
+
+class QCustomPlot;
+class QLabel;
+class QStackedWidget;
+
+namespace hs {
+class CurveView;
+class HeadGridView;
+}  // namespace hs
+
+namespace hs::gui {
+
+// A 2-D scatter of a Table with numeric columns "x", "y" and a "label" column (the gold label), one
+// colour per label.
+class ProjectionView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ProjectionView(QWidget* parent = nullptr);
+  // False (and nothing drawn) when the table lacks x / y columns.
+  bool setTable(const Table& t);
+  QCustomPlot* plot() const { return plot_; }
+
+ private:
+  QCustomPlot* plot_ = nullptr;
+};
+
+class ResultsTab : public QWidget {
+  Q_OBJECT
+ public:
+  enum class Kind { Curve, Grid, Projection };
+  struct Panel {
+    std::string id;  // e.g. "tsla.alignment"
+    Kind kind;
+    QString title;        // shown above the panel
+    QString placeholder;  // e.g. "Run Geometry to fill this"
+  };
+  explicit ResultsTab(std::vector<Panel> panels, int columns = 2, QWidget* parent = nullptr);
+
+  // Fills every panel from the LAST run that holds its id (grids, curves or tables).
+  void setRuns(const std::vector<AnalysisRun>& runs);
+  bool isFilled(int panel) const;
+  int panelCount() const { return static_cast<int>(panels_.size()); }
+  // The plot of a panel (nullptr while it shows its placeholder); the first filled one for export.
+  QCustomPlot* plotOf(int panel) const;
+  QCustomPlot* currentPlot() const;
+
+ private:
+  struct Slot {
+    Panel panel;
+    QStackedWidget* stack = nullptr;
+    QLabel* placeholder = nullptr;
+    CurveView* curve = nullptr;
+    HeadGridView* grid = nullptr;
+    ProjectionView* projection = nullptr;
+    bool filled = false;
+  };
+  std::vector<Slot> panels_;
+  int focused_ = -1;  // the panel last clicked (export target)
+};
+
+// The two tabs of DESIGN section 7.
+ResultsTab* makeGeometryTab();
+ResultsTab* makeTaskVectorsTab();
+
+}  // namespace hs::gui

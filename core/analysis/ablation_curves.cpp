@@ -1,0 +1,364 @@
+// Mean-ablation curves, the induction ablation table and cross-language concept patching. See
+// ablation_curves.h.
+#include "analysis/ablation_curves.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "results/rank_stats.h"
+#include "results/results_json.h"
+#include "tasks/toy/eval_prompts.h"
+#include "tasks/toy/rng.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+// Left-padded tokens [n, pos] and mask [n, pos] of prompts [begin, end): every prompt's last token is at −1.
+std::pair<at::Tensor, at::Tensor> leftPad(const std::vector<std::vector<int64_t>>& prompts, size_t begin,
+                                          size_t end) {
+  size_t P = 0;
+  for (size_t i = begin; i < end; ++i)
+    P = std::max(P, prompts[i].size());
+  const int64_t n = static_cast<int64_t>(end - begin);
+  at::Tensor tokens = at::zeros({n, static_cast<int64_t>(P)}, at::kLong);  // [batch, pos]
+  at::Tensor mask = at::zeros({n, static_cast<int64_t>(P)}, at::kLong);    // [batch, pos]
+  for (size_t i = begin; i < end; ++i) {
+    const auto& p = prompts[i];
+    if (p.empty()) fail("dual route: prompt ", i, " is empty");
+    const int64_t pad = static_cast<int64_t>(P - p.size());
+    const int64_t row = static_cast<int64_t>(i - begin);
+    tokens[row].slice(0, pad).copy_(at::tensor(p, at::kLong));
+    mask[row].slice(0, pad).fill_(1);
+  }
+  return {tokens, mask};
+}
+
+std::vector<int64_t> toIds(const std::vector<int>& v) {
+  return {v.begin(), v.end()};
+}
+
+nlohmann::json headsJson(const std::vector<HeadRef>& heads) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const HeadRef& h : heads)
+    j.push_back(h);
+  return j;
+}
+
+std::string headsText(const std::vector<HeadRef>& heads) {
+  std::string s;
+  for (const HeadRef& h : heads)
+    s += cat(s.empty() ? "" : ",", h.layer, ".", h.head);
+  return s;
+}
+
+}  // namespace
+
+std::vector<NextTokenTask> toyListTasks(const toy::ToyWorld& w, int n, uint64_t seed, int shots) {
+  if (n < 1) fail("toy list tasks: n = ", n, ", expected >= 1");
+  NextTokenTask words{
+      "copy_words", "verbatim copy of a multi-token word of a list (concept_copy prompts)", {}, {}};
+  NextTokenTask random{"copy_random", "random-syllable span copying (induction prompts)", {}, {}};
+  NextTokenTask trans{"translation", "list translation A -> B (translation prompts)", {}, {}};
+  NextTokenTask ant{"antonym", cat("antonym_a function prompts, ", shots, " shots"), {}, {}};
+  auto add = [](NextTokenTask& t, const toy::EvalPrompt& p) {
+    t.prompts.push_back(toIds(p.tokens));
+    t.answers.push_back(p.answer.at(0));
+  };
+  for (int i = 0; i < n; ++i) {
+    const uint64_t s = toy::evalSeed(seed, static_cast<uint64_t>(i));
+    add(words, toy::conceptCopyPrompt(w, s));
+    add(random, toy::inductionPrompt(w, s));
+    add(trans, toy::translationPrompt(w, s, toy::Lang::A));
+    add(ant, toy::functionPrompt(w, s, "antonym_a", shots));
+  }
+  return {words, random, trans, ant};
+}
+
+NextTokenTask randomCopyTask(const DualRouteVocab& v, int n, uint64_t seed, int span) {
+  if (span < 2 || static_cast<int>(v.random_tokens.size()) < span)
+    fail("random copy task: span ", span, " needs >= 2 and at most ", v.random_tokens.size(), " tokens");
+  NextTokenTask t{"copy_random", cat("random-token span copying (span ", span, ")"), {}, {}};
+  for (int i = 0; i < n; ++i) {
+    toy::Rng rng(toy::deriveSeed(seed, 0x72636f7079ULL, static_cast<uint64_t>(i)));
+    std::vector<int64_t> s;
+    for (int k : rng.choose(static_cast<int>(v.random_tokens.size()), span))
+      s.push_back(v.random_tokens[static_cast<size_t>(k)]);
+    const int j = rng.uniformInt(1, span - 1);
+    std::vector<int64_t> p;
+    if (v.bos >= 0) p.push_back(v.bos);
+    p.insert(p.end(), s.begin(), s.end());
+    p.insert(p.end(), s.begin(), s.begin() + j);
+    t.prompts.push_back(p);
+    t.answers.push_back(s[static_cast<size_t>(j)]);
+  }
+  return t;
+}
+
+double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
+                         const std::vector<Intervention>& interventions, int batch,
+                         const AnalysisContext& ctx) {
+  if (task.prompts.empty() || task.prompts.size() != task.answers.size())
+    fail("next-token accuracy of ", task.id, ": ", task.prompts.size(), " prompts and ", task.answers.size(),
+         " answers (expected as many, >= 1)");
+  at::NoGradGuard noGrad;
+  int64_t correct = 0;
+  for (size_t b = 0; b < task.prompts.size(); b += static_cast<size_t>(batch)) {
+    ctx.checkCancelled();
+    const size_t e = std::min(task.prompts.size(), b + static_cast<size_t>(batch));
+    const auto [tokens, mask] = leftPad(task.prompts, b, e);
+    RunRequest req;
+    req.tokens = tokens.to(model.device());
+    req.attention_mask = mask.to(model.device());
+    req.last_logits_only = true;
+    req.interventions = interventions;
+    const at::Tensor pred = model.run(req).logits.select(1, 0).argmax(-1).cpu();  // [batch]
+    for (size_t i = b; i < e; ++i)
+      correct += pred[static_cast<int64_t>(i - b)].item<int64_t>() == task.answers[i];
+  }
+  return double(correct) / double(task.prompts.size());
+}
+
+at::Tensor meanZAllPositions(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
+                             int batch, const AnalysisContext& ctx) {
+  if (prompts.empty()) fail("meanZAllPositions: no prompts given");
+  at::NoGradGuard noGrad;
+  const ModelConfig& c = model.config();
+  at::Tensor sum = at::zeros({c.n_layers, c.n_heads, c.d_head}, at::kDouble);  // [layers, heads, d_head]
+  double count = 0;
+  for (size_t b = 0; b < prompts.size(); b += static_cast<size_t>(batch)) {
+    ctx.checkCancelled();
+    const size_t e = std::min(prompts.size(), b + static_cast<size_t>(batch));
+    const auto [tokens, mask] = leftPad(prompts, b, e);
+    RunRequest req;
+    req.tokens = tokens.to(model.device());
+    req.attention_mask = mask.to(model.device());
+    req.last_logits_only = true;
+    for (int l = 0; l < c.n_layers; ++l)
+      req.capture.insert(attnZ(l));
+    const RunResult r = model.run(req);
+    const at::Tensor m = mask.to(at::kDouble).unsqueeze(-1).unsqueeze(-1);  // [batch, pos, 1, 1]
+    for (int l = 0; l < c.n_layers; ++l)
+      sum[l] +=
+          (r.cache.at(attnZ(l)).cpu().to(at::kDouble) * m).sum(at::IntArrayRef{0, 1});  // [heads, d_head]
+    count += mask.sum().item<double>();
+  }
+  return (sum / count).to(at::kFloat);  // [layers, heads, d_head]
+}
+
+std::vector<Intervention> ablateHeads(const std::vector<HeadRef>& heads, const at::Tensor& mean_z) {
+  std::vector<Intervention> out;
+  for (const HeadRef& h : heads) {
+    Intervention iv;
+    iv.site = attnZ(h.layer);
+    iv.heads = {h.head};
+    if (mean_z.defined()) {
+      iv.op = InterventionOp::Mean;
+      iv.tensor = mean_z[h.layer][h.head];  // [d_head], broadcast over [rows, pos, 1, d_head]
+    } else {
+      iv.op = InterventionOp::Zero;
+    }
+    out.push_back(iv);
+  }
+  return out;
+}
+
+std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed) {
+  toy::Rng rng(toy::deriveSeed(seed, 0x72616e64ULL));
+  std::vector<HeadRef> out;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h)
+      out.push_back({l, h});
+  rng.shuffle(out);
+  return out;
+}
+
+Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
+                    const std::vector<std::pair<std::string, std::vector<HeadRef>>>& orderings,
+                    const AblationCurveOptions& o, const AnalysisContext& ctx) {
+  const int LH = model.config().n_layers * model.config().n_heads;
+  std::vector<int> ks;
+  for (int k : o.ks) {
+    if (k < 0) fail("ablation curve: k = ", k, ", expected >= 0");
+    const int kk = std::min(k, LH);
+    if (std::find(ks.begin(), ks.end(), kk) == ks.end()) ks.push_back(kk);
+  }
+  const int kmax = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
+  for (const auto& [id, order] : orderings)
+    if (static_cast<int>(order.size()) < kmax)
+      fail("ablation curve: ordering ", id, " lists ", order.size(), " heads, k goes to ", kmax);
+
+  const at::Tensor meanZ = meanZAllPositions(model, task.prompts, o.batch, ctx);  // [layers, heads, d_head]
+  const double base = nextTokenAccuracy(model, task, {}, o.batch, ctx);
+  Curve c;
+  c.id = "dual_route.ablation." + task.id;
+  c.name = "Mean ablation of the top-k heads: " + task.description;
+  c.x_label = "k (heads mean-ablated)";
+  c.y_label = "next-token accuracy";
+  for (int k : ks)
+    c.x.push_back(k);
+  nlohmann::json orders = nlohmann::json::object();
+  size_t done = 0;
+  for (const auto& [id, order] : orderings) {
+    std::vector<double> y;
+    for (int k : ks) {
+      const std::vector<HeadRef> heads(order.begin(), order.begin() + k);
+      y.push_back(k == 0 ? base : nextTokenAccuracy(model, task, ablateHeads(heads, meanZ), o.batch, ctx));
+    }
+    c.series.emplace_back(id, y);
+    orders[id] = headsJson(std::vector<HeadRef>(order.begin(), order.begin() + kmax));
+    ctx.report(double(++done) / orderings.size(), "ablation " + task.id + ": ordering " + id);
+  }
+  c.provenance.method = "induction";
+  c.provenance.task = task.id;
+  c.provenance.n_prompts = static_cast<int>(task.prompts.size());
+  c.provenance.options = {
+      {"ks", ks},           {"ablation", "mean"}, {"mean_over", "every real position of the task's prompts"},
+      {"positions", "all"}, {"batch", o.batch},   {"orderings", orders}};
+  return c;
+}
+
+Table inductionAblationTable(const Transformer& model, const NextTokenTask& induction,
+                             const HeadGrid& prefixMatching, int k, uint64_t seed,
+                             const AnalysisContext& ctx) {
+  const int L = model.config().n_layers, H = model.config().n_heads;
+  if (k < 1 || 2 * k >= L * H)
+    fail("induction ablation: k = ", k, ", expected 1 <= k and 2k < ", L * H, " heads");
+  const std::vector<HeadRef> top = topHeads(prefixMatching, k);
+  const std::vector<HeadRef> top2k = topHeads(prefixMatching, 2 * k);
+  const std::set<HeadRef> excluded(top2k.begin(), top2k.end());
+  std::vector<HeadRef> random;
+  for (const HeadRef& h : randomHeadOrder(L, H, seed))
+    if (!excluded.count(h) && static_cast<int>(random.size()) < k) random.push_back(h);
+
+  const double base = nextTokenAccuracy(model, induction, {}, 32, ctx);
+  const double accTop = nextTokenAccuracy(model, induction, ablateHeads(top), 32, ctx);
+  const double accRandom = nextTokenAccuracy(model, induction, ablateHeads(random), 32, ctx);
+  Table t;
+  t.id = "induction.ablation";
+  t.name = "Induction accuracy with heads zero-ablated";
+  t.columns = {"condition", "heads", "induction_acc", "delta_points"};
+  t.rows.push_back({"baseline", "", base, 0.0});
+  t.rows.push_back({cat("top", k, "_prefix_matching"), headsText(top), accTop, 100.0 * (accTop - base)});
+  t.rows.push_back(
+      {cat("random", k, "_outside_top", 2 * k), headsText(random), accRandom, 100.0 * (accRandom - base)});
+  t.provenance.method = "induction";
+  t.provenance.task = induction.id;
+  t.provenance.seed = seed;
+  t.provenance.n_prompts = static_cast<int>(induction.prompts.size());
+  t.provenance.options = {{"k", k},
+                          {"ablation", "zero"},
+                          {"positions", "all"},
+                          {"ranking", prefixMatching.id},
+                          {"random_excludes_top", 2 * k},
+                          {"task", induction.description}};
+  return t;
+}
+
+Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
+                           const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots,
+                           const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
+  if (k < 1 || k > c.n_layers * c.n_heads) fail("concept patching: k = ", k, " outside [1, heads]");
+  if (n < 1) fail("concept patching: n = ", n, ", expected >= 1");
+  at::NoGradGuard noGrad;
+  const std::vector<std::pair<std::string, std::vector<HeadRef>>> sets = {
+      {"no_patch", {}},
+      {cat("top", k, "_concept_copying"), topHeads(conceptCopying, k)},
+      {cat("top", k, "_token_copying"), topHeads(tokenCopying, k)},
+      {cat("random", k), [&] {
+         const auto order = randomHeadOrder(c.n_layers, c.n_heads, seed);
+         return std::vector<HeadRef>(order.begin(), order.begin() + k);
+       }()}};
+  // counts[set][outcome]: meaning_moved, kept, language_moved, other
+  std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
+
+  auto lastLogitsArgmax = [&](const std::vector<int64_t>& p, const std::vector<Intervention>& ivs,
+                              std::vector<at::Tensor>* zAtMinus2) {
+    RunRequest req;
+    req.tokens = at::tensor(p, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
+    req.last_logits_only = true;
+    req.interventions = ivs;
+    if (zAtMinus2)
+      for (int l = 0; l < c.n_layers; ++l)
+        req.capture.insert(attnZ(l));
+    const RunResult r = model.run(req);
+    if (zAtMinus2)
+      for (int l = 0; l < c.n_layers; ++l)
+        zAtMinus2->push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 2]);  // [heads, d_head]
+    return r.logits[0][0].argmax().item<int64_t>();
+  };
+
+  for (int i = 0; i < n; ++i) {
+    ctx.checkCancelled();
+    const toy::EvalPrompt dst =
+        toy::functionPrompt(w, toy::evalSeed(seed, static_cast<uint64_t>(i)), "translate_b_a", shots);
+    const int cd = w.conceptOf(toy::Lang::A, dst.answer);
+    toy::EvalPrompt src;
+    int cs = -1;
+    for (uint64_t j = 0; j < 1000 && cs < 0; ++j) {
+      src = toy::functionPrompt(
+          w, toy::evalSeed(toy::deriveSeed(seed, 0x737263ULL, static_cast<uint64_t>(i)), j), "translate_a_b",
+          shots);
+      const int c2 = w.conceptOf(toy::Lang::B, src.answer);
+      if (c2 != cd && w.word(toy::Lang::A, c2)[0] != w.word(toy::Lang::A, cd)[0]) cs = c2;
+    }
+    if (cd < 0 || cs < 0) fail("concept patching: no usable prompt pair ", i);
+    std::vector<at::Tensor> zSrc;  // per layer [heads, d_head] at the source's −2
+    lastLogitsArgmax(toIds(src.tokens), {}, &zSrc);
+    const std::vector<int64_t> dstIds = toIds(dst.tokens);
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<Intervention> ivs;
+      for (const HeadRef& h : sets[s].second) {
+        Intervention iv;
+        iv.site = attnZ(h.layer);
+        iv.heads = {h.head};
+        iv.positions = {-2};
+        iv.op = InterventionOp::Replace;
+        iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
+        ivs.push_back(iv);
+      }
+      const int64_t out = lastLogitsArgmax(dstIds, ivs, nullptr);
+      int outcome = 3;
+      if (out == w.word(toy::Lang::A, cs)[0])
+        outcome = 0;
+      else if (out == w.word(toy::Lang::A, cd)[0])
+        outcome = 1;
+      else if (w.languageOfToken(static_cast<int>(out)) == toy::index(toy::Lang::B))
+        outcome = 2;
+      ++counts[s][static_cast<size_t>(outcome)];
+    }
+    ctx.report(double(i + 1) / n, cat("concept patching: pair ", i + 1, "/", n));
+  }
+
+  Table t;
+  t.id = "dual_route.concept_patching";
+  t.name = "Cross-language concept patching (first answer token)";
+  t.columns = {"heads", "patched", "n", "meaning_moved", "kept", "language_moved", "other"};
+  for (size_t s = 0; s < sets.size(); ++s) {
+    std::vector<nlohmann::json> row = {sets[s].first, headsText(sets[s].second), n};
+    for (int o = 0; o < 4; ++o)
+      row.push_back(double(counts[s][static_cast<size_t>(o)]) / n);
+    t.rows.push_back(row);
+  }
+  t.provenance.method = "induction";
+  t.provenance.task = "toy translate_a_b (source) -> translate_b_a (destination)";
+  t.provenance.seed = seed;
+  t.provenance.n_prompts = n;
+  t.provenance.options = {
+      {"k", k},
+      {"shots", shots},
+      {"position", "last query-word token (-2) in both prompts"},
+      {"patch", "replace hook_z from the source run"},
+      {"generation_steps", 1},
+      {"outcomes",
+       "meaning_moved: first token of the source concept's A word; kept: of the destination's; "
+       "language_moved: a language-B token; other: anything else"}};
+  return t;
+}
+
+}  // namespace hs

@@ -1,0 +1,89 @@
+#pragma once
+// Head ablations of the dual-route view (DESIGN 5.2):
+//  - mean-ablation curves: the top-k heads of an ordering (token copying, concept copying, prefix matching,
+//    random) mean-ablated at every position of list tasks; next-token accuracy vs k per ordering;
+//  - the induction ablation table: induction accuracy with the top prefix-matching heads zero-ablated vs
+//    as many random heads from outside the top 2k;
+//  - cross-language concept patching on the toy world.
+// The mean of a head (mean ablation) is its hook_z averaged over every real position of every prompt of
+// the task being evaluated (not only the last position): the "mean over all positions" choice.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis_context.h"
+#include "analysis/dual_route.h"
+#include "model/transformer.h"
+#include "results/results.h"
+#include "tasks/toy/world.h"
+
+namespace hs {
+
+// Prompts whose next token is scored: accuracy = argmax at the last position == answer.
+struct NextTokenTask {
+  std::string id;           // stable, e.g. "copy_words"
+  std::string description;  // one line
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<int64_t> answers;  // [prompts] the first answer token
+};
+
+// The list tasks of the toy world, n prompts each, built from toy/eval_prompts.h with evalSeed(seed, i):
+// "copy_words" (conceptCopyPrompt: verbatim copy of a multi-token word of a list), "copy_random"
+// (inductionPrompt: nonsense / random-syllable copying), "translation" (translationPrompt A → B),
+// "antonym" (functionPrompt "antonym_a" with `shots` demonstrations).
+std::vector<NextTokenTask> toyListTasks(const toy::ToyWorld& w, int n, uint64_t seed, int shots = 4);
+// Random-token copying for any model: B s1..sL s1..sj, answer s(j+1) (L = span distinct tokens of
+// v.random_tokens, j uniform in [1, L−1], B = v.bos when >= 0; no separator); id "copy_random".
+NextTokenTask randomCopyTask(const DualRouteVocab& v, int n, uint64_t seed, int span = 16);
+
+// Next-token accuracy of a task under interventions (their `rows` must be empty; positions apply to the
+// left-padded batch, empty = every position). Batched forwards with left padding (pad id 0, masked).
+double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
+                         const std::vector<Intervention>& interventions = {}, int batch = 32,
+                         const AnalysisContext& ctx = {});
+
+// Mean hook_z per head over every real position of every prompt: [layers, heads, d_head] float32.
+at::Tensor meanZAllPositions(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
+                             int batch = 32, const AnalysisContext& ctx = {});
+
+// One intervention per head on hook_z at every position: Zero, or Mean with mean_z [layers, heads, d_head].
+std::vector<Intervention> ablateHeads(const std::vector<HeadRef>& heads, const at::Tensor& mean_z = {});
+
+// Every head of an L × H model in a seeded random order.
+std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed);
+
+struct AblationCurveOptions {
+  std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32};  // capped at L·H (duplicates after capping dropped)
+  int batch = 32;
+};
+// Curve "dual_route.ablation.<task.id>": x = k, one series per ordering (its id), y = accuracy with that
+// ordering's first k heads mean-ablated. Orderings must list at least max(k) heads.
+Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
+                    const std::vector<std::pair<std::string, std::vector<HeadRef>>>& orderings,
+                    const AblationCurveOptions& o, const AnalysisContext& ctx = {});
+
+// Table "induction.ablation": columns condition, heads, induction_acc, delta_points; rows "baseline",
+// "top<k>_prefix_matching" (the k best heads of `prefixMatching` zero-ablated), "random<k>_outside_top<2k>"
+// (k random heads, seeded, none among the top 2k, zero-ablated).
+Table inductionAblationTable(const Transformer& model, const NextTokenTask& induction,
+                             const HeadGrid& prefixMatching, int k, uint64_t seed,
+                             const AnalysisContext& ctx = {});
+
+// Cross-language concept patching on the toy world, one generation step (the first answer token).
+// Pair i: a destination prompt translating B → A (functionPrompt "translate_b_a", query concept c_d) and a
+// source prompt translating A → B (functionPrompt "translate_a_b", query concept c_s ≠ c_d, the first tokens
+// of the A words of c_s and c_d differ). The chosen heads' hook_z at the source's last query-word token
+// (−2, before "→") replaces theirs at the destination's −2. Outcome of the destination's next token:
+// "meaning_moved" = first token of word_A(c_s) (the patched concept, in the destination's output
+// language), "kept" = first token of word_A(c_d), "language_moved" = any language-B token (the source's
+// output language), else "other". Table "dual_route.concept_patching": one row per head set — no patch,
+// the top-k concept-copying heads, the top-k token-copying heads, k random heads — with the share of each
+// outcome.
+Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
+                           const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots = 4,
+                           const AnalysisContext& ctx = {});
+
+}  // namespace hs

@@ -1,0 +1,296 @@
+// Dual-route prompts, causal copying scores and value-weighted matching scores. See dual_route.h.
+#include "analysis/dual_route.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "analysis/patching.h"
+#include "tasks/toy/rng.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+// Stream tags: the four prompt families of one seed never share draws.
+enum : uint64_t { kTokenCopy = 0x7463, kConceptCopy = 0x6363, kTokenMatch = 0x746d, kConceptMatch = 0x636d };
+
+toy::Rng promptRng(const DualRouteOptions& o, uint64_t stream, int index) {
+  return toy::Rng(toy::deriveSeed(o.seed, stream, static_cast<uint64_t>(index)));
+}
+
+// The entity of prompt i: random distinct tokens of the pool, or a real word.
+std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool concept,
+                                toy::Rng& rng) {
+  if (concept) {
+    if (v.words.empty()) fail("dual route: concept prompts need real words (none in ", v.source, ")");
+    return rng.pick(v.words);
+  }
+  const int len = rng.uniformInt(o.entity_min, o.entity_max);
+  std::vector<int64_t> e;
+  for (int i : rng.choose(static_cast<int>(v.random_tokens.size()), len))
+    e.push_back(v.random_tokens[static_cast<size_t>(i)]);
+  return e;
+}
+
+// n distinct random tokens, none of them in `exclude`.
+std::vector<int64_t> drawFiller(const DualRouteVocab& v, const std::vector<int64_t>& exclude, int n,
+                                toy::Rng& rng) {
+  const std::set<int64_t> ex(exclude.begin(), exclude.end());
+  std::vector<int64_t> pool;
+  for (int64_t t : v.random_tokens)
+    if (!ex.count(t)) pool.push_back(t);
+  if (static_cast<int>(pool.size()) < n)
+    fail("dual route: ", n, " distinct filler tokens needed, the pool of ", v.source, " holds ", pool.size(),
+         " outside the entity");
+  std::vector<int64_t> out;
+  for (int i : rng.choose(static_cast<int>(pool.size()), n))
+    out.push_back(pool[static_cast<size_t>(i)]);
+  return out;
+}
+
+void checkOptions(const DualRouteVocab& v, const DualRouteOptions& o) {
+  if (o.n_prompts < 1) fail("dual route: n_prompts = ", o.n_prompts, ", expected >= 1");
+  if (o.entity_min < 2 || o.entity_max < o.entity_min)
+    fail("dual route: entity length range [", o.entity_min, ", ", o.entity_max,
+         "] must have 2 <= min <= max");
+  if (o.r1_len < 1) fail("dual route: r1_len = ", o.r1_len, ", expected >= 1");
+  if (v.random_tokens.empty()) fail("dual route: no random tokens in ", v.source);
+}
+
+// Appends tokens to a prompt.
+void put(std::vector<int64_t>& p, const std::vector<int64_t>& t) {
+  p.insert(p.end(), t.begin(), t.end());
+}
+
+Provenance provenanceOf(const DualRouteVocab& v, const DualRouteOptions& o, const std::string& task) {
+  Provenance p;
+  p.method = "induction";
+  p.task = task;
+  p.seed = o.seed;
+  p.n_prompts = o.n_prompts;
+  p.options = o.toJson();
+  p.options["vocab"] = v.source;
+  p.options["bos"] = v.bos;
+  p.options["sep"] = v.sep;
+  return p;
+}
+
+}  // namespace
+
+nlohmann::json DualRouteOptions::toJson() const {
+  return {{"n_prompts", n_prompts},   {"seed", seed},
+          {"filler_len", filler_len}, {"entity_min", entity_min},
+          {"entity_max", entity_max}, {"r1_len", r1_len}};
+}
+
+DualRouteVocab toyDualRouteVocab(const toy::ToyWorld& w, const std::string& sep) {
+  DualRouteVocab v;
+  v.bos = toy::tok::kBos;
+  v.sep = sep.empty() ? -1 : w.tokenId(sep);
+  for (int li = 0; li < 2; ++li)
+    for (int s : w.syllables[li])
+      v.random_tokens.push_back(s);
+  for (int li = 0; li < 2; ++li)
+    for (const auto& word : w.words[li])
+      if (word.size() >= 2) v.words.emplace_back(word.begin(), word.end());
+  v.source = "toy world (syllables; words of >= 2 tokens; sep \"" + sep + "\")";
+  return v;
+}
+
+DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, const std::string& wordsFile,
+                                   const std::string& sep) {
+  DualRouteVocab v;
+  v.bos = tok.bosId();
+  if (!sep.empty()) {
+    const std::vector<int> s = tok.encode(sep, false);
+    if (s.size() != 1)
+      fail("dual route: separator \"", sep, "\" encodes to ", s.size(), " tokens, expected 1");
+    v.sep = s[0];
+  }
+  const int64_t lo = vocabSize / 4, hi = 3 * vocabSize / 4;
+  for (int64_t t = lo; t < hi; ++t)
+    if (t != tok.bosId() && t != tok.eosId()) v.random_tokens.push_back(t);
+  v.source = cat("vocab [", lo, ", ", hi, ")");
+  if (!wordsFile.empty()) {
+    std::ifstream f(wordsFile);
+    if (!f) fail("dual route: cannot read the word list ", wordsFile);
+    std::string line;
+    while (std::getline(f, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+        line.pop_back();
+      if (line.empty()) continue;
+      const std::vector<int> ids = tok.encode(" " + line, false);
+      if (ids.size() >= 2 && ids.size() <= 5) v.words.emplace_back(ids.begin(), ids.end());
+    }
+    if (v.words.empty()) fail("dual route: no word of 2..5 tokens in ", wordsFile);
+    v.source += " + words of " + wordsFile;
+  }
+  return v;
+}
+
+CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
+  toy::Rng rng = promptRng(o, concept ? kConceptCopy : kTokenCopy, index);
+  CopyingPair p;
+  p.entity = drawEntity(v, o, concept, rng);
+  const int E = static_cast<int>(p.entity.size());
+  if (o.filler_len <= E)
+    fail("dual route: filler_len = ", o.filler_len, " leaves no filler beside an entity of ", E, " tokens");
+  // filler_len distinct tokens: the first filler_len − |e| are rand, the rest pad the corrupt half.
+  const std::vector<int64_t> drawn = drawFiller(v, p.entity, o.filler_len, rng);
+  const std::vector<int64_t> rand(drawn.begin(), drawn.end() - E);
+  std::vector<int64_t> corruptHalf = drawn;
+  rng.shuffle(corruptHalf);
+
+  std::vector<int64_t> tail;  // S rand e0 e1
+  if (v.sep >= 0) tail.push_back(v.sep);
+  put(tail, rand);
+  tail.push_back(p.entity[0]);
+  if (v.bos >= 0) {
+    p.clean.push_back(v.bos);
+    p.corrupt.push_back(v.bos);
+  }
+  put(p.clean, rand);
+  put(p.clean, p.entity);
+  put(p.clean, tail);
+  put(p.corrupt, corruptHalf);
+  put(p.corrupt, tail);
+  return p;
+}
+
+MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
+  toy::Rng rng = promptRng(o, concept ? kConceptMatch : kTokenMatch, index);
+  MatchingPrompt m;
+  m.entity = drawEntity(v, o, concept, rng);
+  const int E = static_cast<int>(m.entity.size());
+  const int r2 = o.filler_len - o.r1_len - E;
+  if (r2 < 1)
+    fail("dual route: filler_len = ", o.filler_len, " leaves no r2 beside r1 (", o.r1_len,
+         ") and an entity of ", E, " tokens");
+  const std::vector<int64_t> drawn = drawFiller(v, m.entity, o.r1_len + r2, rng);
+  const std::vector<int64_t> r1(drawn.begin(), drawn.begin() + o.r1_len);
+  const std::vector<int64_t> rest(drawn.begin() + o.r1_len, drawn.end());
+  if (v.bos >= 0) m.tokens.push_back(v.bos);
+  put(m.tokens, r1);
+  m.entity_first = static_cast<int64_t>(m.tokens.size());
+  put(m.tokens, m.entity);
+  m.entity_last = static_cast<int64_t>(m.tokens.size()) - 1;
+  put(m.tokens, rest);
+  if (v.sep >= 0) m.tokens.push_back(v.sep);
+  put(m.tokens, r1);
+  return m;
+}
+
+namespace {
+
+HeadGrid copyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
+                       bool concept, const AnalysisContext& ctx) {
+  checkOptions(v, o);
+  std::vector<PatchSweepSpec> specs;
+  for (int i = 0; i < o.n_prompts; ++i) {
+    const CopyingPair p = copyingPair(v, o, concept, i);
+    PatchSweepSpec s;
+    s.mode = PatchMode::FromClean;
+    s.metric = PatchMetric::TargetProb;
+    s.clean = p.clean;
+    s.corrupt = p.corrupt;
+    if (concept) {
+      s.positions = {-2};  // the last filler token; the read is at −1 (e0 → e1)
+      s.target = p.entity[1];
+    } else {
+      s.clean.pop_back();  // drop e0: the old −2 is now the last position, where e0 is predicted
+      s.corrupt.pop_back();
+      s.positions = {-1};
+      s.target = p.entity[0];
+    }
+    specs.push_back(std::move(s));
+  }
+  HeadGrid g = patchingSweepAverage(model, specs, ctx);
+  const Provenance sweep = g.provenance;
+  g.provenance = provenanceOf(
+      v, o, concept ? "dual-route concept copying (real words)" : "dual-route token copying (random tokens)");
+  g.provenance.model = sweep.model;
+  g.provenance.options["patch_mode"] = "from_clean";
+  g.provenance.options["metric"] = "target_prob";
+  g.provenance.options["patch_position"] = -2;  // of the full prompt
+  g.provenance.options["read_position"] = concept ? -1 : -2;
+  g.provenance.options["target"] = concept ? "e1" : "e0";
+  g.provenance.options["sweep"] = sweep.options;
+  g.id = concept ? "dual_route.concept_copying" : "dual_route.token_copying";
+  g.name = concept ? "Concept copying (ΔP of e1 at −1, patch at −2)" : "Token copying (ΔP of e0 at −2)";
+  g.unit = "ΔP";
+  return g;
+}
+
+}  // namespace
+
+HeadGrid tokenCopyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
+                            const AnalysisContext& ctx) {
+  return copyingScores(model, v, o, false, ctx);
+}
+
+HeadGrid conceptCopyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
+                              const AnalysisContext& ctx) {
+  return copyingScores(model, v, o, true, ctx);
+}
+
+at::Tensor valueWeightedAttention(const at::Tensor& pattern, const at::Tensor& values) {
+  if (pattern.dim() != 4 || values.dim() != 4 || pattern.size(0) != values.size(0) ||
+      pattern.size(1) != values.size(2) || pattern.size(3) != values.size(1))
+    fail(
+        "valueWeightedAttention: expected pattern [batch, head, q, k] and values [batch, k, head, d_head], "
+        "got ",
+        pattern.sizes(), " and ", values.sizes());
+  const at::Tensor norms =
+      values.to(at::kDouble).pow(2).sum(-1).sqrt().permute({0, 2, 1}).unsqueeze(2);  // [b, head, 1, k]
+  const at::Tensor w = pattern.to(at::kDouble) * norms;                              // [b, head, q, k]
+  const at::Tensor denom = w.sum(-1, true);                                          // [b, head, q, 1]
+  return at::where(denom > 0, w / denom.clamp_min(1e-300), at::zeros_like(w));       // [b, head, q, k]
+}
+
+HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
+                        bool concept, const AnalysisContext& ctx) {
+  checkOptions(v, o);
+  at::NoGradGuard noGrad;
+  const ModelConfig& c = model.config();
+  HeadGrid g;
+  g.values = Eigen::MatrixXd::Zero(c.n_layers, c.n_heads);
+  for (int i = 0; i < o.n_prompts; ++i) {
+    ctx.checkCancelled();
+    const MatchingPrompt m = matchingPrompt(v, o, concept, i);
+    RunRequest req;
+    req.tokens = at::tensor(m.tokens, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
+    req.last_logits_only = true;
+    for (int l = 0; l < c.n_layers; ++l) {
+      req.capture.insert(attnPattern(l));
+      req.capture.insert(attnV(l));
+    }
+    const RunResult r = model.run(req);
+    const int64_t key = concept ? m.entity_last : m.entity_first;
+    for (int l = 0; l < c.n_layers; ++l) {
+      const at::Tensor pat = r.cache.at(attnPattern(l)).cpu();  // [1, head, q, k]
+      const at::Tensor val = r.cache.at(attnV(l)).cpu();        // [1, k, head, d_head]
+      const at::Tensor vw =
+          valueWeightedAttention(pat.narrow(2, pat.size(2) - 1, 1), val);     // [1, head, 1, k]
+      const at::Tensor toKey = vw.select(3, key).reshape({-1}).contiguous();  // [head]
+      for (int h = 0; h < c.n_heads; ++h)
+        g.values(l, h) += toKey[h].item<double>() / o.n_prompts;
+    }
+    ctx.report(double(i + 1) / o.n_prompts,
+               cat(concept ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_prompts));
+  }
+  g.provenance = provenanceOf(
+      v, o, concept ? "dual-route matching (real words)" : "dual-route matching (random tokens)");
+  g.provenance.options["query_position"] = -1;
+  g.provenance.options["key"] = concept ? "e[-1]" : "e[0]";
+  g.id = concept ? "dual_route.last_token_matching" : "dual_route.next_token_matching";
+  g.name = concept ? "Last-token matching (value-weighted attention to e[−1])"
+                   : "Next-token matching (value-weighted attention to e[0])";
+  g.unit = "value-weighted attention";
+  return g;
+}
+
+}  // namespace hs

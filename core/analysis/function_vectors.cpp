@@ -1,0 +1,218 @@
+// Function vectors: mean z over clean prompts, AIE over shuffled-label prompts (the patching sweep in
+// Mean mode), the FV as the sum of the top heads' mean writes, and zero-shot accuracy with the FV added
+// after each layer.
+#include "analysis/function_vectors.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "analysis/icl_eval.h"
+#include "analysis/patching.h"
+#include "results/rank_stats.h"
+#include "results/results_json.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::vector<int64_t>> idsOf(const std::vector<Prompt>& prompts) {
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(prompts.size());
+  for (const Prompt& p : prompts)
+    out.emplace_back(p.ids.begin(), p.ids.end());
+  return out;
+}
+
+// A sub-range of an analysis's progress: fraction f of this stage maps to [lo, hi] of the whole.
+AnalysisContext stage(const AnalysisContext& ctx, double lo, double hi, const std::string& what) {
+  AnalysisContext s;
+  s.cancelled = ctx.cancelled;
+  s.progress = [&ctx, lo, hi, what](double f, const std::string& msg) {
+    ctx.report(lo + (hi - lo) * f, what + ": " + msg);
+  };
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json fvOptionsToJson(const FvOptions& o) {
+  return {{"n_mean", o.n_mean},
+          {"n_corrupt", o.n_corrupt},
+          {"top", o.top},
+          {"source_split", o.source_split},
+          {"batch", o.batch}};
+}
+
+HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Prompt>& corrupt,
+                               const at::Tensor& meanZ, const AnalysisContext& ctx) {
+  if (corrupt.empty()) fail("averageIndirectEffect: no shuffled-label prompts given");
+  std::vector<PatchSweepSpec> specs;
+  for (size_t i = 0; i < corrupt.size(); ++i) {
+    const Prompt& p = corrupt[i];
+    if (p.answer_token < 0) fail("averageIndirectEffect: prompt ", i, " has no answer token");
+    PatchSweepSpec s;
+    s.corrupt.assign(p.ids.begin(), p.ids.end());
+    s.target = p.answer_token;
+    s.metric = PatchMetric::TargetProb;
+    s.mode = PatchMode::Mean;
+    s.positions = {-1};  // N
+    s.mean_z = meanZ;    // [layers, heads, d_head]
+    specs.push_back(std::move(s));
+  }
+  at::NoGradGuard noGrad;
+  HeadGrid g = patchingSweepAverage(model, specs, ctx);
+  g.id = "fv.aie";
+  g.name = "Average indirect effect (z at N ← mean, shuffled labels)";
+  g.unit = "ΔP";
+  g.provenance.method = "fv";
+  return g;
+}
+
+at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
+                          const std::vector<HeadRef>& heads) {
+  const ModelConfig& c = model.config();
+  if (meanZ.dim() != 3 || meanZ.size(0) != c.n_layers || meanZ.size(1) != c.n_heads ||
+      meanZ.size(2) != c.d_head)
+    fail("functionVector: mean_z must be [", c.n_layers, ", ", c.n_heads, ", ", c.d_head, "], got ",
+         meanZ.sizes());
+  at::NoGradGuard noGrad;
+  at::Tensor fv = at::zeros({c.d_model}, at::kFloat);  // [d_model]
+  for (const HeadRef& h : heads) {
+    const at::Tensor wo =
+        headOutputWeight(model, h.layer, h.head).to(at::kCPU, at::kFloat);  // [d_model, d_head]
+    const at::Tensor z = meanZ[h.layer][h.head].to(at::kCPU, at::kFloat);   // [d_head]
+    fv += at::mv(wo, z);                                                    // a = W_O z̄
+  }
+  return fv;
+}
+
+Intervention fvInjection(const at::Tensor& fv, int layer, double scale) {
+  Intervention iv;
+  iv.site = residPost(layer);
+  iv.positions = {-1};
+  iv.op = InterventionOp::Add;
+  iv.tensor = fv;  // [d_model], broadcast over [rows, 1, d_model]
+  iv.scale = scale;
+  return iv;
+}
+
+AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                               const FvOptions& opt, const AnalysisContext& ctx,
+                               const std::string& modelPath) {
+  const ModelConfig& c = model.config();
+  if (opt.n_mean < 1 || opt.n_corrupt < 1) fail("fv: n_mean and n_corrupt must be >= 1");
+  if (opt.top < 1 || opt.top > c.n_layers * c.n_heads)
+    fail("fv: top must be in [1, ", c.n_layers * c.n_heads, "], got ", opt.top);
+
+  // Prompt sets from the source split: the first n_mean clean prompts give z̄, the next n_corrupt (other
+  // queries while the split has enough) are shuffled for the AIE. One spec, one seed: the split (which
+  // depends on the seed) stays the evaluation set's, so no evaluation query is a source query.
+  TaskSpec sourceSpec = spec;
+  sourceSpec.split = opt.source_split;
+  sourceSpec.n_prompts = opt.n_mean + opt.n_corrupt;
+  const IclTask source = withContext("fv: source prompts", [&] { return buildIclTask(tok, sourceSpec); });
+  const IclTask evalTask = withContext("fv: evaluation prompts", [&] { return buildIclTask(tok, spec); });
+  const std::vector<Prompt> clean(source.icl.begin(), source.icl.begin() + opt.n_mean);
+  const std::vector<Prompt> allShuffled = shuffledLabelPrompts(tok, source, spec.seed);
+  const std::vector<Prompt> shuffled(allShuffled.begin() + opt.n_mean, allShuffled.end());
+
+  at::NoGradGuard noGrad;
+  const at::Tensor meanZ = meanHeadOutputs(model, idsOf(clean), -1, stage(ctx, 0.0, 0.2, "mean z"));
+  HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, stage(ctx, 0.2, 0.8, "AIE"));
+
+  const std::vector<HeadRef> top = topHeads(aie, opt.top);
+  const at::Tensor fv = functionVector(model, meanZ, top);  // [d_model]
+
+  // Accuracies on the evaluation queries.
+  IclEvalOptions eo;
+  eo.batch = opt.batch;
+  eo.label_tokens = evalTask.label_tokens;
+  const IclEval zs = evaluateIcl(model, evalTask.zero_shot, eo);
+  const IclEval icl = evaluateIcl(model, evalTask.icl, eo);
+  std::vector<double> layers, fvAcc;
+  for (int l = 0; l < c.n_layers; ++l) {
+    ctx.checkCancelled();
+    IclEvalOptions lo = eo;
+    lo.interventions = {fvInjection(fv, l)};
+    layers.push_back(l);
+    fvAcc.push_back(evaluateIcl(model, evalTask.zero_shot, lo).accuracy);
+    ctx.report(0.8 + 0.2 * (l + 1) / c.n_layers, cat("FV accuracy: layer ", l + 1, "/", c.n_layers));
+  }
+  const int best = int(std::max_element(fvAcc.begin(), fvAcc.end()) - fvAcc.begin());
+
+  // Provenance shared by every result (options: the FV options and the task).
+  Provenance prov;
+  prov.method = "fv";
+  prov.model = modelPath;
+  prov.task = spec.dataset;
+  prov.seed = spec.seed;
+  prov.n_prompts = spec.n_prompts;
+  prov.options = fvOptionsToJson(opt);
+  prov.options["task"] = taskSpecToJson(spec);
+  prov.created = utcNow();
+
+  AnalysisOutput out;
+  out.run.id = "fv-1";
+  out.run.method = "fv";
+  out.run.options = prov.options;
+
+  nlohmann::json sweep = aie.provenance.options;  // mode, metric of the sweep
+  aie.provenance = prov;
+  aie.provenance.n_prompts = opt.n_corrupt;
+  aie.provenance.options["sweep"] = sweep;
+  out.run.grids.push_back(aie);
+
+  Curve curve;
+  curve.id = "fv.accuracy_vs_layer";
+  curve.name = "Zero-shot accuracy with the FV added after layer l";
+  curve.x_label = "layer";
+  curve.y_label = "accuracy";
+  curve.x = layers;
+  curve.series = {{"fv", fvAcc},
+                  {"zero_shot", std::vector<double>(layers.size(), zs.accuracy)},
+                  {"icl", std::vector<double>(layers.size(), icl.accuracy)}};
+  curve.provenance = prov;
+  out.run.curves.push_back(curve);
+
+  Table tops;
+  tops.id = "fv.top_heads";
+  tops.name = "Heads of the function vector";
+  tops.columns = {"rank", "layer", "head", "aie"};
+  nlohmann::json topJson = nlohmann::json::array(), topAie = nlohmann::json::array();
+  for (size_t i = 0; i < top.size(); ++i) {
+    const double v = aie.values(top[i].layer, top[i].head);
+    tops.rows.push_back({int(i + 1), top[i].layer, top[i].head, doubleToJson(v)});
+    topJson.push_back(top[i]);
+    topAie.push_back(doubleToJson(v));
+  }
+  tops.provenance = prov;
+  out.run.tables.push_back(tops);
+
+  out.run.summary = {{"top_heads", topJson},
+                     {"top_aie", topAie},
+                     {"best_layer", best},
+                     {"fv_accuracy_best", fvAcc[size_t(best)]},
+                     {"zero_shot_accuracy", zs.accuracy},
+                     {"icl_accuracy", icl.accuracy},
+                     {"fv_norm", fv.norm().item<double>()},
+                     {"n_eval", int(evalTask.zero_shot.size())}};
+  out.addTensor("fv", fv);
+  out.addTensor("mean_z", meanZ);
+  ctx.report(1.0, "done");
+  return out;
+}
+
+}  // namespace hs

@@ -1,0 +1,37 @@
+#pragma once
+// The geometry views (DESIGN 5.1, 7 "Geometry tab"): how the last-position hidden state of ICL prompts
+// moves into the label subspace layer by layer, and where the prompts lie inside that subspace.
+//  - curves geometry.alignment (‖P h‖/‖h‖) and geometry.logit_diff (⟨h, W_U[y*] − mean W_U[y']⟩) over
+//    layers (the same computation as TSLA's, tsla.h subspaceCurves; series "baseline");
+//  - at one layer (default: the one of maximal alignment) the 2-D projection of P h onto its top-2
+//    principal directions over prompts (centred, Eigen SVD): table geometry.projection with columns
+//    x, y, gold_label (index into the label words), gold_word, prompt (index); tensors "coordinates"
+//    [prompts, 2] and "directions" [2, d_model].
+#include <string>
+
+#include "analysis/analysis_context.h"
+#include "analysis/analysis_output.h"
+#include "analysis/icl_task.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hs {
+
+struct GeometryOptions {
+  int layer = -1;  // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
+  int pad_id = 0;
+  std::string model_path;             // recorded in the provenance only
+  std::string run_id = "geometry-1";  // AnalysisRun id
+};
+
+// Top-2 principal coordinates of the rows of x [n, d] after centring: [n, 2] (a missing direction,
+// when the rows span fewer than two, gives zeros). Each direction's sign is fixed so that its largest
+// |component| is positive, so results are deterministic. `directions` receives [2, d] when not null,
+// `explained` the share of variance of each direction.
+Eigen::MatrixXd principalCoordinates(const Eigen::MatrixXd& x, Eigen::MatrixXd* directions = nullptr,
+                                     Eigen::Vector2d* explained = nullptr);
+
+AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& tok, const IclTask& task,
+                           const GeometryOptions& opts = {}, const AnalysisContext& ctx = {});
+
+}  // namespace hs

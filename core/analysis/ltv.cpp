@@ -1,0 +1,523 @@
+// LTV training, the extracted task-vector baselines (vanilla TV, additive TV, FV) and the whole LTV
+// analysis with its mechanism views. See ltv.h and ltv_mechanism.h.
+#include "analysis/ltv.h"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "analysis/icl_eval.h"
+#include "analysis/ltv_mechanism.h"
+#include "analysis/patching.h"
+#include "tasks/toy/rng.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+constexpr uint64_t kStreamInit = 0x1717, kStreamOrder = 0x0BDE, kStreamRandomHeads = 0xAB1A,
+                   kStreamProp = 0x9209;
+
+// A context reporting into [a, b) of the parent's progress.
+AnalysisContext subContext(const AnalysisContext& ctx, double a, double b, const std::string& what) {
+  AnalysisContext s;
+  s.cancelled = ctx.cancelled;
+  s.progress = [&ctx, a, b, what](double f, const std::string& msg) {
+    ctx.report(a + (b - a) * f, what + ": " + msg);
+  };
+  return s;
+}
+
+std::vector<Prompt> firstN(const std::vector<Prompt>& v, int n) {
+  return {v.begin(), v.begin() + std::min<size_t>(v.size(), static_cast<size_t>(std::max(n, 0)))};
+}
+
+IclEval evalWith(const Transformer& model, const std::vector<Prompt>& prompts, std::vector<Intervention> ivs,
+                 const LtvOptions& opt, const AnalysisContext& ctx = {}) {
+  IclEvalOptions eo;
+  eo.batch = opt.eval_batch;
+  eo.pad_id = opt.pad_id;
+  eo.interventions = std::move(ivs);
+  return evaluateIcl(model, prompts, eo, ctx);
+}
+
+std::string nowIso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string headList(const std::vector<HeadRef>& heads) {
+  std::string s;
+  for (const HeadRef& h : heads)
+    s += (s.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
+  return s;
+}
+
+// Heads ordered by a grid's values, largest first (ties: layer-major order).
+std::vector<HeadRef> rankHeads(const Eigen::MatrixXd& v) {
+  std::vector<HeadRef> heads;
+  for (int l = 0; l < v.rows(); ++l)
+    for (int h = 0; h < v.cols(); ++h)
+      heads.push_back({l, h});
+  std::stable_sort(heads.begin(), heads.end(), [&](const HeadRef& a, const HeadRef& b) {
+    return v(a.layer, a.head) > v(b.layer, b.head);
+  });
+  return heads;
+}
+
+}  // namespace
+
+// ---- LTV training ----
+
+Intervention ltvInjection(int layer, const at::Tensor& theta) {
+  Intervention iv;
+  iv.site = residPre(layer);
+  iv.positions = {-1};
+  iv.op = InterventionOp::Add;
+  iv.tensor = theta;  // [d_model], broadcasts over the selected [rows, 1, d_model]
+  return iv;
+}
+
+LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
+                     const std::vector<Prompt>& valid, int layer, const LtvTrainOptions& opt,
+                     const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
+  if (layer < 0 || layer >= c.n_layers)
+    fail("LTV: layer ", layer, " does not exist (", c.n_layers, " layers)");
+  if (train.empty()) fail("LTV: no training prompts");
+  if (opt.steps <= 0 || opt.batch <= 0 || opt.eval_every <= 0)
+    fail("LTV: steps (", opt.steps, "), batch (", opt.batch, ") and eval_every (", opt.eval_every,
+         ") must be positive");
+  if (!(opt.lr > 0)) fail("LTV: learning rate must be positive, got ", opt.lr);
+  const int64_t d = c.d_model;
+
+  // θ ~ U(−r, r), drawn portably (toy::Rng), then the only leaf that requires grad.
+  toy::Rng initRng(toy::deriveSeed(opt.seed, kStreamInit, static_cast<uint64_t>(layer)));
+  std::vector<float> init(static_cast<size_t>(d));
+  for (float& x : init)
+    x = static_cast<float>((2.0 * initRng.unit() - 1.0) * opt.init_range);
+  at::Tensor theta =
+      at::tensor(init, at::kFloat).to(model.device(), model.dtype()).requires_grad_(true);  // [d]
+
+  torch::optim::AdamW optim(std::vector<at::Tensor>{theta},
+                            torch::optim::AdamWOptions(opt.lr).weight_decay(opt.weight_decay));
+  IclEvalOptions eo;
+  eo.batch = opt.eval_batch;
+  eo.pad_id = opt.pad_id;
+
+  LtvTraining out;
+  auto validate = [&](int step) {
+    eo.interventions = {ltvInjection(layer, theta.detach())};
+    const double acc = evaluateIcl(model, valid, eo).accuracy;
+    out.eval_step.push_back(step);
+    out.valid_accuracy.push_back(acc);
+    return acc;
+  };
+  at::Tensor best = theta.detach().clone();  // [d]
+  int sinceBest = 0;
+  if (!valid.empty()) out.best_valid_accuracy = validate(0);
+
+  std::vector<size_t> order;
+  toy::Rng orderRng(toy::deriveSeed(opt.seed, kStreamOrder, static_cast<uint64_t>(layer)));
+  size_t cursor = 0;
+  at::AutoGradMode grad(true);
+  for (int step = 0; step < opt.steps; ++step) {
+    ctx.checkCancelled();
+    // The next `batch` prompts of a seeded shuffled order, reshuffled every epoch.
+    std::vector<Prompt> batch;
+    for (int i = 0; i < opt.batch; ++i) {
+      if (cursor == order.size()) {
+        order.resize(train.size());
+        for (size_t j = 0; j < order.size(); ++j)
+          order[j] = j;
+        orderRng.shuffle(order);
+        cursor = 0;
+      }
+      batch.push_back(train[order[cursor++]]);
+    }
+    const PaddedBatch pb = padPrompts(batch, 0, batch.size(), opt.pad_id);
+    RunRequest req;
+    req.tokens = pb.tokens.to(model.device());
+    req.attention_mask = pb.attention_mask.to(model.device());
+    req.last_logits_only = true;
+    req.interventions = {ltvInjection(layer, theta)};
+    const at::Tensor logits = model.run(req).logits.select(1, -1).to(at::kFloat);  // [batch, vocab]
+    std::vector<int64_t> answers;
+    for (const Prompt& p : batch)
+      answers.push_back(p.answer_token);
+    const at::Tensor target = at::tensor(answers, at::kLong).to(logits.device()).unsqueeze(1);  // [batch, 1]
+    const at::Tensor loss = -at::log_softmax(logits, -1).gather(1, target).mean();  // −log p(y*)
+    optim.zero_grad();
+    loss.backward();
+    // Linear decay from lr to 0 over the planned steps.
+    for (auto& group : optim.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(opt.lr * (1.0 - double(step) / opt.steps));
+    optim.step();
+    out.loss.push_back(loss.item<double>());
+    out.steps_run = step + 1;
+    ctx.report(double(step + 1) / opt.steps, "LTV step " + std::to_string(step + 1));
+
+    const bool last = step + 1 == opt.steps;
+    if (valid.empty()) continue;
+    if ((step + 1) % opt.eval_every != 0 && !last) continue;
+    const double acc = validate(step + 1);
+    if (acc > out.best_valid_accuracy) {
+      out.best_valid_accuracy = acc;
+      out.best_step = step + 1;
+      best = theta.detach().clone();
+      sinceBest = 0;
+    } else {
+      ++sinceBest;
+    }
+    // Early stop: the valid split is solved, or it stopped improving.
+    if (!last && (out.best_valid_accuracy >= 1.0 || sinceBest >= opt.patience)) {
+      out.early_stopped = true;
+      break;
+    }
+  }
+  if (valid.empty()) {
+    best = theta.detach().clone();
+    out.best_step = out.steps_run;
+  }
+  out.theta = best.to(at::kCPU, at::kFloat);
+  return out;
+}
+
+// ---- extracted baselines ----
+
+at::Tensor meanResidualsAtLast(const Transformer& model, const std::vector<Prompt>& prompts, int pad_id,
+                               const AnalysisContext& ctx) {
+  return residualsAtLast(model, prompts, pad_id, {}, ctx).mean(0);  // [layers, d_model]
+}
+
+Intervention tvReplace(int layer, const at::Tensor& h) {
+  Intervention iv;
+  iv.site = residPost(layer);
+  iv.positions = {-1};
+  iv.op = InterventionOp::Replace;
+  iv.tensor = h;  // [d_model]
+  return iv;
+}
+
+Intervention residPostAdd(int layer, const at::Tensor& v) {
+  Intervention iv;
+  iv.site = residPost(layer);
+  iv.positions = {-1};
+  iv.op = InterventionOp::Add;
+  iv.tensor = v;  // [d_model]
+  return iv;
+}
+
+FvBaselineResult fvBaseline(const Transformer& model, const std::vector<Prompt>& icl,
+                            const std::vector<Prompt>& shuffled, int n_heads, int pad_id,
+                            const AnalysisContext& ctx) {
+  if (icl.empty() || shuffled.empty()) fail("FV baseline: needs ICL and shuffled-label prompts");
+  const ModelConfig& c = model.config();
+  if (n_heads <= 0 || n_heads > c.n_layers * c.n_heads)
+    fail("FV baseline: ", n_heads, " heads requested, the model has ", c.n_layers * c.n_heads);
+  std::vector<std::vector<int64_t>> clean;
+  for (const Prompt& p : icl)
+    clean.emplace_back(p.ids.begin(), p.ids.end());
+  const at::Tensor meanZ =
+      meanHeadOutputs(model, clean, -1, subContext(ctx, 0.0, 0.2, "mean z"));  // [L, H, dh]
+  std::vector<PatchSweepSpec> specs;
+  for (const Prompt& p : shuffled) {
+    PatchSweepSpec s;
+    s.corrupt.assign(p.ids.begin(), p.ids.end());
+    s.target = p.answer_token;
+    s.metric = PatchMetric::TargetProb;
+    s.mode = PatchMode::Mean;
+    s.mean_z = meanZ;
+    specs.push_back(std::move(s));
+  }
+  FvBaselineResult out;
+  out.aie = patchingSweepAverage(model, specs, subContext(ctx, 0.2, 0.9, "AIE"));
+  out.aie.id = "ltv.fv_aie";
+  out.aie.name = "FV baseline: AIE (mean-patching one head on shuffled-label prompts)";
+  const std::vector<HeadRef> ranked = rankHeads(out.aie.values);
+  out.heads.assign(ranked.begin(), ranked.begin() + n_heads);
+  const at::Tensor meanA = headOutputsAtLast(model, icl, pad_id, {}, subContext(ctx, 0.9, 1.0, "head writes"))
+                               .mean(0);  // [layers, head, d_model]
+  out.vector = at::zeros({c.d_model}, at::kFloat);
+  for (const HeadRef& h : out.heads)
+    out.vector += meanA[h.layer][h.head].to(at::kCPU, at::kFloat);  // [d_model]
+  return out;
+}
+
+// ---- the whole analysis ----
+
+nlohmann::json ltvOptionsToJson(const LtvOptions& o) {
+  const LtvTrainOptions& t = o.train;
+  return {
+      {"layer", o.layer},
+      {"layers", o.layers},
+      {"steps", t.steps},
+      {"lr", t.lr},
+      {"weight_decay", t.weight_decay},
+      {"batch", t.batch},
+      {"init_range", t.init_range},
+      {"eval_every", t.eval_every},
+      {"patience", t.patience},
+      {"train_seed", t.seed},
+      {"lr_schedule", "linear decay to 0"},
+      {"optimizer", "AdamW"},
+      {"ltv_site", "hook_resid_pre(l), last position"},
+      {"tv_site", "hook_resid_post(l), last position; h_ICL averaged over ICL prompts of the train split"},
+      {"fv_site", "hook_resid_post(l), last position"},
+      {"fv_source", "fvBaseline in ltv.cpp (top heads by AIE of mean-patching on shuffled-label prompts)"},
+      {"train_prompts", o.train_prompts},
+      {"valid_prompts", o.valid_prompts},
+      {"icl_prompts", o.icl_prompts},
+      {"fv_prompts", o.fv_prompts},
+      {"fv_heads", o.fv_heads},
+      {"ov_include_layer", o.ov_include_layer},
+      {"ov_inject", o.ov_inject},
+      {"key_head_fraction", o.key_head_fraction},
+      {"key_head_saliency_prompts", "zero-shot prompts of the train split (icl_prompts of them)"},
+      {"random_sets", o.random_sets},
+      {"ablation", o.ablate_mean ? "mean" : "zero"},
+      {"prop_samples", o.prop_samples},
+      {"prop_lambda", o.prop_lambda},
+      {"prop_prompts", o.prop_prompts},
+      {"prop_target", "hook_resid_post of the last layer at N, before the final norm"},
+      {"eval_batch", o.eval_batch},
+      {"pad_id", o.pad_id}};
+}
+
+AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                      const LtvOptions& opt, const std::string& modelPath, const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
+  const int L = c.n_layers, H = c.n_heads;
+  const int chosen = opt.layer < 0 ? L / 2 : opt.layer;
+  if (chosen >= L) fail("ltv: layer ", chosen, " does not exist (", L, " layers)");
+  std::set<int> layerSet(opt.layers.begin(), opt.layers.end());
+  if (opt.layers.empty())
+    for (int l = 0; l < L; ++l)
+      layerSet.insert(l);
+  layerSet.insert(chosen);
+  for (int l : layerSet)
+    if (l < 0 || l >= L) fail("ltv: layer ", l, " in --layers does not exist (", L, " layers)");
+  if (opt.ov_inject != "final" && opt.ov_inject != "layer")
+    fail("ltv: ov_inject \"", opt.ov_inject, "\", expected final or layer");
+
+  // Prompt sets: test = the spec's split; train / valid splits of the same seed and dataset.
+  const Dataset data = loadTaskDataset(spec);
+  const IclTask test = buildIclTask(tok, spec, data);
+  TaskSpec trainSpec = spec;
+  trainSpec.split = "train";
+  trainSpec.n_prompts = std::max({opt.train_prompts, opt.icl_prompts, opt.fv_prompts, opt.prop_prompts, 1});
+  const IclTask trainTask = buildIclTask(tok, trainSpec, data);
+  TaskSpec validSpec = spec;
+  validSpec.split = "valid";
+  validSpec.n_prompts = std::max(opt.valid_prompts, 1);
+  const IclTask validTask = buildIclTask(tok, validSpec, data);
+  const std::vector<Prompt> trainZs = firstN(trainTask.zero_shot, opt.train_prompts);
+  const std::vector<Prompt> validZs = opt.valid_prompts > 0 ? validTask.zero_shot : std::vector<Prompt>{};
+  const std::vector<Prompt> iclTrain = firstN(trainTask.icl, opt.icl_prompts);
+  const std::vector<Prompt> zsTrain = firstN(trainTask.zero_shot, opt.icl_prompts);
+  const std::vector<Prompt> shuffled =
+      firstN(shuffledLabelPrompts(tok, trainTask, spec.seed), opt.fv_prompts);
+  const std::vector<Prompt> propPrompts = firstN(trainTask.zero_shot, opt.prop_prompts);
+
+  AnalysisOutput out;
+  out.run.id = "ltv-1";
+  out.run.method = "ltv";
+  out.run.options = ltvOptionsToJson(opt);
+  out.run.options["task"] = taskSpecToJson(spec);
+  Provenance prov;
+  prov.method = "ltv";
+  prov.model = modelPath;
+  prov.task = spec.dataset;
+  prov.seed = spec.seed;
+  prov.n_prompts = spec.n_prompts;
+  prov.options = out.run.options;
+  prov.created = nowIso();
+
+  // Baselines without any vector.
+  ctx.report(0.0, "baselines");
+  const double zsAcc = evalWith(model, test.zero_shot, {}, opt).accuracy;
+  const double iclAcc = evalWith(model, test.icl, {}, opt).accuracy;
+  const at::Tensor hIcl =
+      meanResidualsAtLast(model, iclTrain, opt.pad_id).to(at::kCPU, at::kFloat);                    // [L, d]
+  const at::Tensor hZs = meanResidualsAtLast(model, zsTrain, opt.pad_id).to(at::kCPU, at::kFloat);  // [L, d]
+  const FvBaselineResult fv = fvBaseline(model, iclTrain, shuffled, std::min(opt.fv_heads, L * H), opt.pad_id,
+                                         subContext(ctx, 0.0, 0.1, "FV baseline"));
+
+  // Per layer: LTV and the three extracted vectors, and the rotation / stretch of W at that layer.
+  Curve acc;
+  acc.id = "ltv.accuracy_vs_layer";
+  acc.name = "Zero-shot accuracy with a task vector at layer l";
+  acc.x_label = "layer";
+  acc.y_label = "accuracy";
+  acc.provenance = prov;
+  Curve rot;
+  rot.id = "ltv.rotation_stretch";
+  rot.name = "Linear propagation W = QΣ: rotation cos(θ, Qθ) and stretch ‖Σθ‖/‖θ‖";
+  rot.x_label = "injection layer";
+  rot.y_label = "cos / stretch";
+  rot.provenance = prov;
+  std::vector<double> yLtv, yTv, yTvAdd, yFv, yZs, yIcl, yCos, yStretch, yR2;
+  std::map<int, LtvTraining> trained;
+  PropagationFit chosenFit;
+  const int samples = opt.prop_samples > 0 ? opt.prop_samples : 2 * c.d_model;
+  const double span = 0.75 / layerSet.size();
+  int li = 0;
+  for (int l : layerSet) {
+    const double p0 = 0.1 + span * li++;
+    LtvTrainOptions to = opt.train;
+    to.eval_batch = opt.eval_batch;
+    to.pad_id = opt.pad_id;
+    LtvTraining t =
+        trainLtv(model, trainZs, validZs, l, to, subContext(ctx, p0, p0 + 0.8 * span, cat("LTV layer ", l)));
+    ctx.checkCancelled();
+    acc.x.push_back(l);
+    yLtv.push_back(evalWith(model, test.zero_shot, {ltvInjection(l, t.theta)}, opt).accuracy);
+    yTv.push_back(evalWith(model, test.zero_shot, {tvReplace(l, hIcl[l])}, opt).accuracy);
+    yTvAdd.push_back(evalWith(model, test.zero_shot, {residPostAdd(l, hIcl[l] - hZs[l])}, opt).accuracy);
+    yFv.push_back(evalWith(model, test.zero_shot, {residPostAdd(l, fv.vector)}, opt).accuracy);
+    yZs.push_back(zsAcc);
+    yIcl.push_back(iclAcc);
+    const PropagationFit fit =
+        fitLinearPropagation(model, propPrompts, l, t.theta, samples, opt.prop_lambda,
+                             toy::deriveSeed(spec.seed, kStreamProp, static_cast<uint64_t>(l)), opt.pad_id,
+                             subContext(ctx, p0 + 0.8 * span, p0 + span, cat("propagation layer ", l)));
+    const RotationStretch rs = rotationStretch(polarDecompose(fit.W), toEigenVector(t.theta));
+    rot.x.push_back(l);
+    yCos.push_back(rs.cos_theta_Qtheta);
+    yStretch.push_back(rs.stretch);
+    yR2.push_back(fit.r2);
+    if (l == chosen) chosenFit = fit;
+    out.addTensor(cat("theta_l", l), t.theta);
+    trained[l] = std::move(t);
+  }
+  acc.series = {{"ltv", yLtv}, {"tv_replace", yTv}, {"tv_add", yTvAdd},
+                {"fv", yFv},   {"zero_shot", yZs},  {"icl", yIcl}};
+  rot.series = {{"cos_theta_Qtheta", yCos}, {"stretch", yStretch}, {"fit_r2", yR2}};
+
+  // ---- mechanism at the chosen layer ----
+  ctx.report(0.85, "mechanism");
+  const LtvTraining& tc = trained.at(chosen);
+  const at::Tensor theta = tc.theta;  // [d_model]
+  const std::vector<Intervention> inject = {ltvInjection(chosen, theta)};
+  const IclEval withLtv = evalWith(model, test.zero_shot, inject, opt);
+
+  // OV reconstruction re-injected instead of θ.
+  const at::Tensor thetaOv = ovReconstruction(model, theta, chosen, opt.ov_include_layer);  // [d_model]
+  const Intervention ovIv =
+      opt.ov_inject == "final" ? residPostAdd(L - 1, thetaOv) : ltvInjection(chosen, thetaOv);
+  const IclEval withOv = evalWith(model, test.zero_shot, {ovIv}, opt);
+  Table ovTable;
+  ovTable.id = "ltv.ov_reconstruction";
+  ovTable.name = "OV reconstruction θ_OV = Σ W_O W_V θ re-injected";
+  ovTable.columns = {"condition", "site", "accuracy", "mean_answer_prob", "vector_norm"};
+  ovTable.rows = {{"zero_shot", "", zsAcc, evalWith(model, test.zero_shot, {}, opt).mean_answer_prob, 0.0},
+                  {"ltv", residPre(chosen).name(), withLtv.accuracy, withLtv.mean_answer_prob,
+                   theta.norm().item<double>()},
+                  {"ov_reconstruction", ovIv.site.name(), withOv.accuracy, withOv.mean_answer_prob,
+                   thetaOv.norm().item<double>()}};
+  ovTable.provenance = prov;
+
+  // Key heads and their ablation.
+  HeadGrid key;
+  key.id = "ltv.key_heads";
+  key.name = "LTV key-head saliency |a · ∂p(y*)/∂a| at N";
+  key.unit = "|a·∂p/∂a|";
+  key.values = keyHeadSaliency(model, zsTrain, chosen, theta, opt.eval_batch, opt.pad_id,
+                               subContext(ctx, 0.87, 0.93, "key heads"));
+  key.provenance = prov;
+  const int k = std::max(1, static_cast<int>(std::lround(opt.key_head_fraction * L * H)));
+  const std::vector<HeadRef> ranked = rankHeads(key.values);
+  const std::vector<HeadRef> top(ranked.begin(), ranked.begin() + std::min<size_t>(k, ranked.size()));
+  at::Tensor meanZ;
+  if (opt.ablate_mean) {
+    std::vector<std::vector<int64_t>> clean;
+    for (const Prompt& p : iclTrain)
+      clean.emplace_back(p.ids.begin(), p.ids.end());
+    meanZ = meanHeadOutputs(model, clean);  // [layers, head, d_head]
+  }
+  auto ablated = [&](const std::vector<HeadRef>& heads) {
+    std::vector<Intervention> ivs = inject;
+    for (const Intervention& iv : headAblation(heads, opt.ablate_mean, meanZ))
+      ivs.push_back(iv);
+    return evalWith(model, test.zero_shot, ivs, opt);
+  };
+  Table abl;
+  abl.id = "ltv.key_head_ablation";
+  abl.name = "LTV with the top key heads ablated vs random heads";
+  abl.columns = {"condition", "n_heads", "heads", "accuracy", "mean_answer_prob"};
+  abl.rows.push_back({"ltv", 0, "", withLtv.accuracy, withLtv.mean_answer_prob});
+  const IclEval keyAbl = ablated(top);
+  abl.rows.push_back({"ltv_ablate_key", static_cast<int>(top.size()), headList(top), keyAbl.accuracy,
+                      keyAbl.mean_answer_prob});
+  // Random sets of the same size, disjoint from the key heads.
+  const std::vector<HeadRef> others(ranked.begin() + top.size(), ranked.end());
+  double randAcc = 0, randProb = 0;
+  int nSets = 0;
+  for (int s = 0; s < opt.random_sets && others.size() >= top.size(); ++s) {
+    ctx.checkCancelled();
+    toy::Rng rng(toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(s)));
+    std::vector<HeadRef> set;
+    for (int j : rng.choose(static_cast<int>(others.size()), static_cast<int>(top.size())))
+      set.push_back(others[static_cast<size_t>(j)]);
+    std::sort(set.begin(), set.end());
+    const IclEval r = ablated(set);
+    abl.rows.push_back({cat("ltv_ablate_random_", s), static_cast<int>(set.size()), headList(set), r.accuracy,
+                        r.mean_answer_prob});
+    randAcc += r.accuracy, randProb += r.mean_answer_prob, ++nSets;
+  }
+  if (nSets > 0)
+    abl.rows.push_back(
+        {"ltv_ablate_random_mean", static_cast<int>(top.size()), "", randAcc / nSets, randProb / nSets});
+  abl.provenance = prov;
+
+  HeadGrid fvGrid = fv.aie;
+  fvGrid.provenance = prov;
+  fvGrid.provenance.options["fv_heads_selected"] = headList(fv.heads);
+
+  out.run.grids = {key, fvGrid};
+  out.run.curves = {acc, rot};
+  out.run.tables = {abl, ovTable};
+  out.addTensor("W", [&] {
+    at::Tensor w = at::empty({c.d_model, c.d_model}, at::kDouble);  // [d_model, d_model]
+    auto a = w.accessor<double, 2>();
+    for (int i = 0; i < c.d_model; ++i)
+      for (int j = 0; j < c.d_model; ++j)
+        a[i][j] = chosenFit.W(i, j);
+    return w.to(at::kFloat);
+  }());
+  out.addTensor("fv", fv.vector);
+  out.addTensor("h_icl", hIcl);
+  out.addTensor("h_zs", hZs);
+
+  const size_t ci = static_cast<size_t>(std::distance(layerSet.begin(), layerSet.find(chosen)));
+  out.run.summary = {{"layer", chosen},
+                     {"ltv_accuracy", yLtv[ci]},
+                     {"tv_accuracy", yTv[ci]},
+                     {"tv_add_accuracy", yTvAdd[ci]},
+                     {"fv_accuracy", yFv[ci]},
+                     {"zero_shot_accuracy", zsAcc},
+                     {"icl_accuracy", iclAcc},
+                     {"ov_reconstruction_accuracy", withOv.accuracy},
+                     {"key_heads", headList(top)},
+                     {"key_ablation_accuracy", keyAbl.accuracy},
+                     {"random_ablation_accuracy", nSets > 0 ? randAcc / nSets : withLtv.accuracy},
+                     {"cos_theta_Qtheta", yCos[ci]},
+                     {"stretch", yStretch[ci]},
+                     {"propagation_r2", yR2[ci]},
+                     {"ltv_steps_run", tc.steps_run},
+                     {"ltv_best_step", tc.best_step},
+                     {"ltv_valid_accuracy", tc.best_valid_accuracy},
+                     {"fv_heads", headList(fv.heads)}};
+  ctx.report(1.0, "done");
+  return out;
+}
+
+}  // namespace hs

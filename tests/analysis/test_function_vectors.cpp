@@ -1,0 +1,214 @@
+// Function vectors (DESIGN 5.3) on the toy model and toy:antonym_a.
+// - AIE: each head's grid value equals a direct recomputation (one full forward per shuffled-label prompt
+//   with that head's z at N replaced by the mean z through a Mean intervention: mean over prompts of
+//   P_patched(y*) − P_corrupt(y*)), within 1e-5; and some head has a visible effect.
+// - The FV tensor equals Σ over the top heads (by AIE, as listed in the summary) of W_O's column block of the
+//   head (read from the raw weights) times the stored mean z; the summary's heads are the grid's top k.
+// - The accuracy curve has one point per layer, constant zero-shot and ICL series equal to the summary,
+//   accuracies in [0, 1]; the trained toy model does the task in context (ICL accuracy above zero-shot).
+// - The CLI writes a session whose grid, curve and tensors equal its --json output and reopen unchanged.
+#include <ATen/ATen.h>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "analysis/function_vectors.h"
+#include "analysis/icl_task.h"
+#include "analysis/patching.h"
+#include "model/load/model_loader.h"
+#include "results/rank_stats.h"
+#include "results/results_json.h"
+#include "session/session.h"
+#include "test_paths.h"
+
+namespace {
+
+// P(target) at the last position of a prompt, optionally under interventions.
+double targetProb(const hs::Transformer& m, const std::vector<int>& ids, int target,
+                  const std::vector<hs::Intervention>& ivs = {}) {
+  hs::RunRequest req;
+  req.tokens = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong).view({1, -1});  // [1, pos]
+  req.last_logits_only = true;
+  req.interventions = ivs;
+  const at::Tensor logits = m.run(req).logits[0][0];  // [vocab]
+  return at::softmax(logits.to(at::kDouble), -1)[target].item<double>();
+}
+
+std::vector<std::vector<int64_t>> ids64(const std::vector<hs::Prompt>& ps) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& p : ps)
+    out.emplace_back(p.ids.begin(), p.ids.end());
+  return out;
+}
+
+}  // namespace
+
+class TestFunctionVectors : public QObject {
+  Q_OBJECT
+
+  hs::LoadedModel toy_;
+
+  static hs::TaskSpec antonymSpec(int n) {
+    hs::TaskSpec s;
+    s.dataset = "toy:antonym_a";
+    s.shots = 10;
+    s.n_prompts = n;
+    s.seed = 3;
+    return s;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    at::NoGradGuard noGrad;
+    toy_ = hs::loadModel("toy");
+    QVERIFY(toy_.tokenizer);
+  }
+
+  void aieEqualsDirectRecomputation() {
+    at::NoGradGuard noGrad;
+    const hs::Transformer& m = *toy_.model;
+    hs::TaskSpec spec = antonymSpec(7);
+    spec.split = "train";
+    const hs::IclTask task = hs::buildIclTask(*toy_.tokenizer, spec);
+    const std::vector<hs::Prompt> clean(task.icl.begin(), task.icl.begin() + 4);
+    const std::vector<hs::Prompt> all = hs::shuffledLabelPrompts(*toy_.tokenizer, task, 11);
+    const std::vector<hs::Prompt> shuffled(all.begin() + 4, all.end());  // 3 prompts
+    // The shuffle changed the demonstrations but kept the query and the answer.
+    QVERIFY(shuffled[0].ids != task.icl[4].ids);
+    QCOMPARE(shuffled[0].answer_token, task.icl[4].answer_token);
+
+    const at::Tensor meanZ = hs::meanHeadOutputs(m, ids64(clean));  // [layers, heads, d_head]
+    const hs::HeadGrid g = hs::averageIndirectEffect(m, shuffled, meanZ);
+    QCOMPARE(g.id, std::string("fv.aie"));
+    QCOMPARE(g.layers(), m.config().n_layers);
+    QCOMPARE(g.heads(), m.config().n_heads);
+
+    const std::vector<hs::HeadRef> top = hs::topHeads(g, 1);
+    const std::vector<hs::HeadRef> check = {
+        top[0], {0, 0}, {m.config().n_layers - 1, m.config().n_heads - 1}, {1, 3}};
+    for (const hs::HeadRef& h : check) {
+      double direct = 0;
+      for (const hs::Prompt& p : shuffled) {
+        hs::Intervention iv;
+        iv.site = hs::attnZ(h.layer);
+        iv.heads = {h.head};
+        iv.positions = {-1};
+        iv.op = hs::InterventionOp::Mean;
+        iv.tensor = meanZ[h.layer][h.head];  // [d_head]
+        direct += targetProb(m, p.ids, p.answer_token, {iv}) - targetProb(m, p.ids, p.answer_token);
+      }
+      direct /= double(shuffled.size());
+      const double got = g.values(h.layer, h.head);
+      QVERIFY2(std::abs(got - direct) <= 1e-5,
+               qPrintable(
+                   QString("head %1.%2: grid %3, direct %4").arg(h.layer).arg(h.head).arg(got).arg(direct)));
+    }
+    const double largest = g.values.cwiseAbs().maxCoeff();
+    qInfo("AIE: largest |ΔP| %.4f at head %d.%d", largest, top[0].layer, top[0].head);
+    QVERIFY2(largest > 1e-3, "no head changes P(y*) on the shuffled prompts");
+  }
+
+  void fvIsSumOfTopHeadWritesAndCurveIsConsistent() {
+    const hs::Transformer& m = *toy_.model;
+    const hs::ModelConfig& c = m.config();
+    hs::FvOptions opt;
+    opt.n_mean = 12;
+    opt.n_corrupt = 4;
+    opt.top = 5;
+    const hs::TaskSpec spec = antonymSpec(24);
+    const hs::AnalysisOutput out = hs::functionVectors(m, *toy_.tokenizer, spec, opt, {}, "toy");
+
+    QCOMPARE(out.run.method, std::string("fv"));
+    QCOMPARE(out.run.grids.size(), size_t(1));
+    const hs::HeadGrid& g = out.run.grids[0];
+    QCOMPARE(g.id, std::string("fv.aie"));
+    QCOMPARE(g.provenance.options["n_mean"].get<int>(), 12);
+    QCOMPARE(g.provenance.options["top"].get<int>(), 5);
+    QCOMPARE(g.provenance.task, std::string("toy:antonym_a"));
+    const at::Tensor fv = out.tensors.at("fv-1/fv");         // [d_model]
+    const at::Tensor meanZ = out.tensors.at("fv-1/mean_z");  // [layers, heads, d_head]
+    QCOMPARE(meanZ.sizes().vec(), (std::vector<int64_t>{c.n_layers, c.n_heads, c.d_head}));
+
+    // Top heads of the summary = the grid's top 5; FV = Σ W_O[:, k·dh:(k+1)·dh] z̄[l, k] from the raw weights.
+    const std::vector<hs::HeadRef> top = hs::topHeads(g, 5);
+    const auto listed = out.run.summary["top_heads"].get<std::vector<hs::HeadRef>>();
+    QVERIFY(listed == top);
+    at::Tensor expect = at::zeros({c.d_model}, at::kDouble);  // [d_model]
+    for (const hs::HeadRef& h : top) {
+      const at::Tensor wo =
+          m.weights().layers[size_t(h.layer)].wo.to(at::kDouble);  // [d_model, heads·d_head]
+      expect += at::mv(wo.slice(1, h.head * c.d_head, (h.head + 1) * c.d_head),
+                       meanZ[h.layer][h.head].to(at::kDouble));
+    }
+    QVERIFY2(at::allclose(fv.to(at::kDouble), expect, 0, 1e-5), "FV != sum of the top heads' W_O · mean z");
+    // And no other head contributes: the FV of the top 4 differs by exactly the 5th head's write.
+    const at::Tensor fv4 = hs::functionVector(m, meanZ, {top.begin(), top.begin() + 4});
+    QVERIFY((fv - fv4).norm().item<double>() > 1e-6);
+
+    QCOMPARE(out.run.curves.size(), size_t(1));
+    const hs::Curve& cv = out.run.curves[0];
+    QCOMPARE(cv.id, std::string("fv.accuracy_vs_layer"));
+    QCOMPARE(int(cv.x.size()), c.n_layers);
+    QCOMPARE(cv.series.size(), size_t(3));
+    const double zs = out.run.summary["zero_shot_accuracy"].get<double>();
+    const double icl = out.run.summary["icl_accuracy"].get<double>();
+    for (int l = 0; l < c.n_layers; ++l) {
+      QCOMPARE(cv.series[1].second[size_t(l)], zs);
+      QCOMPARE(cv.series[2].second[size_t(l)], icl);
+      QVERIFY(cv.series[0].second[size_t(l)] >= 0 && cv.series[0].second[size_t(l)] <= 1);
+    }
+    const int best = out.run.summary["best_layer"].get<int>();
+    QCOMPARE(cv.series[0].second[size_t(best)], out.run.summary["fv_accuracy_best"].get<double>());
+    qInfo("toy antonym_a (n=24): zero-shot %.3f, 10-shot ICL %.3f, FV best %.3f at layer %d, per layer: %s",
+          zs, icl, out.run.summary["fv_accuracy_best"].get<double>(), best,
+          nlohmann::json(cv.series[0].second).dump().c_str());
+    // The model learns the task in context; the FV is only meaningful when it does.
+    QVERIFY2(icl > zs, "10-shot ICL is not above zero-shot on toy:antonym_a");
+  }
+
+  void cliSessionRoundTrip() {
+#ifndef HEADSCOPE_CLI_PATH
+    QSKIP("headscope-cli is not part of this build");
+#else
+    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli has not been built");
+    QTemporaryDir dir;
+    const QString out = dir.filePath("fv.hscope"), json = dir.filePath("fv.json");
+    QProcess p;
+    p.start(QString::fromStdString(hs::test::cliPath()),
+            {"fv", "toy", "--n", "8", "--n-mean", "6", "--n-corrupt", "2", "--top", "3", "--out", out,
+             "--json", json});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const nlohmann::json printed = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(printed["method"].get<std::string>(), std::string("fv"));
+    std::ifstream f(json.toStdString());
+    const hs::AnalysisRun written = nlohmann::json::parse(f).get<hs::AnalysisRun>();
+    const hs::Session s = hs::loadSession(out.toStdString());
+    const hs::AnalysisRun* r = s.findRun(printed["run"].get<std::string>());
+    QVERIFY(r);
+    QCOMPARE(r->grids.size(), size_t(1));
+    QCOMPARE(r->grids[0].id, std::string("fv.aie"));
+    QVERIFY(r->grids[0].values == written.grids[0].values);
+    QVERIFY(r->grids[0].values.allFinite());
+    QCOMPARE(r->options["top"].get<int>(), 3);
+    QCOMPARE(r->options["task"]["dataset"].get<std::string>(), std::string("toy:antonym_a"));
+    QCOMPARE(r->options["task"]["shots"].get<int>(), 10);
+    QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(written.curves).dump());
+    const at::Tensor fv = s.tensors.at(r->id + "/fv");
+    QCOMPARE(fv.numel(), int64_t(toy_.config.d_model));
+    QVERIFY(std::abs(fv.norm().item<double>() - r->summary["fv_norm"].get<double>()) < 1e-5);
+    // The FV in the file is the sum of the listed top heads' writes from the stored mean z.
+    const auto top = r->summary["top_heads"].get<std::vector<hs::HeadRef>>();
+    QCOMPARE(top.size(), size_t(3));
+    const at::Tensor again = hs::functionVector(*toy_.model, s.tensors.at(r->id + "/mean_z"), top);
+    QVERIFY(at::allclose(fv, again, 0, 1e-5));
+#endif
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFunctionVectors)
+#include "test_function_vectors.moc"

@@ -1,0 +1,241 @@
+// SITE (DESIGN 5.4).
+// - Definition on a random tiny Llama: with α ≈ 1 everywhere the loss equals a run whose z at N is replaced
+// by
+//   t in every layer, with α ≈ 0 it equals the plain run (hand cases of the interpolation).
+// - Gradient flows only into the logits: after backward the logits have a non-zero gradient, the frozen
+//   weights and the task embedding none; training leaves the weights bit-identical.
+// - Training on a fixed target moves α and lowers the loss, deterministically for a seed.
+// - Generation scoring: exact-prefix match of the answer segment's ids (a prompt whose answer is the model's
+//   own greedy continuation counts, one with a changed first token does not); the toy template's stop
+//   token is <nl>.
+// - On the toy model SITE raises zero-shot accuracy on toy:antonym_a well above zero-shot.
+// - The CLI writes a session whose α grid equals its --json output and whose α tensor matches the grid.
+#include <ATen/ATen.h>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "../engine/engine_fixtures.h"
+#include "analysis/icl_task.h"
+#include "analysis/patching.h"
+#include "analysis/site.h"
+#include "model/load/model_loader.h"
+#include "results/results_json.h"
+#include "session/session.h"
+#include "test_paths.h"
+
+namespace {
+
+// Prompts of the tiny model: BOS-like 1 then random tokens; the target is token 11 for every prompt.
+std::vector<hs::SiteExample> tinyExamples(int n, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<hs::SiteExample> ex;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor r = at::randint(2, 50, {5 + i % 3}, at::kLong);  // [pos]
+    std::vector<int64_t> ids = {1};
+    for (int64_t k = 0; k < r.numel(); ++k)
+      ids.push_back(r[k].item<int64_t>());
+    ex.push_back({ids, 11});
+  }
+  return ex;
+}
+
+at::Tensor tinyEmbedding(const hs::Transformer& m) {
+  std::vector<std::vector<int64_t>> prompts;
+  for (const auto& e : tinyExamples(6, 99))
+    prompts.push_back(e.ids);
+  return hs::meanHeadOutputs(m, prompts);  // [layers, heads, d_head]
+}
+
+double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
+                 const std::vector<hs::Intervention>& ivs) {
+  hs::RunRequest req;
+  req.tokens = at::tensor(e.ids, at::kLong).view({1, -1});  // [1, pos]
+  req.last_logits_only = true;
+  req.interventions = ivs;
+  const at::Tensor logits = m.run(req).logits[0][0];  // [vocab]
+  return -at::log_softmax(logits.to(at::kDouble), -1)[e.answer].item<double>();
+}
+
+}  // namespace
+
+class TestSite : public QObject {
+  Q_OBJECT
+
+  hs::LoadedModel toy_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    toy_ = hs::loadModel("toy");
+    QVERIFY(toy_.tokenizer);
+  }
+
+  void interpolationHandCases() {
+    const hs::Transformer m = hs::test::tinyLlama();
+    const hs::ModelConfig& c = m.config();
+    const at::Tensor t = tinyEmbedding(m);
+    const hs::SiteExample e = tinyExamples(1, 5)[0];
+    at::NoGradGuard noGrad;
+    const at::Tensor on = at::full({c.n_layers, c.n_heads}, 40.0);  // α = sigmoid(40) = 1 in float32
+    std::vector<hs::Intervention> replace;
+    for (int l = 0; l < c.n_layers; ++l) {
+      hs::Intervention iv;
+      iv.site = hs::attnZ(l);
+      iv.positions = {-1};
+      iv.op = hs::InterventionOp::Mean;
+      iv.tensor = t[l];  // [heads, d_head]
+      replace.push_back(iv);
+    }
+    const double lossOn = hs::siteLoss(m, {e}, t, on).item<double>();
+    QVERIFY(std::abs(lossOn - plainLoss(m, e, replace)) < 1e-4);
+    const double lossOff = hs::siteLoss(m, {e}, t, -on).item<double>();
+    QVERIFY(std::abs(lossOff - plainLoss(m, e, {})) < 1e-4);
+    QVERIFY2(std::abs(lossOn - lossOff) > 1e-3, "replacing z at N by t changed nothing (vacuous case)");
+    // Left-padded batch: the mean of the rows' own losses.
+    const auto two = tinyExamples(2, 6);  // lengths 5+1 and 6+1
+    const at::Tensor half = at::zeros({c.n_layers, c.n_heads});
+    const double batched = hs::siteLoss(m, two, t, half).item<double>();
+    const double single = 0.5 * (hs::siteLoss(m, {two[0]}, t, half).item<double>() +
+                                 hs::siteLoss(m, {two[1]}, t, half).item<double>());
+    QVERIFY(std::abs(batched - single) < 1e-4);
+  }
+
+  void gradientFlowsOnlyIntoAlpha() {
+    const hs::Transformer m = hs::test::tinyLlama();
+    const hs::ModelConfig& c = m.config();
+    const at::Tensor t = tinyEmbedding(m);
+    at::Tensor logit = at::zeros({c.n_layers, c.n_heads}).requires_grad_(true);
+    const at::Tensor loss = hs::siteLoss(m, tinyExamples(2, 8), t, logit);
+    QVERIFY(loss.requires_grad());
+    loss.backward();
+    QVERIFY(logit.grad().defined());
+    QVERIFY(logit.grad().abs().sum().item<double>() > 0);
+    QVERIFY(!t.requires_grad() && !t.grad().defined());
+    for (const auto& lw : m.weights().layers)
+      for (const at::Tensor& w : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_up, lw.w_down}) {
+        QVERIFY(!w.requires_grad());
+        QVERIFY(!w.grad().defined());
+      }
+    QVERIFY(!m.weights().tok_emb.requires_grad() && !m.weights().unembed.requires_grad());
+  }
+
+  void trainingMovesAlphaAndLowersLoss() {
+    const hs::Transformer m = hs::test::tinyLlama();
+    const at::Tensor t = tinyEmbedding(m);
+    const at::Tensor woBefore = m.weights().layers[1].wo.clone();
+    const auto examples = tinyExamples(12, 21);
+    hs::SiteOptions opt;
+    opt.steps = 60;
+    const hs::SiteTraining a = hs::trainSite(m, examples, t, opt, 4);
+    QCOMPARE(a.loss.size(), size_t(60));
+    double first = 0, last = 0;
+    for (int i = 0; i < 12; ++i)
+      first += a.loss[size_t(i)], last += a.loss[a.loss.size() - 1 - size_t(i)];
+    qInfo("tiny: loss over the first 12 steps %.3f, last 12 %.3f", first / 12, last / 12);
+    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // measured 5.06 -> 4.76 over 60 steps
+    const at::Tensor alpha = at::sigmoid(a.logit);
+    QVERIFY((alpha - 0.5).abs().max().item<double>() > 0.2);
+    QVERIFY(!a.logit.requires_grad());
+    QVERIFY(at::equal(woBefore, m.weights().layers[1].wo));
+    const hs::SiteTraining b = hs::trainSite(m, examples, t, opt, 4);
+    QVERIFY(at::equal(a.logit, b.logit));
+  }
+
+  void generationScoresExactPrefix() {
+    at::NoGradGuard noGrad;
+    const hs::Transformer& m = *toy_.model;
+    hs::TaskSpec spec;
+    spec.dataset = "toy:antonym_a";
+    spec.shots = 10;
+    spec.n_prompts = 1;
+    const hs::IclTask task = hs::buildIclTask(*toy_.tokenizer, spec);
+    const int64_t nl = hs::separatorToken(*toy_.tokenizer, task.tmpl);
+    QCOMPARE(nl, int64_t(*toy_.tokenizer->idOf("<nl>")));
+    hs::Prompt p = task.icl[0];
+    const std::vector<int64_t> gen = m.generateGreedy({p.ids.begin(), p.ids.end()}, 2, -1);
+    QCOMPARE(gen.size(), size_t(2));
+    p.answer_tokens = {int(gen[0]), int(gen[1])};
+    QCOMPARE(hs::generationAccuracy(m, {p}, 20, nl, -1), 1.0);
+    p.answer_tokens[0] = (p.answer_tokens[0] + 1) % int(m.config().vocab_size);
+    QCOMPARE(hs::generationAccuracy(m, {p}, 20, nl, -1), 0.0);
+    p.answer_tokens = {int(gen[0]), int(gen[1])};
+    QCOMPARE(hs::generationAccuracy(m, {p}, 1, nl, -1), 0.0);  // too few tokens generated to match
+  }
+
+  void siteRaisesZeroShotAccuracyOnToy() {
+    const hs::Transformer& m = *toy_.model;
+    hs::TaskSpec spec;
+    spec.dataset = "toy:antonym_a";
+    spec.shots = 10;
+    spec.n_prompts = 30;
+    spec.seed = 2;
+    hs::SiteOptions opt;
+    opt.n_embed = 20;
+    opt.n_train = 60;
+    opt.steps = 150;
+    const hs::AnalysisOutput out = hs::site(m, *toy_.tokenizer, spec, opt, {}, "toy");
+    QCOMPARE(out.run.grids.size(), size_t(1));
+    QCOMPARE(out.run.grids[0].id, std::string("site.alpha"));
+    QCOMPARE(out.run.curves[0].id, std::string("site.loss"));
+    QCOMPARE(out.run.curves[0].x.size(), size_t(150));
+    QCOMPARE(out.run.tables[0].id, std::string("site.accuracy"));
+    QCOMPARE(out.run.tables[0].rows.size(), size_t(5));
+    const nlohmann::json& acc = out.run.summary["accuracy"];
+    const double zs = acc["zero_shot"], icl = acc["icl"], st = acc["site"], hi = acc["high_alpha"],
+                 lo = acc["low_alpha"];
+    qInfo(
+        "toy antonym_a (n=30, 150 steps): zero-shot %.3f, 10-shot ICL %.3f, SITE %.3f, high-α only %.3f, "
+        "low-α only %.3f; %d heads with α > 0.5; loss %.3f -> %.3f",
+        zs, icl, st, hi, lo, out.run.summary["n_high_alpha"].get<int>(),
+        out.run.summary["loss_first20"].get<double>(), out.run.summary["loss_last20"].get<double>());
+    QVERIFY2(out.run.summary["loss_last20"].get<double>() < out.run.summary["loss_first20"].get<double>(),
+             "SITE loss did not fall");
+    QVERIFY2(st >= zs + 0.2, "SITE is not well above zero-shot accuracy");
+    const at::Tensor alpha = out.tensors.at("site-1/alpha");  // [layers, heads]
+    for (int l = 0; l < alpha.size(0); ++l)
+      for (int h = 0; h < alpha.size(1); ++h)
+        QCOMPARE(out.run.grids[0].values(l, h), alpha[l][h].item<double>());
+  }
+
+  void cliSessionRoundTrip() {
+#ifndef HEADSCOPE_CLI_PATH
+    QSKIP("headscope-cli is not part of this build");
+#else
+    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli has not been built");
+    QTemporaryDir dir;
+    const QString out = dir.filePath("site.hscope"), json = dir.filePath("site.json");
+    QProcess p;
+    p.start(QString::fromStdString(hs::test::cliPath()),
+            {"site", "toy", "--n", "6", "--n-embed", "5", "--n-train", "10", "--steps", "20", "--out", out,
+             "--json", json});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const nlohmann::json printed = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(printed["method"].get<std::string>(), std::string("site"));
+    std::ifstream f(json.toStdString());
+    const hs::AnalysisRun written = nlohmann::json::parse(f).get<hs::AnalysisRun>();
+    const hs::Session s = hs::loadSession(out.toStdString());
+    const hs::AnalysisRun* r = s.findRun(printed["run"].get<std::string>());
+    QVERIFY(r);
+    QCOMPARE(r->grids.size(), size_t(1));
+    QVERIFY(r->grids[0].values == written.grids[0].values);
+    QCOMPARE(r->options["steps"].get<int>(), 20);
+    QCOMPARE(r->options["task"]["dataset"].get<std::string>(), std::string("toy:antonym_a"));
+    QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(written.curves).dump());
+    QCOMPARE(nlohmann::json(r->tables).dump(), nlohmann::json(written.tables).dump());
+    const at::Tensor alpha = s.tensors.at(r->id + "/alpha");  // [layers, heads]
+    QCOMPARE(alpha.size(0), int64_t(toy_.config.n_layers));
+    for (int l = 0; l < alpha.size(0); ++l)
+      for (int h = 0; h < alpha.size(1); ++h)
+        QVERIFY(std::abs(r->grids[0].values(l, h) - alpha[l][h].item<double>()) < 1e-6);
+    QCOMPARE(s.tensors.at(r->id + "/t").dim(), int64_t(3));
+#endif
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSite)
+#include "test_site.moc"

@@ -1,0 +1,379 @@
+// TSLA (DESIGN 5.1): the label projector, TR/TL scores and the full run.
+// - Projector on hand-computed cases: rows e1, e2 in R³ project (1,2,3) to (1,2,0); collinear or
+//   redundant label rows (rank-deficient Gram matrix) still give the projection onto their span; the
+//   TL direction is W[y*] − mean of the other rows; batched inputs keep their leading shape.
+// - TR/TL and the per-layer curves on a hand-computed [2 prompts, 1 layer, 2 heads, d=3] case,
+//   including a head that writes nothing into the label subspace (TR = TL = 0).
+// - On the toy model (24 prompts, 8 labels): the TR grid equals a direct recomputation from captured
+//   hook_z of single unpadded prompts, W_O by hand and an orthonormal basis of the label rows (QR);
+//   grids are finite 4×8 with |TL| ≤ max ‖d_y‖; head sets have the requested size and the random set
+//   avoids the TR/TL sets; the ablation table has every set × mode and zero-ablating the top TR heads
+//   lowers the TR ratio at least as much as ablating random heads (a property of a trained model);
+//   curves have one point per layer, alignment in [0, 1], and ablating the TR heads leaves the layers
+//   below them unchanged but changes the curve.
+// - The run written as a session (saveSession) reopens with identical grids, curves, tables and tensors;
+//   the CLI (when built) writes a session whose grids equal the in-process run.
+// - Open-ended tasks are refused with a message that names the reason.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+
+#include "analysis/icl_eval.h"
+#include "analysis/label_projector.h"
+#include "analysis/tsla.h"
+#include "model/load/model_loader.h"
+#include "results/rank_stats.h"
+#include "results/results_json.h"
+#include "session/session.h"
+#include "test_paths.h"
+#include "util/error.h"
+
+namespace {
+
+at::Tensor vec(std::vector<double> v) {
+  return at::tensor(v, at::TensorOptions().dtype(at::kDouble));
+}
+
+double maxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+const hs::Table* findTable(const hs::AnalysisRun& r, const std::string& id) {
+  for (const auto& t : r.tables)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+const hs::HeadGrid* findGrid(const hs::AnalysisRun& r, const std::string& id) {
+  for (const auto& g : r.grids)
+    if (g.id == id) return &g;
+  return nullptr;
+}
+const hs::Curve* findCurve(const hs::AnalysisRun& r, const std::string& id) {
+  for (const auto& c : r.curves)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+// The ablation row (heads, mode) → (accuracy, tr_ratio).
+std::pair<double, double> ablationRow(const hs::Table& t, const std::string& heads, const std::string& mode) {
+  for (const auto& row : t.rows)
+    if (row[0] == heads && row[1] == mode) return {row[3].get<double>(), row[4].get<double>()};
+  throw std::runtime_error("no ablation row " + heads + "/" + mode);
+}
+
+}  // namespace
+
+class TestTsla : public QObject {
+  Q_OBJECT
+
+  hs::LoadedModel toy_;
+  std::unique_ptr<hs::IclTask> task_;
+  hs::AnalysisOutput run_;
+  hs::TslaOptions opts_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    at::set_num_threads(1);
+    toy_ = hs::loadModel("toy");
+    QVERIFY(toy_.tokenizer);
+    hs::TaskSpec spec;  // toy:category_label, 8 shots
+    spec.n_prompts = 24;
+    task_ = std::make_unique<hs::IclTask>(hs::buildIclTask(*toy_.tokenizer, spec));
+    opts_.top_percent = 12.5;  // 4 of the toy's 32 heads
+    opts_.model_path = toy_.path;
+    QElapsedTimer t;
+    t.start();
+    run_ = hs::runTsla(*toy_.model, *toy_.tokenizer, *task_, opts_);
+    qInfo("toy tsla run: %lld ms", static_cast<long long>(t.elapsed()));
+    qInfo("summary: %s", run_.run.summary.dump().c_str());
+    for (const auto* id : {"tsla.ablation", "tsla.steering", "tsla.overlap"}) {
+      const hs::Table* tab = findTable(run_.run, id);
+      if (!tab) continue;
+      for (const auto& row : tab->rows)
+        qInfo("%s %s", id, nlohmann::json(row).dump().c_str());
+    }
+    for (const auto* id : {"tsla.alignment", "tsla.logit_diff"})
+      if (const hs::Curve* c = findCurve(run_.run, id))
+        for (const auto& [name, y] : c->series)
+          qInfo("%s %s %s", id, name.c_str(), nlohmann::json(y).dump().c_str());
+  }
+
+  void projectorHandComputed() {
+    // Rows e1, e2: P (1,2,3) = (1,2,0).
+    const hs::LabelProjector p(at::stack({vec({1, 0, 0}), vec({0, 1, 0})}));
+    QVERIFY(maxDiff(p.project(vec({1, 2, 3})), vec({1, 2, 0})) < 1e-12);
+    QCOMPARE(p.projectedNorm(vec({1, 2, 3})).item<double>(), std::sqrt(5.0));
+    // Collinear rows e1, 2 e1 (G = [[1,2],[2,4]] singular): projection onto span(e1).
+    const hs::LabelProjector c(at::stack({vec({1, 0, 0}), vec({2, 0, 0})}));
+    QVERIFY(maxDiff(c.project(vec({1, 2, 3})), vec({1, 0, 0})) < 1e-12);
+    // Three rows spanning the plane z = 0 (rank 2 of 3), unnormalised.
+    const hs::LabelProjector r(at::stack({vec({1, 1, 0}), vec({1, -1, 0}), vec({2, 0, 0})}));
+    QVERIFY(maxDiff(r.project(vec({1, 2, 3})), vec({1, 2, 0})) < 1e-12);
+    // A tilted line: span((1,1,0)) takes (1,2,3) to (1.5,1.5,0).
+    const hs::LabelProjector t(vec({3, 3, 0}).view({1, 3}));
+    QVERIFY(maxDiff(t.project(vec({1, 2, 3})), vec({1.5, 1.5, 0})) < 1e-12);
+    // Batched: [2, 2, 3] in, [2, 2, 3] out, each vector projected.
+    const at::Tensor batch = at::stack({at::stack({vec({1, 2, 3}), vec({0, 0, 5})}),
+                                        at::stack({vec({-1, 4, 0}), vec({7, 0, 1})})});  // [2, 2, 3]
+    const at::Tensor pb = p.project(batch);
+    QVERIFY(pb.sizes().vec() == (std::vector<int64_t>{2, 2, 3}));
+    QVERIFY(maxDiff(pb[1][1], vec({7, 0, 0})) < 1e-12);
+    QVERIFY(maxDiff(pb[0][1], vec({0, 0, 0})) < 1e-12);
+    // TL direction: W[y*] − mean of the others.
+    const hs::LabelProjector three(at::stack({vec({1, 0, 0}), vec({0, 1, 0}), vec({0, 0, 1})}));
+    QVERIFY(maxDiff(three.tlDirection(0), vec({1, -0.5, -0.5})) < 1e-12);
+    QVERIFY(maxDiff(three.tlDirections()[2], vec({-0.5, -0.5, 1})) < 1e-12);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, three.tlDirection(3));
+    QVERIFY_THROWS_EXCEPTION(hs::Error, p.project(vec({1, 2})));
+  }
+
+  void trTlHandComputed() {
+    // Labels e1, e2 in R³; 2 prompts (gold 0, then 1), 1 layer, 2 heads.
+    const hs::LabelProjector p(at::stack({vec({1, 0, 0}), vec({0, 1, 0})}));
+    at::Tensor a = at::zeros({2, 1, 2, 3}, at::kDouble);  // [n, layers, heads, d_model]
+    a[0][0][0] = vec({3, 4, 5});  // P a = (3,4,0), ‖·‖ = 5, d_0 = (1,-1,0): ⟨a,d⟩ = -1
+    a[1][0][0] = vec({0, 2, 7});  // P a = (0,2,0), ‖·‖ = 2, d_1 = (-1,1,0): ⟨a,d⟩ = 2
+    a[0][0][1] = vec({0, 0, 9});  // writes only outside the label plane
+    a[1][0][1] = vec({0, 0, -1});
+    const hs::TrTlScores s = hs::trTlScores(a, p, {0, 1});
+    QVERIFY(s.tr.rows() == 1 && s.tr.cols() == 2);
+    QVERIFY(std::abs(s.tr(0, 0) - 3.5) < 1e-12);  // (5 + 2) / 2
+    QVERIFY(std::abs(s.tl(0, 0) - 0.4) < 1e-12);  // (-1/5 + 2/2) / 2
+    QCOMPARE(s.tr(0, 1), 0.0);
+    QCOMPARE(s.tl(0, 1), 0.0);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::trTlScores(a, p, {0}));  // gold count mismatch
+
+    // Curves: h after layer 0 = (3,0,4): alignment 3/5, ⟨h, d_0⟩ = 3; after layer 1 = (0,1,0): 1 and -1.
+    at::Tensor h = at::zeros({1, 2, 3}, at::kDouble);  // [n, layers, d_model]
+    h[0][0] = vec({3, 0, 4});
+    h[0][1] = vec({0, 1, 0});
+    const hs::SubspaceCurves c = hs::subspaceCurves(h, p, {0});
+    QVERIFY(c.alignment.size() == 2);
+    QVERIFY(std::abs(c.alignment[0] - 0.6) < 1e-12 && std::abs(c.alignment[1] - 1.0) < 1e-12);
+    QVERIFY(std::abs(c.logit_diff[0] - 3.0) < 1e-12 && std::abs(c.logit_diff[1] + 1.0) < 1e-12);
+  }
+
+  void goldLabels() {
+    const std::vector<int> gold = hs::goldLabelIndices(task_->icl, task_->label_tokens);
+    QCOMPARE(gold.size(), task_->icl.size());
+    for (size_t i = 0; i < gold.size(); ++i)
+      QCOMPARE(task_->label_tokens[static_cast<size_t>(gold[i])], task_->icl[i].answer_token);
+    std::vector<hs::Prompt> bad = {task_->icl[0]};
+    bad[0].answer_token = -5;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::goldLabelIndices(bad, task_->label_tokens));
+  }
+
+  // TR(l, k) from scratch: each prompt alone (no padding), hook_z captured, W_O sliced by hand, and the
+  // label subspace through an orthonormal basis (QR of W_U[Y]ᵀ) instead of the Gram pseudo-inverse.
+  void trEqualsDirectRecomputation() {
+    const hs::HeadGrid* tr = findGrid(run_.run, "tsla.tr");
+    QVERIFY(tr);
+    const auto& c = toy_.model->config();
+    const at::Tensor wt =
+        hs::unembedRows(*toy_.model, task_->label_tokens).to(at::kDouble).t();  // [d, labels]
+    const at::Tensor q = std::get<0>(at::linalg_qr(wt, "reduced"));             // [d, labels]
+    const std::vector<hs::HeadRef> heads = {hs::topHeads(*tr, 1)[0], {0, 0}, {c.n_layers - 1, c.n_heads - 1}};
+    at::NoGradGuard g;
+    for (const hs::HeadRef& h : heads) {
+      double sum = 0;
+      for (const hs::Prompt& pr : task_->icl) {
+        hs::RunRequest req;
+        req.tokens = at::tensor(std::vector<int64_t>(pr.ids.begin(), pr.ids.end()), at::kLong).view({1, -1});
+        req.capture = {hs::attnZ(h.layer)};
+        const at::Tensor z =
+            toy_.model->run(req).cache.at(hs::attnZ(h.layer))[0][pr.last][h.head];  // [d_head]
+        const at::Tensor wo =
+            toy_.model->weights().layers[h.layer].wo.slice(1, h.head * c.d_head,
+                                                           (h.head + 1) * c.d_head);  // [d, d_head]
+        const at::Tensor a = at::matmul(wo.to(at::kDouble), z.to(at::kDouble));       // [d]
+        sum += at::matmul(q.t(), a).norm().item<double>();
+      }
+      const double direct = sum / static_cast<double>(task_->icl.size());
+      const double grid = tr->values(h.layer, h.head);
+      if (std::abs(direct - grid) > 1e-4 * std::max(1.0, std::abs(direct)))
+        QFAIL(qPrintable(
+            QString("TR(%1,%2): grid %3, direct %4").arg(h.layer).arg(h.head).arg(grid).arg(direct)));
+    }
+  }
+
+  void toyGridsAndSets() {
+    const hs::HeadGrid* tr = findGrid(run_.run, "tsla.tr");
+    const hs::HeadGrid* tl = findGrid(run_.run, "tsla.tl");
+    QVERIFY(tr && tl);
+    for (const hs::HeadGrid* g : {tr, tl}) {
+      QCOMPARE(g->layers(), 4);
+      QCOMPARE(g->heads(), 8);
+      QVERIFY(g->values.allFinite());
+      QCOMPARE(g->provenance.method, std::string("tsla"));
+      QCOMPARE(g->provenance.n_prompts, 24);
+      QCOMPARE(g->provenance.options.at("top_percent").get<double>(), 12.5);
+      QCOMPARE(g->provenance.options.at("task").at("dataset").get<std::string>(),
+               std::string("toy:category_label"));
+    }
+    QVERIFY(tr->values.minCoeff() >= 0);
+    // |TL| ≤ ‖d_{y*}‖ (Cauchy–Schwarz inside the label subspace).
+    const hs::LabelProjector p(hs::unembedRows(*toy_.model, task_->label_tokens));
+    const double maxDir = p.tlDirections().norm(2, -1).max().item<double>();
+    QVERIFY(tl->values.cwiseAbs().maxCoeff() <= maxDir + 1e-9);
+
+    const auto& s = run_.run.summary;
+    QCOMPARE(s.at("n_heads_selected").get<int>(), 4);
+    const auto trTop = s.at("top_tr").get<std::vector<hs::HeadRef>>();
+    const auto tlTop = s.at("top_tl").get<std::vector<hs::HeadRef>>();
+    const auto rnd = s.at("random").get<std::vector<hs::HeadRef>>();
+    QVERIFY(trTop == hs::topHeads(*tr, 4));
+    QVERIFY(tlTop == hs::topHeads(*tl, 4));
+    QCOMPARE(rnd.size(), size_t(4));
+    QCOMPARE(s.at("top_induction").get<std::vector<hs::HeadRef>>().size(), size_t(4));
+    for (const hs::HeadRef& h : rnd) {
+      QVERIFY(std::find(trTop.begin(), trTop.end(), h) == trTop.end());
+      QVERIFY(std::find(tlTop.begin(), tlTop.end(), h) == tlTop.end());
+    }
+  }
+
+  void ablationTable() {
+    const hs::Table* t = findTable(run_.run, "tsla.ablation");
+    QVERIFY(t);
+    QCOMPARE(t->rows.size(), size_t(1 + 2 * 4));  // baseline + {zero, mean} × {tr, tl, induction, random}
+    for (const auto& row : t->rows) {
+      QCOMPARE(row.size(), t->columns.size());
+      const double acc = row[3].get<double>(), ratio = row[4].get<double>();
+      QVERIFY(acc >= 0 && acc <= 1 && ratio >= 0 && ratio <= 1);
+      QVERIFY(acc <= ratio + 1e-12);  // a correct answer is a label
+    }
+    const auto [accBase, ratioBase] = ablationRow(*t, "baseline", "none");
+    const auto [accTr, ratioTr] = ablationRow(*t, "tr", "zero");
+    const auto [accRnd, ratioRnd] = ablationRow(*t, "random", "zero");
+    qInfo("baseline acc %.3f TR %.3f | -TR acc %.3f TR %.3f | -random acc %.3f TR %.3f", accBase, ratioBase,
+          accTr, ratioTr, accRnd, ratioRnd);
+    QVERIFY2(ratioBase - ratioTr >= ratioBase - ratioRnd - 1e-12,
+             "zero-ablating the top TR heads should lower the TR ratio at least as much as random heads");
+    // Baseline of the summary and the table agree.
+    QCOMPARE(run_.run.summary.at("baseline").at("accuracy").get<double>(), accBase);
+  }
+
+  void steeringAndCurves() {
+    const hs::Table* st = findTable(run_.run, "tsla.steering");
+    QVERIFY(st);
+    QCOMPARE(st->rows.size(), size_t(4));  // none, tr, tl, random
+    QCOMPARE(st->rows[0][0].get<std::string>(), std::string("none"));
+    QVERIFY(st->rows[1][2].get<double>() > 0);  // a TR vector exists
+    QVERIFY(run_.tensors.at("tsla-1/steering_tr").sizes().vec() == (std::vector<int64_t>{128}));
+    QVERIFY(run_.tensors.at("tsla-1/head_outputs_mean").sizes().vec() == (std::vector<int64_t>{4, 8, 128}));
+
+    for (const char* id : {"tsla.alignment", "tsla.logit_diff"}) {
+      const hs::Curve* c = findCurve(run_.run, id);
+      QVERIFY(c);
+      QVERIFY(c->x == (std::vector<double>{0, 1, 2, 3}));
+      QCOMPARE(c->series.size(), size_t(3));
+      QCOMPARE(c->series[0].first, std::string("baseline"));
+      for (const auto& [name, y] : c->series) {
+        QCOMPARE(y.size(), size_t(4));
+        for (double v : y)
+          QVERIFY(std::isfinite(v));
+      }
+    }
+    const hs::Curve* al = findCurve(run_.run, "tsla.alignment");
+    for (const auto& [name, y] : al->series)
+      for (double v : y)
+        QVERIFY(v >= 0 && v <= 1 + 1e-9);
+    // Ablating heads changes nothing below the lowest ablated layer (causality of the residual stream).
+    const auto trTop = run_.run.summary.at("top_tr").get<std::vector<hs::HeadRef>>();
+    int lowest = 4;
+    for (const hs::HeadRef& h : trTop)
+      lowest = std::min(lowest, h.layer);
+    for (int l = 0; l < lowest; ++l)
+      QCOMPARE(al->series[1].second[size_t(l)], al->series[0].second[size_t(l)]);
+    QVERIFY(al->series[1].second != al->series[0].second);  // and the ablation reached the residual
+
+    const hs::Table* ov = findTable(run_.run, "tsla.overlap");
+    QVERIFY(ov);
+    QCOMPARE(ov->rows.size(), size_t(3));
+    for (const auto& row : ov->rows) {
+      const double j = row[3].get<double>();
+      QVERIFY(j >= 0 && j <= 1);
+    }
+  }
+
+  void sessionRoundTrip() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("tsla.hscope").toStdString();
+    hs::Session s;
+    s.task = hs::taskSpecToJson(task_->spec);
+    s.runs.push_back(run_.run);
+    s.tensors = run_.tensors;
+    hs::saveSession(path, s);
+    const hs::Session back = hs::loadSession(path);
+    const hs::AnalysisRun* r = back.findRun("tsla-1");
+    QVERIFY(r);
+    QCOMPARE(r->grids.size(), run_.run.grids.size());
+    for (size_t i = 0; i < r->grids.size(); ++i) {
+      QCOMPARE(r->grids[i].id, run_.run.grids[i].id);
+      QVERIFY(r->grids[i].values == run_.run.grids[i].values);
+      QVERIFY(r->grids[i].provenance.options == run_.run.grids[i].provenance.options);
+    }
+    for (size_t i = 0; i < r->curves.size(); ++i)
+      QVERIFY(r->curves[i].series == run_.run.curves[i].series);
+    for (size_t i = 0; i < r->tables.size(); ++i)
+      QVERIFY(nlohmann::json(r->tables[i].rows) == nlohmann::json(run_.run.tables[i].rows));
+    QVERIFY(r->summary == run_.run.summary);
+    for (const auto& [name, t] : run_.tensors)
+      QVERIFY(at::equal(back.tensors.at(name), t));
+  }
+
+  void cliSessionMatchesInProcess() {
+#ifndef HEADSCOPE_CLI_PATH
+    QSKIP("headscope-cli is not built in this configuration");
+#else
+    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli not built");
+    QTemporaryDir dir;
+    const QString out = dir.filePath("run.hscope");
+    QProcess p;
+    p.start(QString::fromStdString(hs::test::cliPath()),
+            {"tsla", "toy", "--n", "16", "--top-percent", "12.5", "--ablation", "zero", "--out", out});
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const hs::Session s = hs::loadSession(out.toStdString());
+    QCOMPARE(s.runs.size(), size_t(1));
+    hs::TaskSpec spec;
+    spec.n_prompts = 16;
+    const hs::IclTask task = hs::buildIclTask(*toy_.tokenizer, spec);
+    hs::TslaOptions o;
+    o.top_percent = 12.5;
+    o.ablation = "zero";
+    const hs::AnalysisOutput direct = hs::runTsla(*toy_.model, *toy_.tokenizer, task, o);
+    for (const char* id : {"tsla.tr", "tsla.tl"}) {
+      const hs::HeadGrid* a = findGrid(s.runs[0], id);
+      const hs::HeadGrid* b = findGrid(direct.run, id);
+      QVERIFY(a && b);
+      QVERIFY((a->values - b->values).cwiseAbs().maxCoeff() < 1e-9);
+    }
+    QCOMPARE(s.task.at("dataset").get<std::string>(), std::string("toy:category_label"));
+#endif
+  }
+
+  void refusesOpenEndedTasks() {
+    hs::TaskSpec spec;
+    spec.dataset = "toy:copy_a";
+    spec.n_prompts = 4;
+    const hs::IclTask copy = hs::buildIclTask(*toy_.tokenizer, spec);
+    try {
+      hs::runTsla(*toy_.model, *toy_.tokenizer, copy, opts_);
+      QFAIL("runTsla accepted an open-ended task");
+    } catch (const hs::Error& e) {
+      QVERIFY2(std::string(e.what()).find("classification") != std::string::npos, e.what());
+    }
+    hs::TslaOptions bad = opts_;
+    bad.ablation = "half";
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runTsla(*toy_.model, *task_, *task_, bad));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTsla)
+#include "test_tsla.moc"

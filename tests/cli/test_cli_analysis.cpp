@@ -1,0 +1,310 @@
+// `headscope-cli patch` and `headscope-cli export` as a user runs them (real processes), on stories260K:
+// - patch writes a session whose run reopens with the grids the library computes for the same pair
+//   (exact sweep, attribution, their rank correlation), per-position grids included, and the --json file;
+// - a clean/corrupt pair of unequal token length and an unknown target token fail with "error: ...";
+// - export writes one CSV per grid and table with the layer × head shape, numbers that parse back to
+//   the session's values, JSON files equal to the session's grids, and names the file of a broken
+//   session in its error.
+#include <ATen/ATen.h>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "analysis/attribution.h"
+#include "analysis/patching.h"
+#include "model/load/model_loader.h"
+#include "results/rank_stats.h"
+#include "results/results_json.h"
+#include "session/session.h"
+#include "test_paths.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct CliResult {
+  int exitCode = -1;
+  std::string out, err;
+};
+
+CliResult runCli(const QStringList& args) {
+  QProcess p;
+  p.start(QString::fromStdString(hs::test::cliPath()), args);
+  p.waitForFinished(120000);
+  CliResult r;
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput().toStdString();
+  r.err = p.readAllStandardError().toStdString();
+  return r;
+}
+
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+const hs::HeadGrid* findGrid(const hs::AnalysisRun& run, const std::string& id) {
+  for (const auto& g : run.grids)
+    if (g.id == id) return &g;
+  return nullptr;
+}
+
+double maxDiff(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  return (a - b).cwiseAbs().maxCoeff();
+}
+
+// A CSV file as rows of cells (no quoting needed for the numeric files checked here).
+std::vector<std::vector<std::string>> readCsv(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(f, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ','))
+      cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+class TestCliAnalysis : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  hs::LoadedModel model_;
+  std::string clean_ = "Lily and Ben went to the park. Lily and Ben";
+  std::string corrupt_;
+  int64_t target_ = -1, distractor_ = -1;
+  std::string session_;  // written by initTestCase through the CLI
+
+  QStringList modelArgs() const {
+    return {q(hs::test::sharedData("models/stories260K/stories260K.bin")), "--tokenizer",
+            q(hs::test::sharedData("models/stories260K/tok512.bin"))};
+  }
+  std::vector<int64_t> ids(const std::string& text) const {
+    const auto v = model_.tokenizer->encode(text);
+    return {v.begin(), v.end()};
+  }
+  hs::PatchSweepSpec spec(hs::PatchMode mode, hs::PatchMetric metric) const {
+    hs::PatchSweepSpec s;
+    s.clean = ids(clean_);
+    s.corrupt = ids(corrupt_);
+    s.target = target_;
+    s.distractor = distractor_;
+    s.mode = mode;
+    s.metric = metric;
+    return s;
+  }
+  // The k-th most likely next token (0 = argmax).
+  int64_t ranked(const std::string& text, int k) const {
+    hs::RunRequest r;
+    r.tokens = at::tensor(ids(text), at::kLong).view({1, -1});  // [1, pos]
+    r.last_logits_only = true;
+    return std::get<1>(model_.model->run(r).logits[0][0].topk(k + 1))[k].item<int64_t>();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    const std::string bin = hs::test::sharedData("models/stories260K/stories260K.bin");
+    HS_REQUIRE_FILE(bin);
+    QVERIFY(dir_.isValid());
+    hs::LoadOptions o;
+    o.tokenizer = hs::test::sharedData("models/stories260K/tok512.bin");
+    model_ = hs::loadModel(bin, o);
+    for (const char* name : {"Tom", "Sam", "Tim", "Max", "Sue", "Anna"}) {
+      const std::string c = std::string("Lily and ") + name + " went to the park. Lily and " + name;
+      if (ids(c).size() == ids(clean_).size() && ids(c) != ids(clean_)) {
+        corrupt_ = c;
+        break;
+      }
+    }
+    QVERIFY2(!corrupt_.empty(), "no corrupt name with the clean prompt's token length");
+    target_ = ranked(clean_, 0);
+    distractor_ = ranked(corrupt_, 0);
+    if (distractor_ == target_) distractor_ = ranked(corrupt_, 1);
+
+    session_ = dir_.filePath("patch.hscope").toStdString();
+    const CliResult r =
+        runCli(QStringList{"patch"} + modelArgs() +
+               QStringList{"--clean", q(clean_), "--corrupt", q(corrupt_), "--target",
+                           q("#" + std::to_string(target_)), "--distractor",
+                           q("#" + std::to_string(distractor_)), "--metric", "logit_diff", "--attribution",
+                           "--out", q(session_), "--json", dir_.filePath("patch.json")});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    const json printed = json::parse(r.out);
+    QCOMPARE(printed["method"].get<std::string>(), std::string("patch"));
+    QCOMPARE(printed["grids"], (json{"patch.effect", "patch.attribution"}));
+  }
+
+  // ---- patch ----
+
+  void sessionHoldsTheLibraryGrids() {
+    const hs::Session s = hs::loadSession(session_);
+    QCOMPARE(int(s.runs.size()), 1);
+    const hs::AnalysisRun& run = s.runs[0];
+    QCOMPARE(run.method, std::string("patch"));
+    const hs::HeadGrid* exact = findGrid(run, "patch.effect");
+    const hs::HeadGrid* approx = findGrid(run, "patch.attribution");
+    QVERIFY(exact && approx);
+    QCOMPARE(exact->layers(), 5);
+    QCOMPARE(exact->heads(), 8);
+    QCOMPARE(exact->provenance.options["metric"].get<std::string>(), std::string("logit_diff"));
+    QCOMPARE(exact->provenance.options["target"].get<int64_t>(), target_);
+    QCOMPARE(exact->provenance.options["corrupt_ids"].get<std::vector<int64_t>>(), ids(corrupt_));
+
+    const hs::PatchSweepSpec sp = spec(hs::PatchMode::FromClean, hs::PatchMetric::LogitDiff);
+    const hs::HeadGrid lib = hs::patchingSweep(*model_.model, sp);
+    const hs::HeadGrid libAttrib = hs::attributionPatching(*model_.model, sp);
+    QVERIFY2(maxDiff(exact->values, lib.values) <= 1e-6,
+             qPrintable(QString::number(maxDiff(exact->values, lib.values))));
+    QVERIFY(maxDiff(approx->values, libAttrib.values) <= 1e-6);
+    QVERIFY(lib.values.cwiseAbs().maxCoeff() > 1e-3);  // the names matter to some head
+    QCOMPARE(exact->provenance.options["corrupt_metric"].get<double>(),
+             lib.provenance.options["corrupt_metric"].get<double>());
+
+    // The rank table agrees with the grids it names.
+    QCOMPARE(int(run.tables.size()), 1);
+    const hs::Table& t = run.tables[0];
+    QCOMPARE(t.id, std::string("patch.rank_agreement"));
+    QCOMPARE(t.columns, (std::vector<std::string>{"exact", "attribution", "spearman_rho", "kendall_tau"}));
+    QCOMPARE(int(t.rows.size()), 1);
+    QVERIFY(std::abs(t.rows[0][2].get<double>() - hs::spearmanRho(*exact, *approx)) <= 1e-12);
+    QVERIFY(std::abs(t.rows[0][3].get<double>() - hs::kendallTauB(*exact, *approx)) <= 1e-12);
+    qInfo("stories260K CLI: attribution vs exact Spearman %.3f, Kendall %.3f", t.rows[0][2].get<double>(),
+          t.rows[0][3].get<double>());
+
+    // --json holds the same run.
+    std::ifstream f(dir_.filePath("patch.json").toStdString());
+    const hs::AnalysisRun fromJson = json::parse(f).get<hs::AnalysisRun>();
+    QCOMPARE(maxDiff(findGrid(fromJson, "patch.effect")->values, exact->values), 0.0);
+  }
+
+  void perPositionGridsMatchLibrary() {
+    const std::string out = dir_.filePath("perpos.hscope").toStdString();
+    const CliResult r = runCli(
+        QStringList{"patch"} + modelArgs() +
+        QStringList{"--corrupt", q(corrupt_), "--target", q("#" + std::to_string(target_)), "--mode", "zero",
+                    "--metric", "logit", "--per-position", "--positions", "3,-1", "--out", q(out)});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    const hs::AnalysisRun run = hs::loadSession(out).runs.at(0);
+    hs::PatchSweepSpec sp = spec(hs::PatchMode::Zero, hs::PatchMetric::TargetLogit);
+    sp.clean.clear();
+    sp.per_position = true;
+    sp.positions = {3, -1};
+    const std::vector<hs::HeadGrid> lib = hs::patchingSweepPositions(*model_.model, sp);
+    QCOMPARE(int(run.grids.size()), 2);
+    const int last = int(sp.corrupt.size()) - 1;
+    QCOMPARE(run.grids[0].id, std::string("patch.effect.pos3"));
+    QCOMPARE(run.grids[1].id, "patch.effect.pos" + std::to_string(last));
+    for (int i = 0; i < 2; ++i)
+      QVERIFY(maxDiff(run.grids[i].values, lib[i].values) <= 1e-6);
+    // Zero-ablating at the last position moves the target logit; the last layer at position 3 cannot
+    // (up to float32 rounding of logits of size ~10 recomputed in another batch shape).
+    const double lastLayerAt3 = run.grids[0].values.row(4).cwiseAbs().maxCoeff();
+    QVERIFY(run.grids[1].values.cwiseAbs().maxCoeff() > 1e-2);
+    QVERIFY2(lastLayerAt3 <= 1e-4, qPrintable(QString::number(lastLayerAt3)));
+  }
+
+  void tokenTextResolvesLikeId() {
+    // The target given as its vocabulary string gives the run the same target id.
+    const std::string piece = model_.tokenizer->piece(int(target_));
+    const std::string out = dir_.filePath("piece.hscope").toStdString();
+    const CliResult r = runCli(QStringList{"patch"} + modelArgs() +
+                               QStringList{"--clean", q(clean_), "--corrupt", q(corrupt_), "--target",
+                                           q(piece), "--positions", "-1", "--out", q(out)});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    QCOMPARE(hs::loadSession(out).runs.at(0).grids.at(0).provenance.options["target"].get<int64_t>(),
+             target_);
+  }
+
+  void unequalLengthsFail() {
+    const CliResult r = runCli(QStringList{"patch"} + modelArgs() +
+                               QStringList{"--clean", q(clean_), "--corrupt", "Lily went home.", "--target",
+                                           "#5", "--out", dir_.filePath("bad.hscope")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.rfind("error: ", 0) == 0 || r.err.find("\nerror: ") != std::string::npos, r.err.c_str());
+    QVERIFY2(r.err.find("equal token length") != std::string::npos, r.err.c_str());
+    QVERIFY(!std::filesystem::exists(dir_.filePath("bad.hscope").toStdString()));
+  }
+
+  void unknownTargetFails() {
+    const CliResult r = runCli(QStringList{"patch"} + modelArgs() +
+                               QStringList{"--clean", q(clean_), "--corrupt", q(corrupt_), "--target",
+                                           "no such token here", "--out", dir_.filePath("bad2.hscope")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.find("error: --target 'no such token here'") != std::string::npos, r.err.c_str());
+  }
+
+  // ---- export ----
+
+  void exportWritesOneCsvPerResult() {
+    const std::string csvDir = dir_.filePath("csv").toStdString(),
+                      jsonDir = dir_.filePath("json").toStdString();
+    const CliResult r = runCli({"export", q(session_), "--csv", q(csvDir), "--json", q(jsonDir)});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    const json printed = json::parse(r.out);
+    const std::vector<std::string> csv = printed["csv"].get<std::vector<std::string>>();
+    QCOMPARE(csv, (std::vector<std::string>{csvDir + "/patch-1.patch.effect.csv",
+                                            csvDir + "/patch-1.patch.attribution.csv",
+                                            csvDir + "/patch-1.patch.rank_agreement.csv"}));
+    QCOMPARE(int(printed["json"].size()), 3);
+
+    const hs::AnalysisRun run = hs::loadSession(session_).runs.at(0);
+    for (int i = 0; i < 2; ++i) {
+      const hs::HeadGrid& g = run.grids[i];
+      const auto rows = readCsv(csv[i]);
+      QCOMPARE(int(rows.size()), 1 + g.layers());  // header + one row per layer
+      QCOMPARE(rows[0], (std::vector<std::string>{"layer", "h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"}));
+      double worst = 0;
+      for (int l = 0; l < g.layers(); ++l) {
+        QCOMPARE(int(rows[1 + l].size()), 1 + g.heads());
+        QCOMPARE(rows[1 + l][0], std::to_string(l));
+        for (int h = 0; h < g.heads(); ++h)
+          worst = std::max(worst, std::abs(std::stod(rows[1 + l][1 + h]) - g.values(l, h)));
+      }
+      QVERIFY2(worst <= 1e-12, qPrintable(QString("%1: %2").arg(q(g.id)).arg(worst)));
+      // The JSON file is the grid.
+      std::ifstream f(printed["json"][i].get<std::string>());
+      QCOMPARE(maxDiff(json::parse(f).get<hs::HeadGrid>().values, g.values), 0.0);
+    }
+    const auto table = readCsv(csv[2]);
+    QCOMPARE(int(table.size()), 2);
+    QCOMPARE(table[0], (std::vector<std::string>{"exact", "attribution", "spearman_rho", "kendall_tau"}));
+    QVERIFY(std::abs(std::stod(table[1][2]) - run.tables[0].rows[0][2].get<double>()) <= 1e-12);
+  }
+
+  void exportOfBrokenSessionNamesTheFile() {
+    // Not a safetensors file at all, and a real session cut in half.
+    const std::string junk = dir_.filePath("junk.hscope").toStdString();
+    std::ofstream(junk) << "this is not a session";
+    const std::string cut = dir_.filePath("cut.hscope").toStdString();
+    {
+      std::ifstream in(session_, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    }
+    for (const std::string& bad : {junk, cut}) {
+      const CliResult r = runCli({"export", q(bad), "--csv", dir_.filePath("never")});
+      QCOMPARE(r.exitCode, 1);
+      QVERIFY2(r.err.rfind("error: ", 0) == 0, r.err.c_str());
+      QVERIFY2(r.err.find(bad) != std::string::npos, r.err.c_str());
+      QVERIFY(r.out.empty());
+    }
+    QVERIFY(!std::filesystem::exists(dir_.filePath("never").toStdString()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliAnalysis)
+#include "test_cli_analysis.moc"

@@ -1,0 +1,46 @@
+#pragma once
+// Shared set-up of the GUI suites: isolated settings, and a MainWindow on the toy model with a small
+// toy task and its first analysis shown.
+#include <QCoreApplication>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <memory>
+
+#include "analysis/icl_task.h"
+#include "main_window.h"
+#include "task_dock.h"
+
+namespace hs::test {
+
+// Settings of the test binaries live under their own application name and start empty.
+inline void isolateSettings(const char* suite) {
+  QCoreApplication::setOrganizationName("HeadScopeTests");
+  QCoreApplication::setApplicationName(suite);
+  QSettings().clear();
+}
+
+// The toy model, toy:category_label with 8 shots and `nPrompts` prompts, induction scores shown.
+// Returns nullptr (after QFAIL-style messages via the bool) when something does not arrive in time.
+inline std::unique_ptr<gui::MainWindow> toyWindow(int nPrompts, QString* error,
+                                                  const std::string& dataset = "toy:category_label") {
+  auto w = std::make_unique<gui::MainWindow>();
+  w->setInteractive(false);
+  w->setStartAnalyses({"induction"});
+  TaskSpec spec;
+  spec.dataset = dataset;
+  spec.shots = 8;
+  spec.n_prompts = nPrompts;
+  w->taskDock()->setSpec(spec);
+  w->show();
+  QSignalSpy grids(w.get(), &gui::MainWindow::gridsShown);
+  w->openDefault();
+  if (!grids.wait(60000)) {
+    *error = "no analysis arrived: " + w->lastError();
+    return nullptr;
+  }
+  return w;
+}
+
+}  // namespace hs::test
