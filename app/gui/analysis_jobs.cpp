@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "analysis/function_vectors.h"
 #include "analysis/geometry.h"
 #include "analysis/induction_scores.h"
+#include "analysis/ltv.h"
+#include "analysis/site.h"
 #include "analysis/tsla.h"
 #include "util/error.h"
 
@@ -88,14 +91,30 @@ AnalysisOutput runGeometryJob(const LoadedModel& m, const TaskSpec& spec, const 
   return runGeometry(*m.model, tok, buildIclTask(tok, spec), o, ctx);
 }
 
+// FV, SITE and LTV take the task spec itself (they draw their own train/valid prompts from its split);
+// the options are the libraries' defaults (the CLI exposes them).
+AnalysisOutput runFvJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
+                        const AnalysisContext& ctx) {
+  return functionVectors(*m.model, tokenizerOf(m, "fv"), spec, FvOptions{}, ctx, m.path);
+}
+
+AnalysisOutput runSiteJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
+                          const AnalysisContext& ctx) {
+  return site(*m.model, tokenizerOf(m, "site"), spec, SiteOptions{}, ctx, m.path);
+}
+
+AnalysisOutput runLtvJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
+                         const AnalysisContext& ctx) {
+  return runLtv(*m.model, tokenizerOf(m, "ltv"), spec, LtvOptions{}, m.path, ctx);
+}
+
 }  // namespace
 
 const std::map<std::string, AnalysisJob>& analysisJobs() {
-  // One line per analysis (fv, site and ltv join here when their runners take a TaskSpec).
+  // One line per analysis.
   static const std::map<std::string, AnalysisJob> jobs = {
-      {"induction", runInductionJob},
-      {"tsla", runTslaJob},
-      {"geometry", runGeometryJob},
+      {"induction", runInductionJob}, {"tsla", runTslaJob}, {"geometry", runGeometryJob}, {"fv", runFvJob},
+      {"site", runSiteJob},           {"ltv", runLtvJob},
   };
   return jobs;
 }
