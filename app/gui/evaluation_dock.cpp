@@ -35,6 +35,9 @@ EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setMinimumHeight(150);
+  // Room for the row labels and three percentages ("100.0 %", "+12.5 pp") without clipping.
+  table_->setMinimumWidth(table_->fontMetrics().horizontalAdvance("0-shot TR ratio") +
+                          3 * table_->fontMetrics().horizontalAdvance("  intervened  ") + 8);
   layout->addWidget(table_);
   note_ = new QLabel("Not evaluated yet.");
   note_->setWordWrap(true);
