@@ -29,6 +29,38 @@ CurveView::CurveView(QWidget* parent) : QWidget(parent) {
     axis->grid()->setPen(QPen(QColor(225, 225, 225)));
 }
 
+namespace {
+
+// Titles longer than a panel is wide break once: after a colon, else at the space nearest the middle.
+QString wrapTitle(const QString& t) {
+  constexpr int kMaxLine = 60;
+  if (t.size() <= kMaxLine || t.contains('\n')) return t;
+  int cut = t.indexOf(": ");
+  if (cut > 0 && cut < t.size() - 2) return t.left(cut + 1) + "\n" + t.mid(cut + 2);
+  cut = -1;
+  for (int i = 0; i < t.size(); ++i)
+    if (t[i] == ' ' && (cut < 0 || std::abs(i - t.size() / 2) < std::abs(cut - t.size() / 2))) cut = i;
+  return cut < 0 ? t : t.left(cut) + "\n" + t.mid(cut + 1);
+}
+
+// The index of a series whose largest |y| is over ten times that of every other series, or -1.
+int dominantSeries(const Curve& c) {
+  if (c.series.size() < 2) return -1;
+  std::vector<double> peak;
+  for (const auto& [label, ys] : c.series) {
+    double m = 0;
+    for (double y : ys)
+      if (std::isfinite(y)) m = std::max(m, std::abs(y));
+    peak.push_back(m);
+  }
+  const auto top = std::max_element(peak.begin(), peak.end());
+  for (auto it = peak.begin(); it != peak.end(); ++it)
+    if (it != top && !(*it > 0 && *top > 10 * *it)) return -1;
+  return static_cast<int>(top - peak.begin());
+}
+
+}  // namespace
+
 void CurveView::setCurve(const Curve& curve) {
   curve_ = curve;
   rebuild();
@@ -46,13 +78,21 @@ void CurveView::setMarkers(bool on) {
 
 void CurveView::rebuild() {
   plot_->clearGraphs();
-  title_->setText(QString::fromStdString(curve_.name.empty() ? curve_.id : curve_.name));
+  title_->setText(wrapTitle(QString::fromStdString(curve_.name.empty() ? curve_.id : curve_.name)));
   plot_->xAxis->setLabel(QString::fromStdString(curve_.x_label));
   plot_->yAxis->setLabel(QString::fromStdString(curve_.y_label));
 
   bool integerX = !curve_.x.empty();
   for (double x : curve_.x)
     integerX = integerX && std::isfinite(x) && x == std::round(x);
+
+  // A series ten times larger than all others gets the right axis, so the others stay readable (LTV's
+  // stretch beside cos(θ, Qθ)).
+  const int right = dominantSeries(curve_);
+  plot_->yAxis2->setVisible(right >= 0);
+  if (right >= 0)
+    plot_->yAxis2->setLabel(QString::fromStdString(curve_.series[static_cast<size_t>(right)].first) +
+                            " (right axis)");
 
   for (size_t s = 0; s < curve_.series.size(); ++s) {
     const auto& [label, ys] = curve_.series[s];
@@ -62,8 +102,9 @@ void CurveView::rebuild() {
       x[static_cast<int>(i)] = curve_.x[i];
       y[static_cast<int>(i)] = ys[i];
     }
-    QCPGraph* graph = plot_->addGraph();
-    graph->setName(QString::fromStdString(label));
+    const bool onRight = static_cast<int>(s) == right;
+    QCPGraph* graph = plot_->addGraph(plot_->xAxis, onRight ? plot_->yAxis2 : plot_->yAxis);
+    graph->setName(QString::fromStdString(label) + (onRight ? " (right)" : ""));
     const QColor color = plotstyle::seriesColor(static_cast<int>(s));
     graph->setPen(QPen(color, 2.0));
     const bool markers = markers_ == 1 || (markers_ == -1 && n <= 40);
@@ -75,11 +116,13 @@ void CurveView::rebuild() {
   plot_->rescaleAxes();
   // A little air so that markers at the extremes are not cut by the frame.
   const QCPRange xr = plot_->xAxis->range();
-  const QCPRange yr = plot_->yAxis->range();
   const double xpad = xr.size() > 0 ? xr.size() * 0.03 : 0.5;
-  const double ypad = yr.size() > 0 ? yr.size() * 0.06 : std::max(std::abs(yr.center()) * 0.1, 0.5);
   plot_->xAxis->setRange(xr.lower - xpad, xr.upper + xpad);
-  plot_->yAxis->setRange(yr.lower - ypad, yr.upper + ypad);
+  for (QCPAxis* axis : {plot_->yAxis, plot_->yAxis2}) {
+    const QCPRange yr = axis->range();
+    const double ypad = yr.size() > 0 ? yr.size() * 0.06 : std::max(std::abs(yr.center()) * 0.1, 0.5);
+    axis->setRange(yr.lower - ypad, yr.upper + ypad);
+  }
   if (integerX) {
     const int span = static_cast<int>(std::ceil(xr.size())) + 1;
     plot_->xAxis->setTicker(plotstyle::integerTicker(span, 12));

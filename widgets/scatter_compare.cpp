@@ -77,7 +77,8 @@ void ScatterCompare::rebuild() {
   hasData_ = false;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   spearman_ = kendall_ = jaccard_ = nan;
-  title_->setText(displayName(a_) + QStringLiteral("  vs  ") + displayName(b_));
+  // Two lines: grid names are long ("Task recognition ‖P a‖ [norm]") and the scatter shares its row.
+  title_->setText(displayName(a_) + QStringLiteral("\nvs  ") + displayName(b_));
   plot_->xAxis->setLabel(displayName(a_));
   plot_->yAxis->setLabel(displayName(b_));
 

@@ -1,4 +1,4 @@
-// headscope-cli ltv MODEL [task options] [--layer L] [--steps 1000] [--lr 2e-3] [--layers all|L1,L2]
+// headscope-cli ltv MODEL [task options] [--layer L] [--steps 1000] [--lr 5e-3] [--layers all|L1,L2]
 // --out RUN.hscope [--json RUN.json]: learned task vectors vs vanilla TV / additive TV / FV per layer, and
 // the mechanism views at the chosen layer (DESIGN 5.5).
 #include <sstream>

@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "analysis/attribution.h"
 #include "analysis/patching.h"
 #include "cli_common.h"
 #include "results/rank_stats.h"
+#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs::cli {
@@ -103,15 +103,6 @@ at::Tensor meanOverPositions(const Transformer& model, const std::vector<std::ve
   return (sum / double(count)).to(at::kFloat);
 }
 
-std::string utcNow() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // The library names grids after mode and metric ("patch.from_clean.target_prob"); the run names them
 // after what they are ("patch.effect"), mode and metric stay in the provenance options.
 void renameGrid(HeadGrid& g, const std::string& base, bool perPosition, const LoadedModel& m,
@@ -120,7 +111,7 @@ void renameGrid(HeadGrid& g, const std::string& base, bool perPosition, const Lo
   if (perPosition) g.id += ".pos" + std::to_string(g.provenance.options["position"].get<int>());
   g.provenance.model = m.path;
   g.provenance.task = "prompt pair";
-  g.provenance.created = utcNow();
+  g.provenance.created = utcTimestamp();
   for (const char* k : {"clean_ids", "corrupt_ids", "mean_over"})
     if (runOptions.contains(k)) g.provenance.options[k] = runOptions[k];
 }

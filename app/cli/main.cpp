@@ -1,4 +1,6 @@
 // headscope-cli: JSON on stdout, messages on stderr; exit 0 on success, 1 with "error: ..." otherwise.
+#include <c10/util/Exception.h>
+
 #include <iostream>
 
 #include "cli_common.h"
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help / --version exit 0 through here; real parse errors print usage and exit non-zero.
     return app.exit(e);
+  } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
+    std::cerr << "error: " << e.what_without_backtrace() << std::endl;
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
     return 1;

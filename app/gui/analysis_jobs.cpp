@@ -92,20 +92,25 @@ AnalysisOutput runGeometryJob(const LoadedModel& m, const TaskSpec& spec, const 
 }
 
 // FV, SITE and LTV take the task spec itself (they draw their own train/valid prompts from its split);
-// the options are the libraries' defaults (the CLI exposes them).
+// the options are the libraries' defaults (the CLI exposes them all), the schedules overridable here.
 AnalysisOutput runFvJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
                         const AnalysisContext& ctx) {
   return functionVectors(*m.model, tokenizerOf(m, "fv"), spec, FvOptions{}, ctx, m.path);
 }
 
-AnalysisOutput runSiteJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
+AnalysisOutput runSiteJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json& options,
                           const AnalysisContext& ctx) {
-  return site(*m.model, tokenizerOf(m, "site"), spec, SiteOptions{}, ctx, m.path);
+  SiteOptions o;
+  o.steps = options.value("steps", o.steps);
+  return site(*m.model, tokenizerOf(m, "site"), spec, o, ctx, m.path);
 }
 
-AnalysisOutput runLtvJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json&,
+AnalysisOutput runLtvJob(const LoadedModel& m, const TaskSpec& spec, const nlohmann::json& options,
                          const AnalysisContext& ctx) {
-  return runLtv(*m.model, tokenizerOf(m, "ltv"), spec, LtvOptions{}, m.path, ctx);
+  LtvOptions o;
+  o.train.steps = options.value("steps", o.train.steps);
+  o.layers = options.value("layers", o.layers);
+  return runLtv(*m.model, tokenizerOf(m, "ltv"), spec, o, m.path, ctx);
 }
 
 }  // namespace

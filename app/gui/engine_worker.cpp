@@ -1,7 +1,7 @@
 #include "engine_worker.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/InferenceMode.h>
+#include <ATen/core/grad_mode.h>
 
 #include <QElapsedTimer>
 
@@ -27,11 +27,15 @@ void EngineWorker::job(const QString& name, F&& body) {
   cancel_ = false;
   Q_EMIT busy(true);
   try {
-    c10::InferenceMode guard;
+    // No gradients by default, but not InferenceMode: tensors made under it (the loaded weights, task
+    // embeddings, means) can never enter an autograd graph, and SITE and LTV train through the model.
+    at::NoGradGuard guard;
     body();
   } catch (const Cancelled&) {
     Q_EMIT progress(0.0, name + ": cancelled");
     Q_EMIT cancelled(name);
+  } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
+    Q_EMIT failed(name, QString::fromStdString(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     Q_EMIT failed(name, QString::fromStdString(e.what()));
   }

@@ -52,6 +52,8 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   jaccardK_->setPrefix("k = ");
   jaccardK_->setToolTip("k of Jaccard@k (0: 5 % of the heads)");
   summary_ = new QLabel;
+  // Never widens the window: the run's first numbers are shown, all of them in the tooltip.
+  summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   bar2->addWidget(compare_);
   bar2->addWidget(other_, 1);
   bar2->addWidget(jaccardK_);
@@ -83,6 +85,15 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
 void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   const QString keep = currentMetric(), keepOther = compareMetric();
   grids_.clear();
+  summaries_.clear();
+  for (const AnalysisRun& run : runs) {
+    QStringList numbers;
+    if (run.summary.is_object())
+      for (auto it = run.summary.begin(); it != run.summary.end(); ++it)
+        if (it->is_number())
+          numbers << QString("%1 %2").arg(QString::fromStdString(it.key())).arg(it->get<double>(), 0, 'g', 4);
+    summaries_[QString::fromStdString(run.id)] = numbers;
+  }
   {
     const QSignalBlocker b1(metric_), b2(other_);
     metric_->clear();
@@ -132,6 +143,14 @@ const HeadGrid* HeadsTab::gridOf(const QString& key) const {
 
 void HeadsTab::showCurrent() {
   if (const HeadGrid* g = gridOf(currentMetric())) view_->setGrid(*g);
+  // The summary of the run the shown grid belongs to.
+  const QString run = currentMetric().section('/', 0, 0);
+  const QStringList numbers = summaries_.value(run);
+  constexpr int kShown = 4;
+  summary_->setText(numbers.isEmpty() ? QString()
+                                      : run + ": " + numbers.mid(0, kShown).join(" · ") +
+                                            (numbers.size() > kShown ? " · …" : ""));
+  summary_->setToolTip(numbers.isEmpty() ? QString() : run + "\n" + numbers.join("\n"));
   updateCompare();
 }
 
@@ -158,10 +177,6 @@ void HeadsTab::updateCompare() {
   const bool on = compare_->isChecked() && a && b;
   scatter_->setVisible(on);
   if (on) scatter_->setGrids(*a, *b, jaccardK_->value());
-}
-
-void HeadsTab::setSummary(const QString& text) {
-  summary_->setText(text);
 }
 
 nlohmann::json HeadsTab::viewState() const {

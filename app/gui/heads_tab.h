@@ -2,7 +2,9 @@
 // The Heads tab: a metric selector over every grid of every run in the session, the layer × head heatmap,
 // "select top k / top %", and "compare with": a scatter of the shown metric against a second one with
 // Spearman ρ, Kendall τ-b and Jaccard@k.
+#include <QMap>
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include <nlohmann/json.hpp>
@@ -43,8 +45,6 @@ class HeadsTab : public QWidget {
   bool comparing() const;
   QString compareMetric() const;
 
-  void setSummary(const QString& text);
-
   // View state: shown metric, compare metric, top-k settings, colour range.
   nlohmann::json viewState() const;
   void restoreViewState(const nlohmann::json& j);
@@ -68,6 +68,7 @@ class HeadsTab : public QWidget {
   QComboBox* other_ = nullptr;
   QSpinBox* jaccardK_ = nullptr;
   QLabel* summary_ = nullptr;
+  QMap<QString, QStringList> summaries_;  // run id -> "key value" of its numeric summary entries
   QSplitter* split_ = nullptr;
   HeadGridView* view_ = nullptr;
   ScatterCompare* scatter_ = nullptr;

@@ -22,11 +22,12 @@
 using hs::gui::MainWindow;
 
 namespace {
-// Drives the window to a representative state (top induction heads selected and zero-ablated, the
-// comparison scatter on, the top head's pattern shown, the evaluation done), then grabs every tab.
+// Drives the window, after the start analyses (every method on the toy model), to a representative state (top
+// induction heads selected and zero-ablated, the comparison scatter on, the top head's pattern shown, the
+// evaluation done), then grabs every tab.
 void scriptScreenshots(MainWindow& w, const QString& dir) {
   w.setInteractive(false);
-  w.setStartAnalyses({"induction", "tsla", "geometry"});
+  w.resize(1800, 960);  // the documented size, whatever window geometry the settings remember
   auto finish = std::make_shared<std::function<void()>>([&w, dir] {
     for (const QString& f : w.saveScreenshots(dir))
       qInfo("wrote %s", qPrintable(f));

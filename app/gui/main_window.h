@@ -54,7 +54,9 @@ class MainWindow : public QMainWindow {
   // The analyses a model load runs (default: induction and TSLA; those not built in are skipped).
   void setStartAnalyses(const QStringList& methods) { startAnalyses_ = methods; }
   // Queues the analysis registered under `method` on the current task; its run id is "<method>-<n>".
-  void runAnalysis(const QString& method, const nlohmann::json& options = nlohmann::json::object());
+  // Runs `method` on the Task dock's task, or on `task` (a TaskSpec as JSON) when that is not null.
+  void runAnalysis(const QString& method, const nlohmann::json& options = nlohmann::json::object(),
+                   const nlohmann::json& task = nullptr);
   // "Evaluate with interventions" on the current task.
   void evaluate();
 
@@ -143,7 +145,9 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   QString sessionPath_;
   QString tokenizerPath_;
-  QStringList startAnalyses_ = {"induction", "tsla"};
+  // Run after a model loads: the head views on the Task dock's task; the task-vector methods (fv, site, ltv)
+  // need a function task, so on the toy model they run on toy:antonym_a (kTaskVectorStartTask).
+  QStringList startAnalyses_ = {"induction", "tsla", "geometry", "fv", "site", "ltv"};
 
   ModelInfo info_;
   PromptView prompt_;

@@ -74,9 +74,9 @@ ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) 
     auto* box = new QWidget;
     auto* bl = new QVBoxLayout(box);
     bl->setContentsMargins(4, 4, 4, 4);
-    auto* title = new QLabel("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
-                             QString::fromStdString(s.panel.id) + "</span>");
-    bl->addWidget(title);
+    s.title = new QLabel;
+    setTitle(s, QString::fromStdString(s.panel.id));
+    bl->addWidget(s.title);
     s.stack = new QStackedWidget;
     s.placeholder = new QLabel(s.panel.placeholder);
     s.placeholder->setAlignment(Qt::AlignCenter);
@@ -104,15 +104,23 @@ ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) 
   }
 }
 
+void ResultsTab::setTitle(Slot& s, const QString& source) {
+  s.title->setText("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
+                   source.toHtmlEscaped() + "</span>");
+}
+
 void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   for (Slot& s : panels_) {
     s.filled = false;
+    const Provenance* from = nullptr;
+    std::string runId;
     for (auto run = runs.rbegin(); run != runs.rend() && !s.filled; ++run) {
       if (s.panel.kind == Kind::Curve) {
         for (const Curve& c : run->curves)
           if (c.id == s.panel.id) {
             s.curve->setCurve(c);
             s.filled = true;
+            from = &c.provenance;
             break;
           }
       } else if (s.panel.kind == Kind::Grid) {
@@ -120,16 +128,27 @@ void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
           if (g.id == s.panel.id) {
             s.grid->setGrid(g);
             s.filled = true;
+            from = &g.provenance;
             break;
           }
       } else {
         for (const Table& t : run->tables)
           if (t.id == s.panel.id && s.projection->setTable(t)) {
             s.filled = true;
+            from = &t.provenance;
             break;
           }
       }
+      if (s.filled) runId = run->id;
     }
+    // Which run and task the panel shows: the task-vector views may run on another task than the dock's.
+    QString source = QString::fromStdString(s.panel.id);
+    if (s.filled) {
+      source = QString::fromStdString(runId);
+      if (from && !from->task.empty()) source += " · " + QString::fromStdString(from->task);
+      if (from && from->n_prompts > 0) source += QString(" · %1 prompts").arg(from->n_prompts);
+    }
+    setTitle(s, source);
     s.stack->setCurrentIndex(s.filled ? 1 : 0);
   }
 }

@@ -60,11 +60,13 @@ class ResultsTab : public QWidget {
     Panel panel;
     QStackedWidget* stack = nullptr;
     QLabel* placeholder = nullptr;
+    QLabel* title = nullptr;  // bold panel title, then (grey) where the shown result comes from
     CurveView* curve = nullptr;
     HeadGridView* grid = nullptr;
     ProjectionView* projection = nullptr;
     bool filled = false;
   };
+  static void setTitle(Slot& s, const QString& source);
   std::vector<Slot> panels_;
   int focused_ = -1;  // the panel last clicked (export target)
 };

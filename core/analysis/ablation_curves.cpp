@@ -311,24 +311,37 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
     std::vector<at::Tensor> zSrc;  // per layer [heads, d_head] at the source's −2
     lastLogitsArgmax(toIds(src.tokens), {}, &zSrc);
     const std::vector<int64_t> dstIds = toIds(dst.tokens);
+    const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
+    const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);
+    const size_t steps = std::max(meaningWord.size(), keptWord.size());
+    const int patchPos = static_cast<int>(dstIds.size()) - 2;  // absolute: fixed while the answer grows
     for (size_t s = 0; s < sets.size(); ++s) {
       std::vector<Intervention> ivs;
       for (const HeadRef& h : sets[s].second) {
         Intervention iv;
         iv.site = attnZ(h.layer);
         iv.heads = {h.head};
-        iv.positions = {-2};
+        iv.positions = {patchPos};
         iv.op = InterventionOp::Replace;
         iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
         ivs.push_back(iv);
       }
-      const int64_t out = lastLogitsArgmax(dstIds, ivs, nullptr);
+      // Greedy generation of the answer word, the patch applied in every step's forward.
+      std::vector<int64_t> ids = dstIds;
+      std::vector<int> generated;
+      for (size_t step = 0; step < steps; ++step) {
+        generated.push_back(static_cast<int>(lastLogitsArgmax(ids, ivs, nullptr)));
+        ids.push_back(generated.back());
+      }
+      auto spells = [&](const std::vector<int>& word) {
+        return std::equal(word.begin(), word.end(), generated.begin());
+      };
       int outcome = 3;
-      if (out == w.word(toy::Lang::A, cs)[0])
+      if (spells(meaningWord))
         outcome = 0;
-      else if (out == w.word(toy::Lang::A, cd)[0])
+      else if (spells(keptWord))
         outcome = 1;
-      else if (w.languageOfToken(static_cast<int>(out)) == toy::index(toy::Lang::B))
+      else if (w.languageOfToken(generated[0]) == toy::index(toy::Lang::B))
         outcome = 2;
       ++counts[s][static_cast<size_t>(outcome)];
     }
@@ -337,7 +350,7 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
 
   Table t;
   t.id = "dual_route.concept_patching";
-  t.name = "Cross-language concept patching (first answer token)";
+  t.name = "Cross-language concept patching (whole answer word)";
   t.columns = {"heads", "patched", "n", "meaning_moved", "kept", "language_moved", "other"};
   for (size_t s = 0; s < sets.size(); ++s) {
     std::vector<nlohmann::json> row = {sets[s].first, headsText(sets[s].second), n};
@@ -354,10 +367,10 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
       {"shots", shots},
       {"position", "last query-word token (-2) in both prompts"},
       {"patch", "replace hook_z from the source run"},
-      {"generation_steps", 1},
+      {"generation", "greedy, the patch in every step, as many tokens as the longer of the two A words"},
       {"outcomes",
-       "meaning_moved: first token of the source concept's A word; kept: of the destination's; "
-       "language_moved: a language-B token; other: anything else"}};
+       "meaning_moved: the source concept's A word generated exactly; kept: the destination's; "
+       "language_moved: the first generated token is a language-B token; other: anything else"}};
   return t;
 }
 

@@ -72,13 +72,14 @@ Table inductionAblationTable(const Transformer& model, const NextTokenTask& indu
                              const HeadGrid& prefixMatching, int k, uint64_t seed,
                              const AnalysisContext& ctx = {});
 
-// Cross-language concept patching on the toy world, one generation step (the first answer token).
+// Cross-language concept patching on the toy world, at every generation step of the answer word.
 // Pair i: a destination prompt translating B → A (functionPrompt "translate_b_a", query concept c_d) and a
 // source prompt translating A → B (functionPrompt "translate_a_b", query concept c_s ≠ c_d, the first tokens
 // of the A words of c_s and c_d differ). The chosen heads' hook_z at the source's last query-word token
-// (−2, before "→") replaces theirs at the destination's −2. Outcome of the destination's next token:
-// "meaning_moved" = first token of word_A(c_s) (the patched concept, in the destination's output
-// language), "kept" = first token of word_A(c_d), "language_moved" = any language-B token (the source's
+// (−2, before "→") replaces theirs at the destination's query-word token in every forward while the
+// destination's answer is generated greedily (as many tokens as the longer A word). Outcome:
+// "meaning_moved" = word_A(c_s) generated (the patched concept, in the destination's output language),
+// "kept" = word_A(c_d), "language_moved" = the first generated token is a language-B token (the source's
 // output language), else "other". Table "dual_route.concept_patching": one row per head set — no patch,
 // the top-k concept-copying heads, the top-k token-copying heads, k random heads — with the share of each
 // outcome.

@@ -24,4 +24,19 @@ struct AnalysisContext {
   }
 };
 
+// A context that reports into [from, to) of the parent's progress, messages prefixed with `what`;
+// cancellation passes through. The parent's callbacks are copied, so the child may outlive `ctx`.
+inline AnalysisContext subContext(const AnalysisContext& ctx, double from, double to,
+                                  const std::string& what) {
+  AnalysisContext s;
+  s.cancelled = ctx.cancelled;
+  if (ctx.progress) {
+    auto progress = ctx.progress;
+    s.progress = [progress, from, to, what](double f, const std::string& m) {
+      progress(from + (to - from) * f, what + (m.empty() ? "" : ": " + m));
+    };
+  }
+  return s;
+}
+
 }  // namespace hs

@@ -7,26 +7,17 @@
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
-#include <ctime>
 
 #include "analysis/icl_eval.h"
 #include "analysis/patching.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
+#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs {
 
 namespace {
-
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::vector<std::vector<int64_t>> idsOf(const std::vector<Prompt>& prompts) {
   std::vector<std::vector<int64_t>> out;
@@ -37,15 +28,6 @@ std::vector<std::vector<int64_t>> idsOf(const std::vector<Prompt>& prompts) {
 }
 
 // A sub-range of an analysis's progress: fraction f of this stage maps to [lo, hi] of the whole.
-AnalysisContext stage(const AnalysisContext& ctx, double lo, double hi, const std::string& what) {
-  AnalysisContext s;
-  s.cancelled = ctx.cancelled;
-  s.progress = [&ctx, lo, hi, what](double f, const std::string& msg) {
-    ctx.report(lo + (hi - lo) * f, what + ": " + msg);
-  };
-  return s;
-}
-
 }  // namespace
 
 nlohmann::json fvOptionsToJson(const FvOptions& o) {
@@ -130,8 +112,8 @@ AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, c
   const std::vector<Prompt> shuffled(allShuffled.begin() + opt.n_mean, allShuffled.end());
 
   at::NoGradGuard noGrad;
-  const at::Tensor meanZ = meanHeadOutputs(model, idsOf(clean), -1, stage(ctx, 0.0, 0.2, "mean z"));
-  HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, stage(ctx, 0.2, 0.8, "AIE"));
+  const at::Tensor meanZ = meanHeadOutputs(model, idsOf(clean), -1, subContext(ctx, 0.0, 0.2, "mean z"));
+  HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
 
   const std::vector<HeadRef> top = topHeads(aie, opt.top);
   const at::Tensor fv = functionVector(model, meanZ, top);  // [d_model]
@@ -162,7 +144,7 @@ AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, c
   prov.n_prompts = spec.n_prompts;
   prov.options = fvOptionsToJson(opt);
   prov.options["task"] = taskSpecToJson(spec);
-  prov.created = utcNow();
+  prov.created = utcTimestamp();
 
   AnalysisOutput out;
   out.run.id = "fv-1";

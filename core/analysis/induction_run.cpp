@@ -20,12 +20,7 @@ namespace {
 
 // Progress of stage i of n inside the whole run; cancellation passes through.
 AnalysisContext stage(const AnalysisContext& ctx, int i, int n, const std::string& what) {
-  AnalysisContext s;
-  s.cancelled = ctx.cancelled;
-  s.progress = [&ctx, i, n, what](double f, const std::string& msg) {
-    ctx.report((double(i) + f) / n, what + ": " + msg);
-  };
-  return s;
+  return subContext(ctx, double(i) / n, double(i + 1) / n, what);
 }
 
 nlohmann::json headsJson(const std::vector<HeadRef>& heads) {

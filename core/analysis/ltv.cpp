@@ -7,13 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <map>
 #include <set>
 
 #include "analysis/icl_eval.h"
 #include "analysis/ltv_mechanism.h"
 #include "analysis/patching.h"
+#include "results/timestamp.h"
 #include "tasks/toy/rng.h"
 #include "util/error.h"
 
@@ -23,16 +23,6 @@ namespace {
 
 constexpr uint64_t kStreamInit = 0x1717, kStreamOrder = 0x0BDE, kStreamRandomHeads = 0xAB1A,
                    kStreamProp = 0x9209;
-
-// A context reporting into [a, b) of the parent's progress.
-AnalysisContext subContext(const AnalysisContext& ctx, double a, double b, const std::string& what) {
-  AnalysisContext s;
-  s.cancelled = ctx.cancelled;
-  s.progress = [&ctx, a, b, what](double f, const std::string& msg) {
-    ctx.report(a + (b - a) * f, what + ": " + msg);
-  };
-  return s;
-}
 
 std::vector<Prompt> firstN(const std::vector<Prompt>& v, int n) {
   return {v.begin(), v.begin() + std::min<size_t>(v.size(), static_cast<size_t>(std::max(n, 0)))};
@@ -45,13 +35,6 @@ IclEval evalWith(const Transformer& model, const std::vector<Prompt>& prompts, s
   eo.pad_id = opt.pad_id;
   eo.interventions = std::move(ivs);
   return evaluateIcl(model, prompts, eo, ctx);
-}
-
-std::string nowIso() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 std::string headList(const std::vector<HeadRef>& heads) {
@@ -114,16 +97,31 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
   eo.pad_id = opt.pad_id;
 
   LtvTraining out;
+  // Validation: accuracy first; among equal accuracies the lower mean −log p(y*) (a larger margin) wins.
+  struct Score {
+    double accuracy = -1, loss = 0;
+    bool betterThan(const Score& o) const {
+      return accuracy > o.accuracy || (accuracy == o.accuracy && loss < o.loss);
+    }
+  };
   auto validate = [&](int step) {
     eo.interventions = {ltvInjection(layer, theta.detach())};
-    const double acc = evaluateIcl(model, valid, eo).accuracy;
+    const IclEval e = evaluateIcl(model, valid, eo);
+    double loss = 0;
+    for (double lp : e.answer_logprob)
+      loss -= lp;
+    loss /= std::max<size_t>(1, e.answer_logprob.size());
     out.eval_step.push_back(step);
-    out.valid_accuracy.push_back(acc);
-    return acc;
+    out.valid_accuracy.push_back(e.accuracy);
+    return Score{e.accuracy, loss};
   };
   at::Tensor best = theta.detach().clone();  // [d]
+  Score bestScore;
   int sinceBest = 0;
-  if (!valid.empty()) out.best_valid_accuracy = validate(0);
+  if (!valid.empty()) {
+    bestScore = validate(0);
+    out.best_valid_accuracy = bestScore.accuracy;
+  }
 
   std::vector<size_t> order;
   toy::Rng orderRng(toy::deriveSeed(opt.seed, kStreamOrder, static_cast<uint64_t>(layer)));
@@ -168,17 +166,19 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
     const bool last = step + 1 == opt.steps;
     if (valid.empty()) continue;
     if ((step + 1) % opt.eval_every != 0 && !last) continue;
-    const double acc = validate(step + 1);
-    if (acc > out.best_valid_accuracy) {
-      out.best_valid_accuracy = acc;
+    const Score score = validate(step + 1);
+    if (score.betterThan(bestScore)) {
+      bestScore = score;
+      out.best_valid_accuracy = score.accuracy;
       out.best_step = step + 1;
       best = theta.detach().clone();
       sinceBest = 0;
     } else {
       ++sinceBest;
     }
-    // Early stop: the valid split is solved, or it stopped improving.
-    if (!last && (out.best_valid_accuracy >= 1.0 || sinceBest >= opt.patience)) {
+    // Early stop: neither the valid accuracy nor, at equal accuracy, the valid loss improved for `patience`
+    // evaluations (a solved valid split keeps training while its margin grows).
+    if (!last && sinceBest >= opt.patience) {
       out.early_stopped = true;
       break;
     }
@@ -339,7 +339,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   prov.seed = spec.seed;
   prov.n_prompts = spec.n_prompts;
   prov.options = out.run.options;
-  prov.created = nowIso();
+  prov.created = utcTimestamp();
 
   // Baselines without any vector.
   ctx.report(0.0, "baselines");

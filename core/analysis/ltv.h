@@ -4,7 +4,7 @@
 // LTV: θ ∈ R^d is added (InterventionOp::Add, θ requires grad) to hook_resid_pre of layer l at the last
 // position N of zero-shot prompts; the model is frozen; the loss is −log p(y*) of the first answer token;
 // AdamW (weight decay 0.01) with a linearly decaying learning rate; θ ~ U(−r, r) seeded; early stop on
-// the accuracy of the valid split (the best θ seen is kept).
+// the accuracy of the valid split (the best θ seen is kept; equal accuracies are ranked by the valid loss).
 // Baselines at the same layer index l, all at N of the zero-shot prompt:
 //  - vanilla TV (Hendel): h_ICL = hook_resid_post(l) at N, averaged over ICL prompts of the train split,
 //    replaces the zero-shot state there (Replace);
@@ -30,8 +30,9 @@ namespace hs {
 // ---- LTV training ----
 
 struct LtvTrainOptions {
-  int steps = 1000;            // optimizer steps at most
-  double lr = 2e-3;            // peak learning rate (the paper's range 1e-3..5e-3), decays linearly to 0
+  int steps = 1000;  // optimizer steps at most
+  double lr = 5e-3;  // peak learning rate, the top of the paper's range 1e-3..5e-3 (lower ones stop short on
+                     // the toy model: Adam moves θ by about lr per step), decays linearly to 0
   double weight_decay = 0.01;  // AdamW
   int batch = 8;               // zero-shot prompts per step (drawn in a seeded shuffled order)
   double init_range = 0.1;     // θ ~ U(−init_range, init_range)

@@ -8,35 +8,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <numeric>
 #include <random>
 
 #include "analysis/patching.h"
 #include "results/results_json.h"
+#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs {
 
 namespace {
-
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-AnalysisContext stage(const AnalysisContext& ctx, double lo, double hi, const std::string& what) {
-  AnalysisContext s;
-  s.cancelled = ctx.cancelled;
-  s.progress = [&ctx, lo, hi, what](double f, const std::string& msg) {
-    ctx.report(lo + (hi - lo) * f, what + ": " + msg);
-  };
-  return s;
-}
 
 void checkShapes(const Transformer& model, const at::Tensor& t, const at::Tensor& alpha, const char* who) {
   const ModelConfig& c = model.config();
@@ -213,14 +195,15 @@ AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSp
   for (int i = 0; i < opt.n_embed; ++i)
     embedIds.emplace_back(trainTask.icl[size_t(i)].ids.begin(), trainTask.icl[size_t(i)].ids.end());
   const at::Tensor t =
-      meanHeadOutputs(model, embedIds, -1, stage(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
+      meanHeadOutputs(model, embedIds, -1, subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
 
   std::vector<SiteExample> examples;
   for (int i = 0; i < opt.n_train; ++i) {
     const Prompt& p = trainTask.zero_shot[size_t(i)];
     examples.push_back({std::vector<int64_t>(p.ids.begin(), p.ids.end()), int64_t(p.answer_token)});
   }
-  const SiteTraining tr = trainSite(model, examples, t, opt, spec.seed, stage(ctx, 0.1, 0.7, "training α"));
+  const SiteTraining tr =
+      trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
   const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
 
   // Evaluation by generation, injection in the prefill pass only.
@@ -246,9 +229,10 @@ AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSp
     const Condition& cd = conds[i];
     const std::vector<Intervention> ivs =
         cd.alpha.defined() ? siteInterventions(t, cd.alpha) : std::vector<Intervention>{};
-    const double a = generationAccuracy(model, *cd.prompts, opt.max_new_tokens, stop, eos, ivs,
-                                        stage(ctx, 0.7 + 0.3 * i / conds.size(),
-                                              0.7 + 0.3 * (i + 1) / conds.size(), cat("accuracy ", cd.id)));
+    const double a =
+        generationAccuracy(model, *cd.prompts, opt.max_new_tokens, stop, eos, ivs,
+                           subContext(ctx, 0.7 + 0.3 * i / conds.size(), 0.7 + 0.3 * (i + 1) / conds.size(),
+                                      cat("accuracy ", cd.id)));
     const std::string id = cd.id;
     const int heads = !cd.alpha.defined() ? 0
                       : id == "site"      ? c.n_layers * c.n_heads
@@ -266,7 +250,7 @@ AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSp
   prov.options = siteOptionsToJson(opt);
   prov.options["task"] = taskSpecToJson(spec);
   prov.options["stop_token"] = stop;
-  prov.created = utcNow();
+  prov.created = utcTimestamp();
   acc.provenance = prov;
 
   AnalysisOutput out;

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <ctime>
 #include <random>
 #include <set>
 
@@ -11,6 +10,7 @@
 #include "analysis/induction_scores.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
+#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs {
@@ -31,15 +31,6 @@ Eigen::MatrixXd toMatrix(const at::Tensor& t) {
 std::vector<double> toVector(const at::Tensor& t) {
   const at::Tensor c = t.to(at::kCPU, at::kDouble).contiguous();  // [n]
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
-
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // Sum over the selected heads of their prompt-mean output: meanA [layers, heads, d_model] → [d_model].
@@ -162,20 +153,8 @@ Provenance iclProvenance(const std::string& method, const std::string& modelPath
   p.options = options;
   p.options["task"] = taskSpecToJson(task.spec);
   p.options["label_tokens"] = task.label_tokens;
-  p.created = utcNow();
+  p.created = utcTimestamp();
   return p;
-}
-
-AnalysisContext subContext(const AnalysisContext& ctx, double from, double to, const std::string& what) {
-  AnalysisContext s;
-  s.cancelled = ctx.cancelled;
-  if (ctx.progress) {
-    auto progress = ctx.progress;
-    s.progress = [progress, from, to, what](double f, const std::string& m) {
-      progress(from + (to - from) * f, what + (m.empty() ? "" : ": " + m));
-    };
-  }
-  return s;
 }
 
 AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const IclTask& task,

@@ -80,7 +80,4 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
 Provenance iclProvenance(const std::string& method, const std::string& modelPath, const IclTask& task,
                          const nlohmann::json& options);
 
-// A context whose progress maps [0, 1] onto [from, to] of `ctx` (prefixing `what`); same cancellation.
-AnalysisContext subContext(const AnalysisContext& ctx, double from, double to, const std::string& what);
-
 }  // namespace hs

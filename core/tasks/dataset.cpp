@@ -174,15 +174,41 @@ bool looksLikeHeader(const std::vector<std::string>& cells) {
   return true;
 }
 
-}  // namespace
+// An FV task whose answers come from a small closed set (sentiment: positive / negative; person-sport: five
+// sports) is a classification set too, so TSLA and the geometry views can use it: label words = the distinct
+// answers in order of first appearance. At most kMaxClosedLabels answers, each seen kMinPerLabel times on
+// average, every example with exactly one answer.
+constexpr size_t kMaxClosedLabels = 8;
+constexpr size_t kMinPerLabel = 10;
 
-Dataset loadFvJson(const std::string& path) {
-  const nlohmann::json j = parseJsonFile(path);
+void markClosedLabelSet(Dataset& d) {
+  std::vector<std::string> labels;
+  for (const Example& e : d.examples) {
+    if (e.outputs.size() != 1) return;
+    if (std::find(labels.begin(), labels.end(), e.outputs[0]) != labels.end()) continue;
+    labels.push_back(e.outputs[0]);
+    if (labels.size() > kMaxClosedLabels) return;
+  }
+  if (labels.size() < 2 || d.examples.size() < kMinPerLabel * labels.size()) return;
+  d.classification = true;
+  d.label_words = labels;
+  for (Example& e : d.examples)
+    e.label = static_cast<int>(std::find(labels.begin(), labels.end(), e.outputs[0]) - labels.begin());
+}
+
+// An FV task parsed from the file at `path`.
+Dataset fvDataset(const nlohmann::json& j, const std::string& path) {
   Dataset d;
   d.id = d.name = stemOf(path);
   d.source = path;
   d.examples = fvItems(j, path);
+  markClosedLabelSet(d);
   return d;
+}
+}  // namespace
+
+Dataset loadFvJson(const std::string& path) {
+  return fvDataset(parseJsonFile(path), path);
 }
 
 Dataset datasetFromToyExport(const nlohmann::json& fv, const std::string& id) {
@@ -328,11 +354,7 @@ Dataset loadDatasetAuto(const std::string& path) {
     const nlohmann::json j = parseJsonFile(path);
     if (j.is_object() && j.contains("items"))
       return withContext(path, [&] { return datasetFromToyClassification(j, stemOf(path)); });
-    Dataset d;
-    d.id = d.name = stemOf(path);
-    d.source = path;
-    d.examples = fvItems(j, path);
-    return d;
+    return fvDataset(j, path);
   }
   if (ext == ".csv") return loadPairsCsv(path, ',');
   if (ext == ".tsv") return loadPairsCsv(path, '\t');

@@ -11,6 +11,8 @@
 #include <Eigen/Dense>
 #include <QtTest>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -70,10 +72,7 @@ class TestLtv : public QObject {
       spec.seed = 1;
       hs::LtvOptions o;
       o.layers = {m.config.n_layers / 2};
-      o.train.steps = 300;
-      o.train.lr = 5e-3;
-      o.train.eval_every = 20;
-      o.train.patience = 5;
+      // The default schedule (1000 steps, lr 5e-3, validation every 25 steps, patience 8).
       o.train_prompts = 179;  // the whole train split
       o.valid_prompts = 23;
       o.icl_prompts = 40;
@@ -168,15 +167,23 @@ class TestLtv : public QObject {
     QVERIFY(!t.theta.requires_grad());
     QVERIFY(at::equal(woBefore, m.weights().layers[2].wo));  // the model is frozen
 
-    // Early stop on a solved valid split keeps the best θ and reports its accuracy.
+    // Early stop: `patience` validations without a better (accuracy, loss) end the run and keep the best θ,
+    // the one validated `patience` evaluations before the end.
     hs::LtvTrainOptions e = o;
     e.steps = 400;
-    e.eval_every = 10;
-    const hs::LtvTraining te = hs::trainLtv(m, train, train, 1, e);
+    e.eval_every = 5;
+    e.patience = 1;
+    // The valid prompts ask for another answer than training teaches, so the valid loss stops improving.
+    std::vector<hs::Prompt> valid;
+    for (int i = 0; i < 8; ++i)
+      valid.push_back(handPrompt({1, 3 + i, 20 + i, 7}, 41));
+    const hs::LtvTraining te = hs::trainLtv(m, train, valid, 1, e);
     QVERIFY(te.early_stopped);
-    QCOMPARE(te.best_valid_accuracy, 1.0);
     QVERIFY(te.steps_run < 400);
-    QCOMPARE(te.best_step, te.steps_run);
+    QCOMPARE(te.best_step, te.steps_run - e.patience * e.eval_every);
+    QCOMPARE(te.best_valid_accuracy, *std::max_element(te.valid_accuracy.begin(), te.valid_accuracy.end()));
+    const hs::LtvTraining again = hs::trainLtv(m, train, valid, 1, e);  // seeded: the same run again
+    QVERIFY(at::equal(again.theta, te.theta));
   }
 
   void ovReconstructionEqualsPerHeadSum() {
@@ -252,10 +259,10 @@ class TestLtv : public QObject {
                  zs = s["zero_shot_accuracy"];
     // Strictly better, unless LTV is already at 100 % (a tie at the ceiling).
     QVERIFY2(ltv > tv || (ltv == 1.0 && tv == 1.0), "LTV should beat vanilla TV at the middle layer");
-    // LTV vs FV is reported, not asserted: with this test's short schedule (300 steps) the shipped toy model
-    // gives LTV 0.574 vs FV 0.907 at layer 2 (the FV acts on the output of layer 2, θ on its input), so the
-    // issue's "LTV beats FV" is not reached here; see the issue note.
+    // LTV vs FV: at least as good (measured on the shipped toy model: LTV 1.00 vs FV 0.90 with seed 1; on
+    // other seeds both sit at 0.96-1.00, the FV is near the ceiling of this task at the middle layer).
     qInfo("LTV - FV at the middle layer: %+.3f", ltv - fv);
+    QVERIFY2(ltv >= fv, "LTV should be at least as accurate as the FV at the middle layer");
     QVERIFY2(ltv > zs + 0.2, "LTV should lift zero-shot accuracy clearly");
 
     // The results a user opens: ids, shapes, series.

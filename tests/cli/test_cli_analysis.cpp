@@ -1,4 +1,5 @@
-// `headscope-cli patch` and `headscope-cli export` as a user runs them (real processes), on stories260K:
+// `headscope-cli patch` and `headscope-cli export` as a user runs them (real processes), on stories260K, and
+// every other analysis command on stories260K with Function Vectors tasks (finite grids of the right shape):
 // - patch writes a session whose run reopens with the grids the library computes for the same pair
 //   (exact sweep, attribution, their rank correlation), per-position grids included, and the --json file;
 // - a clean/corrupt pair of unequal token length and an unknown target token fail with "error: ...";
@@ -283,6 +284,61 @@ class TestCliAnalysis : public QObject {
     QCOMPARE(int(table.size()), 2);
     QCOMPARE(table[0], (std::vector<std::string>{"exact", "attribution", "spearman_rho", "kendall_tau"}));
     QVERIFY(std::abs(std::stod(table[1][2]) - run.tables[0].rows[0][2].get<double>()) <= 1e-12);
+  }
+
+  // Issue #5: every analysis runs on stories260K (5 layers × 8 heads) with Function Vectors tasks from the
+  // shared data on these cores and produces finite grids of the model's shape (antonym.json for the task
+  // vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
+  void everyAnalysisRunsOnStoriesWithFvTasks() {
+    const std::string fvDir = hs::test::sharedData("datasets/function_vectors/abstractive/");
+    HS_REQUIRE_FILE(fvDir + "antonym.json");
+    const QString antonym = q(fvDir + "antonym.json"), sentiment = q(fvDir + "sentiment.json");
+    const std::vector<std::pair<QString, QStringList>> runs = {
+        {"fv", {"--task", antonym, "--n", "10", "--shots", "5"}},
+        {"site", {"--task", antonym, "--n", "10", "--shots", "5", "--steps", "40", "--n-embed", "10"}},
+        {"ltv",
+         {"--task", antonym, "--n", "10", "--shots", "5", "--layers", "2", "--steps", "40", "--train-prompts",
+          "20", "--icl-prompts", "10", "--fv-prompts", "5", "--prop-samples", "80"}},
+        {"tsla", {"--task", sentiment, "--n", "12", "--shots", "4"}},
+        {"geometry", {"--task", sentiment, "--n", "12", "--shots", "4"}},
+        {"induction", {"--n", "4", "--n-eval", "8"}},
+    };
+    for (const auto& [method, options] : runs) {
+      const std::string base = dir_.filePath("stories_" + method).toStdString();
+      QStringList args = QStringList{method} + modelArgs() + options;
+      args << "--out" << q(base + ".hscope") << "--json" << q(base + ".json");
+      const CliResult r = runCli(args);
+      QVERIFY2(r.exitCode == 0, qPrintable(method + ": " + q(r.err)));
+      std::ifstream f(base + ".json");
+      const json j = json::parse(f);
+      // geometry's results are per-layer curves (x = the model's 5 layers); every other method has grids
+      if (method == "geometry") {
+        QVERIFY(!j.at("curves").empty());
+        for (const json& c : j.at("curves")) {
+          QCOMPARE(c.at("x").size(), size_t(5));
+          for (const json& series : c.at("series"))
+            for (const json& v : series.at("y"))
+              QVERIFY2(
+                  v.is_number() && std::isfinite(v.get<double>()),
+                  qPrintable("geometry " + q(c.at("id").get<std::string>()) + " has a non-finite value"));
+        }
+      } else {
+        QVERIFY2(!j.at("grids").empty(), qPrintable(method));
+      }
+      for (const json& g : j.at("grids")) {
+        const QString what = method + " " + q(g.at("id").get<std::string>());
+        QVERIFY2(g.at("shape") == json::array({5, 8}), qPrintable(what));
+        QCOMPARE(g.at("values").size(), size_t(5));
+        for (const json& row : g.at("values")) {
+          QCOMPARE(row.size(), size_t(8));
+          for (const json& v : row)
+            QVERIFY2(v.is_number() && std::isfinite(v.get<double>()),
+                     qPrintable(what + " has a non-finite value"));
+        }
+      }
+      qInfo("stories260K %s: %zu grids, summary %s", qPrintable(method), j.at("grids").size(),
+            j.value("summary", json::object()).dump().substr(0, 300).c_str());
+    }
   }
 
   void exportOfBrokenSessionNamesTheFile() {

@@ -67,6 +67,27 @@ class TestWorkbench : public QObject {
     QVERIFY(p.roles.contains("input"));
   }
 
+  // SITE and LTV train through the model on the engine thread (autograd must be available there) and fill
+  // the Task-vectors tab: α grid, LTV accuracy vs layer, the SITE loss curve.
+  void taskVectorMethodsTrainOnTheWorker() {
+    QString error;
+    auto w = hs::test::toyWindow(16, &error);
+    QVERIFY2(w, qPrintable(error));
+    hs::TaskSpec antonym;
+    antonym.dataset = "toy:antonym_a";
+    antonym.shots = 10;
+    antonym.n_prompts = 20;
+    const nlohmann::json task = hs::taskSpecToJson(antonym);
+    w->runAnalysis("site", {{"steps", 40}}, task);
+    w->runAnalysis("ltv", {{"steps", 60}, {"layers", {2}}}, task);
+    hs::gui::ResultsTab* tv = w->taskVectorsTab();
+    QTRY_VERIFY2_WITH_TIMEOUT(tv->isFilled(1) || !w->lastError().isEmpty(), "LTV did not arrive", 120000);
+    QVERIFY2(w->lastError().isEmpty(), qPrintable(w->lastError()));
+    QVERIFY(tv->isFilled(0));  // SITE α
+    QVERIFY(tv->isFilled(3));  // SITE loss
+    QVERIFY(w->headsTab()->metricKeys().contains("site-1/site.alpha"));
+  }
+
   // Click selects one head, Ctrl-click adds a second; each menu action adds that kind for the selection.
   void clickSelectsAndMenuAddsInterventions() {
     QString error;

@@ -26,6 +26,22 @@ class TestTaskDatasets : public QObject {
     QVERIFY(!d.classification);
   }
 
+  void fvClosedAnswerSetIsClassification() {
+    // sentiment.json answers "positive" / "negative" only: a classification set with those label words
+    // (first-appearance order), every example labelled; word_length.json (13 answers) stays a plain FV task.
+    const std::string path = sharedData("datasets/function_vectors/abstractive/sentiment.json");
+    HS_REQUIRE_FILE(path);
+    const hs::Dataset d = hs::loadFvJson(path);
+    QVERIFY(d.classification);
+    QCOMPARE(d.label_words, (std::vector<std::string>{"positive", "negative"}));
+    for (const hs::Example& e : d.examples)
+      QCOMPARE(d.label_words[static_cast<size_t>(e.label)], e.outputs[0]);
+    const hs::Dataset lengths =
+        hs::loadFvJson(sharedData("datasets/function_vectors/abstractive/word_length.json"));
+    QVERIFY(!lengths.classification);
+    QCOMPARE(lengths.examples[0].label, -1);
+  }
+
   void fvExtractiveAndKeyOrder() {
     // country-capital lists "output" before "input"; the order of keys must not matter.
     const std::string path = sharedData("datasets/function_vectors/abstractive/country-capital.json");
