@@ -34,21 +34,33 @@ const Tokenizer& requireTokenizer(const LoadedModel& m) {
   return *m.tokenizer;
 }
 
-std::vector<int64_t> parseIdList(const std::string& s) {
-  std::vector<int64_t> ids;
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> items;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size()) fail("--ids: '", item, "' is not an integer token id");
-    ids.push_back(v);
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::optional<long long> parseInteger(const std::string& s) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<int64_t> parseIdList(const std::string& s) {
+  std::vector<int64_t> ids;
+  for (const std::string& item : splitList(s)) {
+    const auto v = parseInteger(item);
+    if (!v) fail("--ids: '", item, "' is not an integer token id");
+    ids.push_back(*v);
   }
   if (ids.empty()) fail("--ids: no token ids given");
   return ids;
@@ -56,10 +68,7 @@ std::vector<int64_t> parseIdList(const std::string& s) {
 
 std::vector<std::pair<int, int>> parseHeadList(const std::string& s) {
   std::vector<std::pair<int, int>> heads;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
+  for (const std::string& item : splitList(s)) {
     const auto dot = item.find('.');
     int layer = -1, head = -1;
     try {
@@ -98,7 +107,19 @@ void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
       ->capture_default_str();
   cmd.add_option("--labels", spec.label_words, "classification label words (replace the dataset's)")
       ->delimiter(',');
-  cmd.add_option("--split", spec.split, "queries from this split")
+  addSplitOption(cmd, "--split", spec.split, "queries from this split");
+}
+
+TaskSpec functionTaskSpec() {
+  TaskSpec s;
+  s.dataset = "toy:antonym_a";  // a function task
+  s.shots = 10;
+  return s;
+}
+
+CLI::Option* addSplitOption(CLI::App& cmd, const std::string& name, std::string& split,
+                            const std::string& help) {
+  return cmd.add_option(name, split, help)
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test"}));
 }
@@ -139,6 +160,22 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
               }()},
              {"out", args.out},
              {"json", args.json}});
+}
+
+void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
+                     const TaskAnalysis& analysis) {
+  const LoadedModel m = loadForCli(margs);
+  const AnalysisOutput out = analysis(m, requireTokenizer(m));
+  writeRunOutputs(m, margs, &spec, out, outArgs);
+}
+
+void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
+                        const IclTaskAnalysis& analysis) {
+  const LoadedModel m = loadForCli(margs);
+  const Tokenizer& tok = requireTokenizer(m);
+  const IclTask task = buildIclTask(tok, spec);
+  const AnalysisOutput out = analysis(m, tok, task);
+  writeRunOutputs(m, margs, &task.spec, out, outArgs);
 }
 
 AnalysisContext cliContext(const std::string& what) {

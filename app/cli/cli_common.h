@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,11 +30,26 @@ const Tokenizer& requireTokenizer(const LoadedModel& m);
 // Prompt ids from --text (encoded by the model's tokenizer exactly as it says) or --ids "1,2,3".
 std::vector<int64_t> promptIds(const LoadedModel& m, const std::string& text, const std::string& ids);
 std::vector<int64_t> parseIdList(const std::string& s);
+// The non-empty items of a comma-separated list.
+std::vector<std::string> splitList(const std::string& s);
+// s as a whole integer; nullopt for anything else (junk, out of range, empty).
+std::optional<long long> parseInteger(const std::string& s);
 // "L.H,L.H" → (layer, head) pairs.
 std::vector<std::pair<int, int>> parseHeadList(const std::string& s);
 
 // Task options every ICL analysis shares: --task, --template, --shots, --n, --seed, --labels, --split.
 void addTaskArgs(CLI::App& cmd, TaskSpec& spec);
+// The default task of the function-vector family (fv, site, ltv): toy:antonym_a with 10 demonstrations.
+TaskSpec functionTaskSpec();
+
+// A numeric option that must be positive; --help shows its default.
+template <typename T>
+CLI::Option* addPositiveOption(CLI::App& cmd, const std::string& name, T& value, const std::string& help) {
+  return cmd.add_option(name, value, help)->capture_default_str()->check(CLI::PositiveNumber);
+}
+// An option naming a split (train, valid or test); --help shows its default.
+CLI::Option* addSplitOption(CLI::App& cmd, const std::string& name, std::string& split,
+                            const std::string& help);
 
 // --out RUN.hscope (session) and --json RUN.json (the run as JSON).
 struct RunOutputArgs {
@@ -44,6 +61,15 @@ void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args);
 // and the run JSON to args.json when given, then prints {"run", "summary", "out", "json"} on stdout.
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args);
+// The callback of a task analysis command: loads the model, runs `analysis` with the model's tokenizer and
+// writes its outputs with `spec` as the session's task.
+using TaskAnalysis = std::function<AnalysisOutput(const LoadedModel&, const Tokenizer&)>;
+void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
+                     const TaskAnalysis& analysis);
+// The same for an analysis of the ICL task built from `spec`; the session's task is the built task's spec.
+using IclTaskAnalysis = std::function<AnalysisOutput(const LoadedModel&, const Tokenizer&, const IclTask&)>;
+void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
+                        const IclTaskAnalysis& analysis);
 // Progress on stderr ("<what>: 42% message"), never cancelled.
 AnalysisContext cliContext(const std::string& what);
 

@@ -7,39 +7,23 @@ namespace hs::cli {
 
 void addFvCommand(CLI::App& app) {
   static ModelArgs margs;
-  static TaskSpec spec = [] {
-    TaskSpec s;
-    s.dataset = "toy:antonym_a";  // a function task
-    s.shots = 10;
-    return s;
-  }();
+  static TaskSpec spec = functionTaskSpec();
   static FvOptions opt;
   static RunOutputArgs outArgs;
   auto* cmd =
       app.add_subcommand("fv", "Function vectors: AIE per head (shuffled labels), FV, accuracy vs layer");
   addModelArgs(*cmd, margs);
   addTaskArgs(*cmd, spec);
-  cmd->add_option("--n-mean", opt.n_mean, "clean ICL prompts averaged into the mean z")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--n-corrupt", opt.n_corrupt, "shuffled-label prompts of the AIE sweep")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--top", opt.top, "heads summed into the function vector")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--source-split", opt.source_split, "split of the mean and shuffled prompts' queries")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"train", "valid", "test"}));
-  cmd->add_option("--batch", opt.batch, "prompts per forward in the evaluations")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--n-mean", opt.n_mean, "clean ICL prompts averaged into the mean z");
+  addPositiveOption(*cmd, "--n-corrupt", opt.n_corrupt, "shuffled-label prompts of the AIE sweep");
+  addPositiveOption(*cmd, "--top", opt.top, "heads summed into the function vector");
+  addSplitOption(*cmd, "--source-split", opt.source_split, "split of the mean and shuffled prompts' queries");
+  addPositiveOption(*cmd, "--batch", opt.batch, "prompts per forward in the evaluations");
   addRunOutputArgs(*cmd, outArgs);
   cmd->callback([] {
-    const LoadedModel m = loadForCli(margs);
-    const AnalysisOutput out =
-        functionVectors(*m.model, requireTokenizer(m), spec, opt, cliContext("fv"), m.path);
-    writeRunOutputs(m, margs, &spec, out, outArgs);
+    runTaskAnalysis(margs, spec, outArgs, [](const LoadedModel& m, const Tokenizer& tok) {
+      return functionVectors(*m.model, tok, spec, opt, cliContext("fv"), m.path);
+    });
   });
 }
 

@@ -18,12 +18,10 @@ void addGeometryCommand(CLI::App& app) {
       ->capture_default_str();
   addRunOutputArgs(*cmd, out);
   cmd->callback([] {
-    const LoadedModel m = loadForCli(margs);
-    const Tokenizer& tok = requireTokenizer(m);
-    const IclTask task = buildIclTask(tok, spec);
-    opts.model_path = m.path;
-    const AnalysisOutput o = runGeometry(*m.model, tok, task, opts, cliContext("geometry"));
-    writeRunOutputs(m, margs, &task.spec, o, out);
+    runIclTaskAnalysis(margs, spec, out, [](const LoadedModel& m, const Tokenizer& tok, const IclTask& task) {
+      opts.model_path = m.path;
+      return runGeometry(*m.model, tok, task, opts, cliContext("geometry"));
+    });
   });
 }
 

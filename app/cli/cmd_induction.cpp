@@ -24,16 +24,10 @@ void addInductionCommand(CLI::App& app) {
       "Induction heads and the dual route: prev-token / prefix-matching attention, token vs concept copying "
       "(causal), next-/last-token matching, mean-ablation curves, induction ablation, concept patching");
   addModelArgs(*cmd, a.model);
-  cmd->add_option("--n", a.run.n, "prompt pairs per dual-route score")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--n", a.run.n, "prompt pairs per dual-route score");
   cmd->add_option("--seed", a.run.seed, "seed of every prompt set")->capture_default_str();
-  cmd->add_option("--top-k", a.run.top_k, "heads in the ablation table and concept patching")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--n-eval", a.run.n_eval, "prompts per ablation task")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--top-k", a.run.top_k, "heads in the ablation table and concept patching");
+  addPositiveOption(*cmd, "--n-eval", a.run.n_eval, "prompts per ablation task");
   cmd->add_option("--filler", a.run.filler_len, "tokens before the separator (filler + entity)")
       ->capture_default_str();
   cmd->add_option(

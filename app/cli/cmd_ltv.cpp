@@ -1,7 +1,7 @@
 // headscope-cli ltv MODEL [task options] [--layer L] [--steps 1000] [--lr 5e-3] [--layers all|L1,L2]
 // --out RUN.hscope [--json RUN.json]: learned task vectors vs vanilla TV / additive TV / FV per layer, and
 // the mechanism views at the chosen layer (DESIGN 5.5).
-#include <sstream>
+#include <limits>
 
 #include "analysis/ltv.h"
 #include "cli_common.h"
@@ -15,20 +15,11 @@ namespace {
 std::vector<int> parseLayers(const std::string& s) {
   if (s == "all" || s.empty()) return {};
   std::vector<int> layers;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    size_t used = 0;
-    int v = -1;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < 0)
+  for (const std::string& item : splitList(s)) {
+    const auto v = parseInteger(item);
+    if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
       fail("--layers: '", item, "' is not a layer index (expected all or L1,L2,...)");
-    layers.push_back(v);
+    layers.push_back(static_cast<int>(*v));
   }
   return layers;
 }
@@ -37,12 +28,7 @@ std::vector<int> parseLayers(const std::string& s) {
 
 void addLtvCommand(CLI::App& app) {
   static ModelArgs margs;
-  static TaskSpec spec = [] {
-    TaskSpec s;
-    s.dataset = "toy:antonym_a";  // a function task
-    s.shots = 10;                 // for the ICL-derived baselines
-    return s;
-  }();
+  static TaskSpec spec = functionTaskSpec();  // its shots feed the ICL-derived baselines
   static LtvOptions opt;
   static std::string layers = "all";
   static RunOutputArgs outArgs;
@@ -54,30 +40,15 @@ void addLtvCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--layers", layers, "layers of the accuracy and rotation curves: all or L1,L2,...")
       ->capture_default_str();
-  cmd->add_option("--steps", opt.train.steps, "AdamW steps at most per layer")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt.train.lr, "peak learning rate (linear decay)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt.train.batch, "zero-shot prompts per step")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--patience", opt.train.patience, "validations without improvement before stopping")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--train-prompts", opt.train_prompts, "zero-shot training prompts (train split)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--icl-prompts", opt.icl_prompts, "ICL prompts averaged into h_ICL and the FV")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--fv-prompts", opt.fv_prompts, "shuffled-label prompts for the FV heads' AIE")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--fv-heads", opt.fv_heads, "heads summed into the FV")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--steps", opt.train.steps, "AdamW steps at most per layer");
+  addPositiveOption(*cmd, "--lr", opt.train.lr, "peak learning rate (linear decay)");
+  addPositiveOption(*cmd, "--batch", opt.train.batch, "zero-shot prompts per step");
+  addPositiveOption(*cmd, "--patience", opt.train.patience,
+                    "validations without improvement before stopping");
+  addPositiveOption(*cmd, "--train-prompts", opt.train_prompts, "zero-shot training prompts (train split)");
+  addPositiveOption(*cmd, "--icl-prompts", opt.icl_prompts, "ICL prompts averaged into h_ICL and the FV");
+  addPositiveOption(*cmd, "--fv-prompts", opt.fv_prompts, "shuffled-label prompts for the FV heads' AIE");
+  addPositiveOption(*cmd, "--fv-heads", opt.fv_heads, "heads summed into the FV");
   cmd->add_option("--ov-inject", opt.ov_inject, "where θ_OV is added: final (last layer's output) or layer")
       ->capture_default_str()
       ->check(CLI::IsMember({"final", "layer"}));
@@ -90,15 +61,13 @@ void addLtvCommand(CLI::App& app) {
   cmd->add_option("--prop-samples", opt.prop_samples,
                   "perturbations for the propagation fit (-1 = 2·d_model)")
       ->capture_default_str();
-  cmd->add_option("--prop-lambda", opt.prop_lambda, "perturbation length relative to ‖θ‖")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--prop-lambda", opt.prop_lambda, "perturbation length relative to ‖θ‖");
   addRunOutputArgs(*cmd, outArgs);
   cmd->callback([] {
     opt.layers = parseLayers(layers);
-    const LoadedModel m = loadForCli(margs);
-    const AnalysisOutput out = runLtv(*m.model, requireTokenizer(m), spec, opt, m.path, cliContext("ltv"));
-    writeRunOutputs(m, margs, &spec, out, outArgs);
+    runTaskAnalysis(margs, spec, outArgs, [](const LoadedModel& m, const Tokenizer& tok) {
+      return runLtv(*m.model, tok, spec, opt, m.path, cliContext("ltv"));
+    });
   });
 }
 

@@ -7,39 +7,24 @@ namespace hs::cli {
 
 void addSiteCommand(CLI::App& app) {
   static ModelArgs margs;
-  static TaskSpec spec = [] {
-    TaskSpec s;
-    s.dataset = "toy:antonym_a";  // a function task
-    s.shots = 10;
-    return s;
-  }();
+  static TaskSpec spec = functionTaskSpec();
   static SiteOptions opt;
   static RunOutputArgs outArgs;
   auto* cmd = app.add_subcommand("site", "SITE: learn per-head weights α that inject the task embedding");
   addModelArgs(*cmd, margs);
   addTaskArgs(*cmd, spec);
-  cmd->add_option("--steps", opt.steps, "Adam steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", opt.lr, "Adam learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--n-embed", opt.n_embed, "ICL prompts averaged into the task embedding t")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--batch", opt.batch, "zero-shot prompts per step")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--n-train", opt.n_train, "distinct zero-shot training prompts")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-new", opt.max_new_tokens, "greedy tokens generated at most")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--train-split", opt.train_split, "split of the embedding and training queries")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"train", "valid", "test"}));
+  addPositiveOption(*cmd, "--steps", opt.steps, "Adam steps");
+  addPositiveOption(*cmd, "--lr", opt.lr, "Adam learning rate");
+  addPositiveOption(*cmd, "--n-embed", opt.n_embed, "ICL prompts averaged into the task embedding t");
+  addPositiveOption(*cmd, "--batch", opt.batch, "zero-shot prompts per step");
+  addPositiveOption(*cmd, "--n-train", opt.n_train, "distinct zero-shot training prompts");
+  addPositiveOption(*cmd, "--max-new", opt.max_new_tokens, "greedy tokens generated at most");
+  addSplitOption(*cmd, "--train-split", opt.train_split, "split of the embedding and training queries");
   addRunOutputArgs(*cmd, outArgs);
   cmd->callback([] {
-    const LoadedModel m = loadForCli(margs);
-    const AnalysisOutput out = site(*m.model, requireTokenizer(m), spec, opt, cliContext("site"), m.path);
-    writeRunOutputs(m, margs, &spec, out, outArgs);
+    runTaskAnalysis(margs, spec, outArgs, [](const LoadedModel& m, const Tokenizer& tok) {
+      return site(*m.model, tok, spec, opt, cliContext("site"), m.path);
+    });
   });
 }
 

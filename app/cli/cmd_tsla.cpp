@@ -28,17 +28,13 @@ void addTslaCommand(CLI::App& app) {
                   "steer the residual entering this layer (-1: n_layers / 2)")
       ->capture_default_str();
   cmd->add_option("--steer-scale", opts.steer_scale, "scale of the steering vectors")->capture_default_str();
-  cmd->add_option("--batch", opts.batch, "prompts per forward")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  addPositiveOption(*cmd, "--batch", opts.batch, "prompts per forward");
   addRunOutputArgs(*cmd, out);
   cmd->callback([] {
-    const LoadedModel m = loadForCli(margs);
-    const Tokenizer& tok = requireTokenizer(m);
-    const IclTask task = buildIclTask(tok, spec);
-    opts.model_path = m.path;
-    const AnalysisOutput o = runTsla(*m.model, tok, task, opts, cliContext("tsla"));
-    writeRunOutputs(m, margs, &task.spec, o, out);
+    runIclTaskAnalysis(margs, spec, out, [](const LoadedModel& m, const Tokenizer& tok, const IclTask& task) {
+      opts.model_path = m.path;
+      return runTsla(*m.model, tok, task, opts, cliContext("tsla"));
+    });
   });
 }
 

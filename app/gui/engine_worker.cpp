@@ -178,6 +178,9 @@ AnalysisContext EngineWorker::context() {
     Q_EMIT progress(f, QString::fromStdString(msg));
   };
   ctx.cancelled = [this] { return cancel_.load(); };
+  ctx.point = [this](const std::string& curve, int step, double value) {
+    Q_EMIT trainingPoint(QString::fromStdString(curve), step, value);
+  };
   return ctx;
 }
 

@@ -45,6 +45,7 @@ class EngineWorker : public QObject {
   void taskPreviewReady(const hs::gui::TaskPreview& preview);
   void evaluationReady(const hs::gui::EvalResult& result);
   void progress(double fraction, const QString& message);
+  void trainingPoint(const QString& curve, int step, double value);  // a live training curve grows
   void failed(const QString& job, const QString& message);
   void cancelled(const QString& job);
   void busy(bool running);

@@ -80,6 +80,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     Q_EMIT jobCancelled(job);
   });
   connect(worker_, &EngineWorker::progress, this, &MainWindow::onProgress);
+  connect(worker_, &EngineWorker::trainingPoint, this, [this](const QString& curve, int step, double value) {
+    taskVectorsTab_->addLivePoint("site.loss", curve, step, value);
+  });
   connect(worker_, &EngineWorker::busy, this, [this](bool b) {
     busy_ = b;
     cancel_->setEnabled(b);

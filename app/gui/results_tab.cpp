@@ -3,6 +3,7 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QStackedWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -104,6 +105,40 @@ ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) 
   }
 }
 
+void ResultsTab::addLivePoint(const std::string& panelId, const QString& curve, int step, double value) {
+  const std::string id = curve.toStdString();
+  if (live_.series.empty() || live_.series.front().first != id ||
+      (!live_.x.empty() && step <= live_.x.back())) {
+    live_ = Curve{};
+    live_.id = "live";
+    live_.name = "Training loss (live): " + id;
+    live_.x_label = "step";
+    live_.y_label = "loss";
+    live_.series = {{id, {}}};
+  }
+  livePanel_ = panelId;
+  live_.x.push_back(step);
+  live_.series.front().second.push_back(value);
+  if (!liveTimer_) {
+    liveTimer_ = new QTimer(this);
+    liveTimer_->setSingleShot(true);
+    liveTimer_->setInterval(150);
+    connect(liveTimer_, &QTimer::timeout, this, &ResultsTab::drawLive);
+  }
+  if (!liveTimer_->isActive()) liveTimer_->start();
+}
+
+void ResultsTab::drawLive() {
+  for (Slot& s : panels_)
+    if (s.panel.id == livePanel_ && s.curve) {
+      s.curve->setCurve(live_);
+      s.stack->setCurrentIndex(1);
+      setTitle(s, QString("live · %1 · step %2")
+                      .arg(QString::fromStdString(live_.series.front().first))
+                      .arg(live_.x.empty() ? 0 : static_cast<int>(live_.x.back())));
+    }
+}
+
 void ResultsTab::setTitle(Slot& s, const QString& source) {
   s.title->setText("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
                    source.toHtmlEscaped() + "</span>");
@@ -191,7 +226,8 @@ ResultsTab* makeTaskVectorsTab() {
        "Run LTV to fill this:\naccuracy vs layer"},
       {"fv.accuracy_vs_layer", ResultsTab::Kind::Curve, "Function-vector accuracy vs layer",
        "Run FV to fill this:\nzero-shot accuracy with the FV added at each layer"},
-      {"site.loss", ResultsTab::Kind::Curve, "Training loss", "Run SITE to fill this:\nloss per step"},
+      {"site.loss", ResultsTab::Kind::Curve, "Training loss",
+       "Run SITE or LTV to fill this:\nloss per step, live while training"},
   });
 }
 

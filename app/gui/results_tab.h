@@ -13,6 +13,7 @@
 class QCustomPlot;
 class QLabel;
 class QStackedWidget;
+class QTimer;
 
 namespace hs {
 class CurveView;
@@ -50,6 +51,11 @@ class ResultsTab : public QWidget {
   // Fills every panel from the LAST run that holds its id (grids, curves or tables).
   void setRuns(const std::vector<AnalysisRun>& runs);
   bool isFilled(int panel) const;
+  // A training curve while its job runs: points (curve id, step, value) go to the curve panel `panelId`,
+  // drawn at most every 150 ms, until the run's own results arrive through setRuns. A new curve id, or a
+  // step that does not grow, starts the live curve afresh (the next LTV layer, the next SITE run).
+  void addLivePoint(const std::string& panelId, const QString& curve, int step, double value);
+  const Curve& liveCurve() const { return live_; }
   int panelCount() const { return static_cast<int>(panels_.size()); }
   // The plot of a panel (nullptr while it shows its placeholder); the first filled one for export.
   QCustomPlot* plotOf(int panel) const;
@@ -67,7 +73,11 @@ class ResultsTab : public QWidget {
     bool filled = false;
   };
   static void setTitle(Slot& s, const QString& source);
+  void drawLive();
   std::vector<Slot> panels_;
+  Curve live_;
+  std::string livePanel_;
+  QTimer* liveTimer_ = nullptr;
   int focused_ = -1;  // the panel last clicked (export target)
 };
 

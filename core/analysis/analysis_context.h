@@ -14,9 +14,15 @@ struct Cancelled : std::runtime_error {
 struct AnalysisContext {
   std::function<void(double fraction, const std::string& message)> progress;  // fraction in [0, 1]
   std::function<bool()> cancelled;
+  // Optional: a training curve while it is made (curve id, step, value), e.g. "site.loss" per Adam step,
+  // so a viewer can draw it live. Training code calls reportPoint after each step.
+  std::function<void(const std::string& curve, int step, double value)> point;
 
   void report(double fraction, const std::string& message) const {
     if (progress) progress(fraction, message);
+  }
+  void reportPoint(const std::string& curve, int step, double value) const {
+    if (point) point(curve, step, value);
   }
   // Call between forward passes.
   void checkCancelled() const {
@@ -30,6 +36,7 @@ inline AnalysisContext subContext(const AnalysisContext& ctx, double from, doubl
                                   const std::string& what) {
   AnalysisContext s;
   s.cancelled = ctx.cancelled;
+  s.point = ctx.point;
   if (ctx.progress) {
     auto progress = ctx.progress;
     s.progress = [progress, from, to, what](double f, const std::string& m) {

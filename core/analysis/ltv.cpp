@@ -160,6 +160,7 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(opt.lr * (1.0 - double(step) / opt.steps));
     optim.step();
     out.loss.push_back(loss.item<double>());
+    ctx.reportPoint("ltv.loss_l" + std::to_string(layer), step + 1, out.loss.back());
     out.steps_run = step + 1;
     ctx.report(double(step + 1) / opt.steps, "LTV step " + std::to_string(step + 1));
 

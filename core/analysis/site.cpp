@@ -129,6 +129,7 @@ SiteTraining trainSite(const Transformer& model, const std::vector<SiteExample>&
     const at::Tensor loss = siteLoss(model, batch, tc, logit);
     loss.backward();
     out.loss.push_back(loss.item<double>());
+    ctx.reportPoint("site.loss", step, out.loss.back());
     {
       at::NoGradGuard noGrad;
       const at::Tensor g = logit.grad();  // [layers, heads]

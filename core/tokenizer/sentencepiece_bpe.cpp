@@ -2,6 +2,7 @@
 
 #include "tokenizer/token_text.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/vocab_setup.h"
 #include "util/error.h"
 
 namespace hs {
@@ -20,45 +21,13 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
       eos_(cfg.eos),
       addBos_(cfg.addBos),
       source_(std::move(cfg.source)) {
-  int maxId = -1;
-  for (const auto& [p, id] : vocab_) {
-    if (id < 0) fail(source_, ": vocabulary entry \"", p, "\" has negative id ", id);
-    maxId = std::max(maxId, id);
-  }
-  for (const AddedToken& t : cfg.added)
-    maxId = std::max(maxId, t.id);
-  pieces_.assign(maxId + 1, std::string());
-  present_.assign(maxId + 1, false);
-  isAdded_.assign(maxId + 1, false);
-  for (const auto& [p, id] : vocab_) {
-    pieces_[id] = p;
-    present_[id] = true;
-  }
-  for (const AddedToken& t : cfg.added) {
-    if (t.id < 0) fail(source_, ": added token \"", t.content, "\" has negative id ", t.id);
-    pieces_[t.id] = t.content;
-    present_[t.id] = true;
-    isAdded_[t.id] = true;
-  }
-  for (int b = 0; b < 256; ++b) {
-    auto it = vocab_.find(tokentext::bytePiece(static_cast<unsigned char>(b)));
-    byteIds_[b] = it == vocab_.end() ? -1 : it->second;
-  }
-  for (size_t r = 0; r < cfg.merges.size(); ++r) {
-    const auto& [a, b] = cfg.merges[r];
-    auto ia = vocab_.find(a), ib = vocab_.find(b), im = vocab_.find(a + b);
-    if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
-      fail(source_, ": merge ", r, " \"", a, " ", b, "\" uses a piece that is not in the vocabulary (\"",
-           ia == vocab_.end() ? a : (ib == vocab_.end() ? b : a + b), "\")");
-    ranks_.add(ia->second, ib->second, static_cast<int>(r), im->second);
-  }
+  vocabsetup::buildIdTables(vocab_, cfg.added, source_, pieces_, present_, isAdded_);
+  vocabsetup::buildByteIds(vocab_, tokentext::bytePiece, byteIds_);
+  vocabsetup::buildMergeRanks(vocab_, cfg.merges, source_, ranks_);
 }
 
 void SentencePieceBpeTokenizer::checkId(int id) const {
-  if (id < 0 || id >= vocabSize())
-    fail(source_, ": token id ", id, " is out of range (vocab size ", vocabSize(), ")");
-  if (!present_[id])
-    fail(source_, ": token id ", id, " has no entry in the vocabulary (vocab size ", vocabSize(), ")");
+  vocabsetup::checkId(id, present_, source_);
 }
 
 void SentencePieceBpeTokenizer::encodeWord(const std::string& word, std::vector<int>& out) const {
@@ -149,11 +118,7 @@ std::string SentencePieceBpeTokenizer::piece(int id) const {
 }
 
 std::optional<int> SentencePieceBpeTokenizer::idOf(const std::string& piece) const {
-  auto it = vocab_.find(piece);
-  if (it != vocab_.end()) return it->second;
-  for (const AddedToken& t : added_.tokens())
-    if (t.content == piece) return t.id;
-  return std::nullopt;
+  return vocabsetup::idOf(vocab_, added_, piece);
 }
 
 }  // namespace hs

@@ -9,17 +9,16 @@
 // - The run survives a session round trip bit for bit, and the CLI writes a session that reopens with the
 //   grids of its --json output.
 #include <ATen/ATen.h>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include "analysis/ablation_curves.h"
 #include "analysis/dual_route.h"
 #include "analysis/induction_run.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
@@ -28,18 +27,10 @@
 #include "test_paths.h"
 #include "util/error.h"
 
-namespace {
+using hs::test::findGrid;
+using hs::test::findTable;
 
-const hs::HeadGrid* findGrid(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& g : r.grids)
-    if (g.id == id) return &g;
-  return nullptr;
-}
-const hs::Table* findTable(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& t : r.tables)
-    if (t.id == id) return &t;
-  return nullptr;
-}
+namespace {
 
 // The options of the test run: small, so the suite stays well under a minute on one core.
 hs::InductionRunOptions smallRun() {
@@ -240,12 +231,7 @@ class TestDualRoute : public QObject {
 
   void sessionRoundTripKeepsGrids() {
     QTemporaryDir dir;
-    const std::string path = dir.filePath("induction.hscope").toStdString();
-    hs::Session s;
-    s.runs.push_back(run_.run);
-    s.tensors = run_.tensors;
-    hs::saveSession(path, s);
-    const hs::Session back = hs::loadSession(path);
+    const hs::Session back = hs::test::saveAndReopen(dir, "induction.hscope", run_);
     const hs::AnalysisRun* r = back.findRun("induction-1");
     QVERIFY(r);
     QCOMPARE(r->grids.size(), run_.run.grids.size());
@@ -258,25 +244,9 @@ class TestDualRoute : public QObject {
   }
 
   void cliWritesSessionThatReopens() {
-#ifndef HEADSCOPE_CLI_PATH
-    QSKIP("headscope-cli is not part of this build");
-#else
-    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli has not been built");
-    QTemporaryDir dir;
-    const QString out = dir.filePath("run.hscope"), json = dir.filePath("run.json");
-    QProcess p;
-    p.start(QString::fromStdString(hs::test::cliPath()),
-            {"induction", "toy", "--n", "4", "--n-eval", "16", "--seed", "5", "--ks", "0,2,8", "--out", out,
-             "--json", json});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    const nlohmann::json printed = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
-    QCOMPARE(printed["method"].get<std::string>(), std::string("induction"));
-    std::ifstream f(json.toStdString());
-    const hs::AnalysisRun written = nlohmann::json::parse(f).get<hs::AnalysisRun>();
-    const hs::Session s = hs::loadSession(out.toStdString());
-    const hs::AnalysisRun* r = s.findRun(printed["run"].get<std::string>());
-    QVERIFY(r);
+    HS_RUN_CLI_ANALYSIS(o, "run", "induction",
+                        {"induction", "toy", "--n", "4", "--n-eval", "16", "--seed", "5", "--ks", "0,2,8"});
+    const hs::AnalysisRun *r = o.run, &written = o.written;
     QCOMPARE(r->grids.size(), size_t(6));
     QCOMPARE(r->grids.size(), written.grids.size());
     for (size_t i = 0; i < r->grids.size(); ++i) {
@@ -285,7 +255,6 @@ class TestDualRoute : public QObject {
       QVERIFY(r->grids[i].values.allFinite());
     }
     QVERIFY(r->curves.front().x == (std::vector<double>{0, 2, 8}));
-#endif
   }
 };
 

@@ -8,17 +8,14 @@
 //   accuracies in [0, 1]; the trained toy model does the task in context (ICL accuracy above zero-shot).
 // - The CLI writes a session whose grid, curve and tensors equal its --json output and reopen unchanged.
 #include <ATen/ATen.h>
-#include <QProcess>
-#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "analysis/function_vectors.h"
 #include "analysis/icl_task.h"
 #include "analysis/patching.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
@@ -171,25 +168,9 @@ class TestFunctionVectors : public QObject {
   }
 
   void cliSessionRoundTrip() {
-#ifndef HEADSCOPE_CLI_PATH
-    QSKIP("headscope-cli is not part of this build");
-#else
-    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli has not been built");
-    QTemporaryDir dir;
-    const QString out = dir.filePath("fv.hscope"), json = dir.filePath("fv.json");
-    QProcess p;
-    p.start(QString::fromStdString(hs::test::cliPath()),
-            {"fv", "toy", "--n", "8", "--n-mean", "6", "--n-corrupt", "2", "--top", "3", "--out", out,
-             "--json", json});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    const nlohmann::json printed = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
-    QCOMPARE(printed["method"].get<std::string>(), std::string("fv"));
-    std::ifstream f(json.toStdString());
-    const hs::AnalysisRun written = nlohmann::json::parse(f).get<hs::AnalysisRun>();
-    const hs::Session s = hs::loadSession(out.toStdString());
-    const hs::AnalysisRun* r = s.findRun(printed["run"].get<std::string>());
-    QVERIFY(r);
+    HS_RUN_CLI_ANALYSIS(o, "fv", "fv",
+                        {"fv", "toy", "--n", "8", "--n-mean", "6", "--n-corrupt", "2", "--top", "3"});
+    const hs::AnalysisRun *r = o.run, &written = o.written;
     QCOMPARE(r->grids.size(), size_t(1));
     QCOMPARE(r->grids[0].id, std::string("fv.aie"));
     QVERIFY(r->grids[0].values == written.grids[0].values);
@@ -198,15 +179,14 @@ class TestFunctionVectors : public QObject {
     QCOMPARE(r->options["task"]["dataset"].get<std::string>(), std::string("toy:antonym_a"));
     QCOMPARE(r->options["task"]["shots"].get<int>(), 10);
     QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(written.curves).dump());
-    const at::Tensor fv = s.tensors.at(r->id + "/fv");
+    const at::Tensor fv = o.session.tensors.at(r->id + "/fv");
     QCOMPARE(fv.numel(), int64_t(toy_.config.d_model));
     QVERIFY(std::abs(fv.norm().item<double>() - r->summary["fv_norm"].get<double>()) < 1e-5);
     // The FV in the file is the sum of the listed top heads' writes from the stored mean z.
     const auto top = r->summary["top_heads"].get<std::vector<hs::HeadRef>>();
     QCOMPARE(top.size(), size_t(3));
-    const at::Tensor again = hs::functionVector(*toy_.model, s.tensors.at(r->id + "/mean_z"), top);
+    const at::Tensor again = hs::functionVector(*toy_.model, o.session.tensors.at(r->id + "/mean_z"), top);
     QVERIFY(at::allclose(fv, again, 0, 1e-5));
-#endif
   }
 };
 

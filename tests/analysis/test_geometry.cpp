@@ -16,18 +16,11 @@
 #include "analysis/geometry.h"
 #include "analysis/label_projector.h"
 #include "analysis/tsla.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 
-namespace {
-
-const hs::Curve* findCurve(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& c : r.curves)
-    if (c.id == id) return &c;
-  return nullptr;
-}
-
-}  // namespace
+using hs::test::findCurve;
 
 class TestGeometry : public QObject {
   Q_OBJECT

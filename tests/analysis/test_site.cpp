@@ -11,18 +11,15 @@
 // - On the toy model SITE raises zero-shot accuracy on toy:antonym_a well above zero-shot.
 // - The CLI writes a session whose α grid equals its --json output and whose α tensor matches the grid.
 #include <ATen/ATen.h>
-#include <QProcess>
-#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "../engine/engine_fixtures.h"
 #include "analysis/icl_task.h"
 #include "analysis/patching.h"
 #include "analysis/site.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
 #include "session/session.h"
@@ -202,38 +199,21 @@ class TestSite : public QObject {
   }
 
   void cliSessionRoundTrip() {
-#ifndef HEADSCOPE_CLI_PATH
-    QSKIP("headscope-cli is not part of this build");
-#else
-    if (!std::filesystem::exists(hs::test::cliPath())) QSKIP("headscope-cli has not been built");
-    QTemporaryDir dir;
-    const QString out = dir.filePath("site.hscope"), json = dir.filePath("site.json");
-    QProcess p;
-    p.start(QString::fromStdString(hs::test::cliPath()),
-            {"site", "toy", "--n", "6", "--n-embed", "5", "--n-train", "10", "--steps", "20", "--out", out,
-             "--json", json});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    const nlohmann::json printed = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
-    QCOMPARE(printed["method"].get<std::string>(), std::string("site"));
-    std::ifstream f(json.toStdString());
-    const hs::AnalysisRun written = nlohmann::json::parse(f).get<hs::AnalysisRun>();
-    const hs::Session s = hs::loadSession(out.toStdString());
-    const hs::AnalysisRun* r = s.findRun(printed["run"].get<std::string>());
-    QVERIFY(r);
+    HS_RUN_CLI_ANALYSIS(o, "site", "site",
+                        {"site", "toy", "--n", "6", "--n-embed", "5", "--n-train", "10", "--steps", "20"});
+    const hs::AnalysisRun *r = o.run, &written = o.written;
     QCOMPARE(r->grids.size(), size_t(1));
     QVERIFY(r->grids[0].values == written.grids[0].values);
     QCOMPARE(r->options["steps"].get<int>(), 20);
     QCOMPARE(r->options["task"]["dataset"].get<std::string>(), std::string("toy:antonym_a"));
     QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(written.curves).dump());
     QCOMPARE(nlohmann::json(r->tables).dump(), nlohmann::json(written.tables).dump());
-    const at::Tensor alpha = s.tensors.at(r->id + "/alpha");  // [layers, heads]
+    const at::Tensor alpha = o.session.tensors.at(r->id + "/alpha");  // [layers, heads]
     QCOMPARE(alpha.size(0), int64_t(toy_.config.n_layers));
     for (int l = 0; l < alpha.size(0); ++l)
       for (int h = 0; h < alpha.size(1); ++h)
         QVERIFY(std::abs(r->grids[0].values(l, h) - alpha[l][h].item<double>()) < 1e-6);
-    QCOMPARE(s.tensors.at(r->id + "/t").dim(), int64_t(3));
-#endif
+    QCOMPARE(o.session.tensors.at(r->id + "/t").dim(), int64_t(3));
   }
 };
 

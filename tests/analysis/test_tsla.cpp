@@ -27,12 +27,17 @@
 #include "analysis/icl_eval.h"
 #include "analysis/label_projector.h"
 #include "analysis/tsla.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "session/session.h"
 #include "test_paths.h"
 #include "util/error.h"
+
+using hs::test::findCurve;
+using hs::test::findGrid;
+using hs::test::findTable;
 
 namespace {
 
@@ -42,22 +47,6 @@ at::Tensor vec(std::vector<double> v) {
 
 double maxDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
-const hs::Table* findTable(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& t : r.tables)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-const hs::HeadGrid* findGrid(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& g : r.grids)
-    if (g.id == id) return &g;
-  return nullptr;
-}
-const hs::Curve* findCurve(const hs::AnalysisRun& r, const std::string& id) {
-  for (const auto& c : r.curves)
-    if (c.id == id) return &c;
-  return nullptr;
 }
 
 // The ablation row (heads, mode) → (accuracy, tr_ratio).
@@ -303,13 +292,8 @@ class TestTsla : public QObject {
 
   void sessionRoundTrip() {
     QTemporaryDir dir;
-    const std::string path = dir.filePath("tsla.hscope").toStdString();
-    hs::Session s;
-    s.task = hs::taskSpecToJson(task_->spec);
-    s.runs.push_back(run_.run);
-    s.tensors = run_.tensors;
-    hs::saveSession(path, s);
-    const hs::Session back = hs::loadSession(path);
+    const hs::Session back =
+        hs::test::saveAndReopen(dir, "tsla.hscope", run_, hs::taskSpecToJson(task_->spec));
     const hs::AnalysisRun* r = back.findRun("tsla-1");
     QVERIFY(r);
     QCOMPARE(r->grids.size(), run_.run.grids.size());

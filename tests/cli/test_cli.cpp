@@ -1,5 +1,4 @@
 // The CLI as a user runs it: real processes, JSON on stdout, errors as one "error: ..." line.
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -8,28 +7,14 @@
 #include <cmath>
 #include <fstream>
 
+#include "cli_test_util.h"
 #include "test_paths.h"
 
+using hs::test::CliResult;
+using hs::test::runCli;
 using nlohmann::json;
 
 namespace {
-
-struct CliResult {
-  int exitCode = -1;
-  std::string out, err;
-  json parsed() const { return json::parse(out); }
-};
-
-CliResult runCli(const QStringList& args) {
-  QProcess p;
-  p.start(QString::fromStdString(hs::test::cliPath()), args);
-  p.waitForFinished(240000);
-  CliResult r;
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput().toStdString();
-  r.err = p.readAllStandardError().toStdString();
-  return r;
-}
 
 QString stories(const char* file) {
   return QString::fromStdString(hs::test::sharedData(std::string("models/stories260K/") + file));

@@ -7,7 +7,6 @@
 //   the session's values, JSON files equal to the session's grids, and names the file of a broken
 //   session in its error.
 #include <ATen/ATen.h>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -22,31 +21,18 @@
 
 #include "analysis/attribution.h"
 #include "analysis/patching.h"
+#include "cli_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "session/session.h"
 #include "test_paths.h"
 
+using hs::test::CliResult;
+using hs::test::runCli;
 using nlohmann::json;
 
 namespace {
-
-struct CliResult {
-  int exitCode = -1;
-  std::string out, err;
-};
-
-CliResult runCli(const QStringList& args) {
-  QProcess p;
-  p.start(QString::fromStdString(hs::test::cliPath()), args);
-  p.waitForFinished(120000);
-  CliResult r;
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput().toStdString();
-  r.err = p.readAllStandardError().toStdString();
-  return r;
-}
 
 QString q(const std::string& s) {
   return QString::fromStdString(s);

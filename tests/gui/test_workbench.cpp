@@ -68,7 +68,7 @@ class TestWorkbench : public QObject {
   }
 
   // SITE and LTV train through the model on the engine thread (autograd must be available there) and fill
-  // the Task-vectors tab: α grid, LTV accuracy vs layer, the SITE loss curve.
+  // the Task-vectors tab: α grid, LTV accuracy vs layer, the SITE loss curve, and the live training loss.
   void taskVectorMethodsTrainOnTheWorker() {
     QString error;
     auto w = hs::test::toyWindow(16, &error);
@@ -86,6 +86,13 @@ class TestWorkbench : public QObject {
     QVERIFY(tv->isFilled(0));  // SITE α
     QVERIFY(tv->isFilled(3));  // SITE loss
     QVERIFY(w->headsTab()->metricKeys().contains("site-1/site.alpha"));
+    // The loss reached the UI thread while training: the live curve holds the last trained layer's steps.
+    const hs::Curve& live = tv->liveCurve();
+    QCOMPARE(live.series.size(), size_t(1));
+    QCOMPARE(live.series.front().first, std::string("ltv.loss_l2"));
+    QVERIFY(live.x.size() >= 25);
+    QCOMPARE(live.x.front(), 1.0);
+    QCOMPARE(live.series.front().second.size(), live.x.size());
   }
 
   // Click selects one head, Ctrl-click adds a second; each menu action adds that kind for the selection.

@@ -5,6 +5,7 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "load_error_util.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
 #include "util/error.h"
@@ -12,26 +13,9 @@
 using nlohmann::json;
 using Tensors = std::map<std::string, at::Tensor>;
 
+using hs::test::errorOf;
+
 namespace {
-
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const hs::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-#define CHECK_MSG(msg, part)                                 \
-  QVERIFY2(contains(msg, part),                              \
-           qPrintable(QString("message \"%1\" lacks \"%2\"") \
-                          .arg(QString::fromStdString(msg), QString::fromStdString(std::string(part)))))
 
 at::Tensor rnd(std::vector<int64_t> shape) {
   return at::randn(shape, at::kFloat);

@@ -6,34 +6,13 @@
 
 #include <fstream>
 
+#include "load_error_util.h"
 #include "model/load/config_json.h"
 #include "util/error.h"
 
 using nlohmann::json;
 
-namespace {
-
-// The message of the hs::Error that f throws ("" when it does not throw).
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const hs::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-#define CHECK_MSG(msg, part)                                 \
-  QVERIFY2(contains(msg, part),                              \
-           qPrintable(QString("message \"%1\" lacks \"%2\"") \
-                          .arg(QString::fromStdString(msg), QString::fromStdString(std::string(part)))))
-
-}  // namespace
+using hs::test::errorOf;
 
 class TestConfigJson : public QObject {
   Q_OBJECT
@@ -227,11 +206,15 @@ class TestConfigJson : public QObject {
   void errors() {
     const json base = json::parse(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
       "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100})");
-    std::string m = errorOf([&] {
-      json j = base;
-      j["model_type"] = "bert";
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    // The error of parsing `base` with one field set to `value`.
+    const auto errorWith = [&](const std::string& field, const json& value) {
+      return errorOf([&] {
+        json j = base;
+        j[field] = value;
+        hs::parseHfConfig(j, "/m/config.json");
+      });
+    };
+    std::string m = errorWith("model_type", "bert");
     CHECK_MSG(m, "/m/config.json");
     CHECK_MSG(m, "\"bert\"");
     CHECK_MSG(m, "gpt2, llama, mistral, qwen2, qwen3, gpt_neox, olmo2");
@@ -247,42 +230,18 @@ class TestConfigJson : public QObject {
     });
     CHECK_MSG(m, "/m/config.json");
     CHECK_MSG(m, "missing required field \"hidden_size\"");
-    m = errorOf([&] {
-      json j = base;
-      j["num_hidden_layers"] = 0;
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("num_hidden_layers", 0);
     CHECK_MSG(m, "\"num_hidden_layers\" must be positive");
-    m = errorOf([&] {
-      json j = base;
-      j["num_attention_heads"] = 3;
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("num_attention_heads", 3);
     CHECK_MSG(m, "\"num_attention_heads\" (3) does not divide \"hidden_size\" (64)");
-    m = errorOf([&] {
-      json j = base;
-      j["num_key_value_heads"] = 3;
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("num_key_value_heads", 3);
     CHECK_MSG(m, "\"num_key_value_heads\" (3) does not divide");
-    m = errorOf([&] {
-      json j = base;
-      j["vocab_size"] = "many";
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("vocab_size", "many");
     CHECK_MSG(m, "\"vocab_size\" must be an integer");
-    m = errorOf([&] {
-      json j = base;
-      j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}});
     CHECK_MSG(m, "rope_scaling");
     CHECK_MSG(m, "yarn");
-    m = errorOf([&] {
-      json j = base;
-      j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}});
     CHECK_MSG(m, "low_freq_factor");
     m = errorOf([&] {
       hs::parseHfConfig(json::parse(R"({"model_type": "gpt2", "n_embd": 100, "n_layer": 2, "n_head": 3,
@@ -290,11 +249,7 @@ class TestConfigJson : public QObject {
                         "/m/config.json");
     });
     CHECK_MSG(m, "\"n_head\" (3) does not divide \"n_embd\" (100)");
-    m = errorOf([&] {
-      json j = base;
-      j["hidden_act"] = "relu";
-      hs::parseHfConfig(j, "/m/config.json");
-    });
+    m = errorWith("hidden_act", "relu");
     CHECK_MSG(m, "hidden_act");
     CHECK_MSG(m, "relu");
   }

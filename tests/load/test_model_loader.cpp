@@ -7,32 +7,17 @@
 #include <filesystem>
 #include <fstream>
 
+#include "load_error_util.h"
 #include "load_test_util.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 
+using hs::test::contains;
+using hs::test::errorOf;
+
 namespace {
-
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const hs::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-#define CHECK_MSG(msg, part)                                 \
-  QVERIFY2(contains(msg, part),                              \
-           qPrintable(QString("message \"%1\" lacks \"%2\"") \
-                          .arg(QString::fromStdString(msg), QString::fromStdString(std::string(part)))))
 
 void writeFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

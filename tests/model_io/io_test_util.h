@@ -1,5 +1,7 @@
 #pragma once
-// Small helpers shared by the checkpoint-reader tests: raw byte files and error-message checks.
+// Small helpers shared by the checkpoint-reader tests: a temporary folder, raw byte files, error-message
+// checks and the shapes of stories260K.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <fstream>
@@ -10,6 +12,16 @@
 #include "util/error.h"
 
 namespace hs::test {
+
+// A temporary folder for the files of a test class, mixed into it next to QObject: tmp(name) is a path in
+// it; the class's initTestCase checks dir_.isValid().
+class TempDirFixture {
+ protected:
+  QTemporaryDir dir_;
+  std::string tmp(const std::string& name) const {
+    return dir_.filePath(QString::fromStdString(name)).toStdString();
+  }
+};
 
 inline void writeBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -49,4 +61,18 @@ inline std::string errorOf(const std::function<void()>& f) {
       QVERIFY2(hsMsg_.find(hsPart_) != std::string::npos,                                              \
                qPrintable(QString("message \"%1\" lacks \"%2\"")                                       \
                               .arg(QString::fromStdString(hsMsg_), QString::fromStdString(hsPart_)))); \
+  } while (0)
+
+// Checks the shapes every reader must report for stories260K (llama2.c's 260K-parameter TinyStories model)
+// in the ModelConfig `c`, returning from the test function at the first mismatch.
+#define HS_CHECK_STORIES260K_SHAPES(c) \
+  do {                                 \
+    QCOMPARE((c).n_layers, 5);         \
+    QCOMPARE((c).n_heads, 8);          \
+    QCOMPARE((c).n_kv_heads, 4);       \
+    QCOMPARE((c).d_model, 64);         \
+    QCOMPARE((c).d_head, 8);           \
+    QCOMPARE((c).rotary_dim, 8);       \
+    QCOMPARE((c).d_mlp, 172);          \
+    QCOMPARE((c).vocab_size, 512);     \
   } while (0)

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/Half.h>
 
-#include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
 
@@ -61,14 +60,10 @@ void addTinyTensors(GgufWriter& w, std::map<std::string, at::Tensor>* expected) 
 
 }  // namespace
 
-class TestGguf : public QObject {
+class TestGguf : public QObject, protected hs::test::TempDirFixture {
   Q_OBJECT
 
  private:
-  QTemporaryDir dir_;
-  std::string tmp(const std::string& name) const {
-    return dir_.filePath(QString::fromStdString(name)).toStdString();
-  }
   std::string write(const std::string& name, const GgufWriter& w) {
     const std::string p = tmp(name);
     w.write(p);
@@ -101,14 +96,7 @@ class TestGguf : public QObject {
     HS_REQUIRE_FILE(bin);
     const RawCheckpoint g = readGgufModel(gguf), b = readLlama2c(bin);
     const ModelConfig& c = g.config;
-    QCOMPARE(c.n_layers, 5);
-    QCOMPARE(c.n_heads, 8);
-    QCOMPARE(c.n_kv_heads, 4);
-    QCOMPARE(c.d_model, 64);
-    QCOMPARE(c.d_head, 8);
-    QCOMPARE(c.rotary_dim, 8);
-    QCOMPARE(c.d_mlp, 172);
-    QCOMPARE(c.vocab_size, 512);
+    HS_CHECK_STORIES260K_SHAPES(c);
     QCOMPARE(c.context_length, 2048);  // what the metadata says (trained at 512)
     QCOMPARE(c.source_format, std::string("gguf"));
     QVERIFY(c.rope_layout == RopeLayout::Interleaved);

@@ -2,7 +2,6 @@
 // here the way llama2.c's export.py writes them (legacy_export, version1_export, version2_export).
 #include <ATen/ATen.h>
 
-#include <QTemporaryDir>
 #include <QtTest>
 #include <cstring>
 
@@ -152,14 +151,8 @@ void compareAll(const RawCheckpoint& ck, const std::map<std::string, at::Tensor>
 
 }  // namespace
 
-class TestLlama2c : public QObject {
+class TestLlama2c : public QObject, protected hs::test::TempDirFixture {
   Q_OBJECT
-
- private:
-  QTemporaryDir dir_;
-  std::string tmp(const std::string& name) const {
-    return dir_.filePath(QString::fromStdString(name)).toStdString();
-  }
 
  private Q_SLOTS:
   void initTestCase() { QVERIFY(dir_.isValid()); }
@@ -170,14 +163,7 @@ class TestLlama2c : public QObject {
     const RawCheckpoint ck = readLlama2c(path);
     const ModelConfig& c = ck.config;
     QCOMPARE(ck.path, path);
-    QCOMPARE(c.n_layers, 5);
-    QCOMPARE(c.n_heads, 8);
-    QCOMPARE(c.n_kv_heads, 4);
-    QCOMPARE(c.d_model, 64);
-    QCOMPARE(c.d_head, 8);
-    QCOMPARE(c.rotary_dim, 8);
-    QCOMPARE(c.d_mlp, 172);
-    QCOMPARE(c.vocab_size, 512);
+    HS_CHECK_STORIES260K_SHAPES(c);
     QCOMPARE(c.context_length, 512);
     QVERIFY(c.tied_embeddings);
     QVERIFY(c.rope_layout == RopeLayout::Interleaved);

@@ -33,14 +33,8 @@ std::string stFile(const std::string& header, const std::string& data) {
 
 }  // namespace
 
-class TestSafetensors : public QObject {
+class TestSafetensors : public QObject, protected hs::test::TempDirFixture {
   Q_OBJECT
-
- private:
-  QTemporaryDir dir_;
-  std::string tmp(const std::string& name) const {
-    return dir_.filePath(QString::fromStdString(name)).toStdString();
-  }
 
  private Q_SLOTS:
   void initTestCase() { QVERIFY(dir_.isValid()); }

@@ -1,0 +1,31 @@
+#pragma once
+// Running headscope-cli from the CLI tests as a user does: a real process, its exit code, stdout, stderr.
+#include <QProcess>
+#include <QStringList>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "test_paths.h"
+
+namespace hs::test {
+
+struct CliResult {
+  int exitCode = -1;  // -1 when the process did not exit normally
+  std::string out, err;
+  nlohmann::json parsed() const { return nlohmann::json::parse(out); }
+};
+
+// Runs the CLI with `args` and waits for it (ctest's per-test timeout is the real bound).
+inline CliResult runCli(const QStringList& args) {
+  QProcess p;
+  p.start(QString::fromStdString(cliPath()), args);
+  p.waitForFinished(240000);
+  CliResult r;
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput().toStdString();
+  r.err = p.readAllStandardError().toStdString();
+  return r;
+}
+
+}  // namespace hs::test
