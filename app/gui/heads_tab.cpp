@@ -5,6 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -16,6 +17,19 @@
 #include "scatter_compare.h"
 
 namespace hs::gui {
+
+namespace {
+// A one-line label that ends in "…" instead of being cut off when its text is wider than the label.
+class ElidingLabel : public QLabel {
+ protected:
+  void paintEvent(QPaintEvent*) override {
+    QPainter p(this);
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(contentsRect(), Qt::AlignLeft | Qt::AlignVCenter,
+               fontMetrics().elidedText(text(), Qt::ElideRight, contentsRect().width()));
+  }
+};
+}  // namespace
 
 HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -51,8 +65,9 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   jaccardK_->setSpecialValueText("k = 5 %");
   jaccardK_->setPrefix("k = ");
   jaccardK_->setToolTip("k of Jaccard@k (0: 5 % of the heads)");
-  summary_ = new QLabel;
-  // Never widens the window: the run's first numbers are shown, all of them in the tooltip.
+  summary_ = new ElidingLabel;
+  // Never widens the window: the run's first numbers are shown (elided with "…" when narrow), all of them
+  // in the tooltip.
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   bar2->addWidget(compare_);
   bar2->addWidget(other_, 1);
