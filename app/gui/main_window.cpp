@@ -455,13 +455,13 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   log(QString("loaded %1: %2 layers × %3 heads").arg(i.path).arg(i.layers).arg(i.heads));
   Q_EMIT modelReady();
   // The toy model speaks only the toy world: its prompt comes from the task.
-  promptFromTask_ = i.path.contains("toy-icl") && promptEdit_->text() == kDefaultPrompt;
+  const bool toy = i.path.contains("toy-icl");
+  promptFromTask_ = toy && promptEdit_->text() == kDefaultPrompt;
   requestPreview();
   if (!promptFromTask_) runPrompt();
   if (analyzeOnLoad_) {
     const std::vector<std::string> names = analysisMethodNames();
     const std::set<std::string> methods(names.begin(), names.end());
-    const bool toy = i.path.contains("toy-icl");
     for (const QString& method : startAnalyses_) {
       if (!methods.count(method.toStdString())) continue;
       const bool taskVector = method == "fv" || method == "site" || method == "ltv";

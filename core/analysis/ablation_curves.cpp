@@ -277,20 +277,18 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
   // counts[set][outcome]: meaning_moved, kept, language_moved, other
   std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
 
-  auto lastLogitsArgmax = [&](const std::vector<int64_t>& p, const std::vector<Intervention>& ivs,
-                              std::vector<at::Tensor>* zAtMinus2) {
+  // hook_z of every layer at position −2 of a prompt: per layer [heads, d_head].
+  auto zAtMinus2 = [&](const std::vector<int64_t>& p) {
     RunRequest req;
     req.tokens = at::tensor(p, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
     req.last_logits_only = true;
-    req.interventions = ivs;
-    if (zAtMinus2)
-      for (int l = 0; l < c.n_layers; ++l)
-        req.capture.insert(attnZ(l));
+    for (int l = 0; l < c.n_layers; ++l)
+      req.capture.insert(attnZ(l));
     const RunResult r = model.run(req);
-    if (zAtMinus2)
-      for (int l = 0; l < c.n_layers; ++l)
-        zAtMinus2->push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 2]);  // [heads, d_head]
-    return r.logits[0][0].argmax().item<int64_t>();
+    std::vector<at::Tensor> z;
+    for (int l = 0; l < c.n_layers; ++l)
+      z.push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 2]);  // [heads, d_head]
+    return z;
   };
 
   for (int i = 0; i < n; ++i) {
@@ -308,40 +306,35 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
       if (c2 != cd && w.word(toy::Lang::A, c2)[0] != w.word(toy::Lang::A, cd)[0]) cs = c2;
     }
     if (cd < 0 || cs < 0) fail("concept patching: no usable prompt pair ", i);
-    std::vector<at::Tensor> zSrc;  // per layer [heads, d_head] at the source's −2
-    lastLogitsArgmax(toIds(src.tokens), {}, &zSrc);
+    const std::vector<at::Tensor> zSrc = zAtMinus2(toIds(src.tokens));  // per layer [heads, d_head]
     const std::vector<int64_t> dstIds = toIds(dst.tokens);
     const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
     const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);
-    const size_t steps = std::max(meaningWord.size(), keptWord.size());
-    const int patchPos = static_cast<int>(dstIds.size()) - 2;  // absolute: fixed while the answer grows
+    const int steps = static_cast<int>(std::max(meaningWord.size(), keptWord.size()));
     for (size_t s = 0; s < sets.size(); ++s) {
       std::vector<Intervention> ivs;
       for (const HeadRef& h : sets[s].second) {
         Intervention iv;
         iv.site = attnZ(h.layer);
         iv.heads = {h.head};
-        iv.positions = {patchPos};
+        iv.positions = {-2};
         iv.op = InterventionOp::Replace;
         iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
         ivs.push_back(iv);
       }
-      // Greedy generation of the answer word, the patch applied in every step's forward.
-      std::vector<int64_t> ids = dstIds;
-      std::vector<int> generated;
-      for (size_t step = 0; step < steps; ++step) {
-        generated.push_back(static_cast<int>(lastLogitsArgmax(ids, ivs, nullptr)));
-        ids.push_back(generated.back());
-      }
+      // Greedy generation of the answer word. The patch goes into the prefill; the KV cache carries the
+      // patched position into every later step, as if it were patched in each step's forward.
+      const std::vector<int64_t> newIds = model.generateGreedy(dstIds, steps, -1, ivs);
+      const std::vector<int> generated(newIds.begin(), newIds.end());
       auto spells = [&](const std::vector<int>& word) {
-        return std::equal(word.begin(), word.end(), generated.begin());
+        return generated.size() >= word.size() && std::equal(word.begin(), word.end(), generated.begin());
       };
       int outcome = 3;
       if (spells(meaningWord))
         outcome = 0;
       else if (spells(keptWord))
         outcome = 1;
-      else if (w.languageOfToken(generated[0]) == toy::index(toy::Lang::B))
+      else if (!generated.empty() && w.languageOfToken(generated[0]) == toy::index(toy::Lang::B))
         outcome = 2;
       ++counts[s][static_cast<size_t>(outcome)];
     }

@@ -27,7 +27,6 @@ std::vector<std::vector<int64_t>> idsOf(const std::vector<Prompt>& prompts) {
   return out;
 }
 
-// A sub-range of an analysis's progress: fraction f of this stage maps to [lo, hi] of the whole.
 }  // namespace
 
 nlohmann::json fvOptionsToJson(const FvOptions& o) {

@@ -103,9 +103,8 @@ Dataset loadTaskDataset(const TaskSpec& spec) {
 PromptTemplate taskTemplate(const TaskSpec& spec, const Dataset& d) {
   if (!spec.template_id.empty()) return builtinTemplate(spec.template_id);
   if (d.source.rfind("toy:", 0) == 0) return builtinTemplate(d.classification ? "toy-cls" : "toy-fn");
-  // FV JSON files keep the FV template even when their answers form a closed label set (sentiment.json).
-  const bool fvJson = d.source.size() >= 5 && d.source.compare(d.source.size() - 5, 5, ".json") == 0;
-  return builtinTemplate(d.classification && !fvJson ? "classification" : "fv");
+  if (!d.template_id.empty()) return builtinTemplate(d.template_id);
+  return builtinTemplate(d.classification ? "classification" : "fv");
 }
 
 IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec) {

@@ -202,6 +202,7 @@ Dataset fvDataset(const nlohmann::json& j, const std::string& path) {
   d.id = d.name = stemOf(path);
   d.source = path;
   d.examples = fvItems(j, path);
+  d.template_id = "fv";
   markClosedLabelSet(d);
   return d;
 }

@@ -22,6 +22,9 @@ struct Dataset {
   std::vector<Example> examples;
   bool classification = false;
   std::vector<std::string> label_words;  // classification: class index -> label word (= outputs[0])
+  // The prompt template the file's format implies ("fv" for FV JSON, also when its answers form a closed
+  // label set); "" = chosen by kind (classification or fv).
+  std::string template_id;
 };
 
 // Function Vectors JSON: a list of {"input": str, "output": str | [str, ...]}; other keys are ignored.

@@ -34,6 +34,7 @@ class TestTaskDatasets : public QObject {
     const hs::Dataset d = hs::loadFvJson(path);
     QVERIFY(d.classification);
     QCOMPARE(d.label_words, (std::vector<std::string>{"positive", "negative"}));
+    QCOMPARE(d.template_id, std::string("fv"));  // still prompted in the FV format
     for (const hs::Example& e : d.examples)
       QCOMPARE(d.label_words[static_cast<size_t>(e.label)], e.outputs[0]);
     const hs::Dataset lengths =
