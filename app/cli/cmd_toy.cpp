@@ -21,6 +21,8 @@ void addTrainToyCommand(CLI::App& app) {
   static int batch = -1;
   static int64_t stopAfter = -1;
   static int threads = 0;
+  static int64_t dHead = 0;
+  static double iclFrom = 0;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -35,6 +37,12 @@ void addTrainToyCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", threads, "torch intra-op threads (default: the recipe's, 1)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--d-head", dHead, "width of each attention head (default: the recipe's)")
+      ->check(CLI::Range(2, 256));
+  cmd->add_option("--icl-from", iclFrom,
+                  "fraction of the schedule after which the ICL-weighted curriculum stage runs (default: the "
+                  "recipe's)")
+      ->check(CLI::Range(0.16, 1.0));
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -50,16 +58,25 @@ void addTrainToyCommand(CLI::App& app) {
       } catch (const std::exception& e) {
         fail(dir, "/checkpoint/recipe.json: ", e.what());
       }
-      recipe.train.steps = saved.at("train").at("steps").get<int64_t>();
-      recipe.train.seed = saved.at("train").at("seed").get<uint64_t>();
-      recipe.batch = saved.at("train").at("batch").get<int>();
+      try {
+        recipe = recipeFromJson(saved, recipe);
+      } catch (const nlohmann::json::exception& e) {
+        fail(dir, "/checkpoint/recipe.json: ", e.what());
+      }
     }
+    if (dHead > 0) {
+      if (dHead % 2) fail("--d-head ", dHead, ": RoPE needs an even head width");
+      recipe.model.d_head = dHead;
+      recipe.model.rotary_dim = dHead;
+    }
+    if (iclFrom > 0) recipe.icl_from = iclFrom;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;
     recipe.train.stop_after = stopAfter;
     if (threads > 0) recipe.train.threads = threads;
-    progress("train-toy: " + recipeJson(recipe)["train"].dump());
+    progress("train-toy: " + recipeJson(recipe)["train"].dump() + " head_dim " +
+             std::to_string(recipe.model.d_head));
     const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
       std::ostringstream os;
       os << "step " << p.step << "  loss " << std::fixed << std::setprecision(4) << p.loss << "  lr "

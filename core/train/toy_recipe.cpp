@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "model/io/atomic_file.h"
@@ -87,7 +88,22 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
             {"seed", r.train.seed},
             {"optimizer", "AdamW"},
             {"schedule", "linear warm-up, cosine decay"},
-            {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"}}}};
+            {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
+            {"icl_from", r.icl_from}}}};
+}
+
+ToyRecipe recipeFromJson(const nlohmann::json& saved, ToyRecipe base) {
+  const nlohmann::json& t = saved.at("train");
+  base.train.steps = t.at("steps").get<int64_t>();
+  base.train.seed = t.at("seed").get<uint64_t>();
+  base.batch = t.at("batch").get<int>();
+  base.icl_from = t.value("icl_from", 0.70);  // recipes written before the option: the old fixed 70 %
+  const nlohmann::json& m = saved.at("model");
+  if (m.contains("head_dim")) {
+    base.model.d_head = m.at("head_dim").get<int64_t>();
+    base.model.rotary_dim = base.model.d_head;
+  }
+  return base;
 }
 
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
@@ -97,8 +113,8 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
     fail("toy recipe: the world has ", world.vocabSize(), " tokens but the model's vocab is ",
          recipe.model.vocab_size);
   const uint64_t totalSamples = static_cast<uint64_t>(recipe.train.steps) * recipe.batch;
-  const toy::CurriculumSampler sampler(world, toy::defaultCurriculum(totalSamples, recipe.seq_len),
-                                       recipe.train.seed);
+  const toy::CurriculumSampler sampler(
+      world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.icl_from), recipe.train.seed);
 
   // The batch of step s is samples [s·batch, (s+1)·batch) of the stream: a pure function of s.
   auto batchAt = [&](int64_t step) {
@@ -122,8 +138,22 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
   };
 
   std::filesystem::create_directories(outDir + "/checkpoint");
+  const std::string recipePath = outDir + "/checkpoint/recipe.json";
+  if (std::filesystem::exists(outDir + "/checkpoint/trainer_state.json") &&
+      std::filesystem::exists(recipePath)) {
+    nlohmann::json saved;
+    try {
+      std::ifstream f(recipePath);
+      saved = nlohmann::json::parse(f);
+    } catch (const std::exception& e) {
+      fail(recipePath, ": ", e.what());
+    }
+    if (saved != recipeJson(recipe))
+      fail(recipePath, ": the checkpoint was made with another recipe: ", saved.dump(), " vs now ",
+           recipeJson(recipe).dump());
+  }
   // The recipe beside the resumable state, so `train-toy --resume` continues with the same settings.
-  writeText(outDir + "/checkpoint/recipe.json", recipeJson(recipe).dump(1) + "\n");
+  writeText(recipePath, recipeJson(recipe).dump(1) + "\n");
   ModelWeights weights;
   const TrainResult result =
       train(recipe.model, recipe.train, batchAt, outDir + "/checkpoint", onProgress, &weights);

@@ -24,17 +24,10 @@ namespace {
 constexpr int kStateFormatVersion = 1;
 
 nlohmann::json configSignature(const ModelConfig& c, const TrainConfig& t) {
-  return {{"n_layers", c.n_layers},
-          {"n_heads", c.n_heads},
-          {"n_kv_heads", c.n_kv_heads},
-          {"d_model", c.d_model},
-          {"d_mlp", c.d_mlp},
-          {"vocab_size", c.vocab_size},
-          {"steps", t.steps},
-          {"lr", t.lr},
-          {"warmup", t.warmup},
-          {"seed", t.seed},
-          {"weight_decay", t.weight_decay}};
+  return {{"n_layers", c.n_layers},     {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
+          {"d_model", c.d_model},       {"d_head", c.d_head},   {"d_mlp", c.d_mlp},
+          {"vocab_size", c.vocab_size}, {"steps", t.steps},     {"lr", t.lr},
+          {"warmup", t.warmup},         {"seed", t.seed},       {"weight_decay", t.weight_decay}};
 }
 
 nlohmann::json progressJson(const TrainProgress& p) {

@@ -4,6 +4,7 @@
 #include <QStringList>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <string>
 
 #include "test_paths.h"
@@ -26,6 +27,12 @@ inline CliResult runCli(const QStringList& args) {
   r.out = p.readAllStandardOutput().toStdString();
   r.err = p.readAllStandardError().toStdString();
   return r;
+}
+
+// A JSON file the CLI wrote (throws on a missing or malformed file, which fails the test).
+inline nlohmann::json readJsonFile(const QString& path) {
+  std::ifstream f(path.toStdString());
+  return nlohmann::json::parse(f);
 }
 
 }  // namespace hs::test

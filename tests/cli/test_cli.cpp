@@ -11,6 +11,7 @@
 #include "test_paths.h"
 
 using hs::test::CliResult;
+using hs::test::readJsonFile;
 using hs::test::runCli;
 using nlohmann::json;
 
@@ -125,13 +126,20 @@ class TestCli : public QObject {
   void trainToyInPiecesThenEvaluate() {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
-    const CliResult first =
-        runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3"});
+    const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after",
+                                    "3", "--d-head", "8", "--icl-from", "0.5"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
+    // A resume with another curriculum is refused, naming the checkpoint's recipe file.
+    const CliResult otherRecipe = runCli({"train-toy", "--resume", out, "--icl-from", "0.9"});
+    QCOMPARE(otherRecipe.exitCode, 1);
+    QVERIFY2(otherRecipe.err.find("recipe.json") != std::string::npos, otherRecipe.err.c_str());
+    // A plain resume continues with the settings the run started with (head width, curriculum).
     const CliResult resumed = runCli({"train-toy", "--resume", out});
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
+    QCOMPARE(readJsonFile(out + "/config.json")["head_dim"].get<int>(), 8);
+    QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["icl_from"].get<double>(), 0.5);
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
     QCOMPARE(resumed.parsed()["steps"].get<int>(), 6);
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "training.json"})

@@ -297,6 +297,11 @@ class TestToyMixture : public QObject {
     QVERIFY(share(0, kKindInduction) > share(2000, kKindInduction) + 100);
     QVERIFY(share(8000, kKindIclCls) + share(8000, kKindFunction) >
             share(2000, kKindIclCls) + share(2000, kKindFunction) + 80);
+    // The icl stage can start earlier; it must start after the warm-up.
+    const CurriculumSampler early(w_, defaultCurriculum(1000, 256, 0.5), 42);
+    QCOMPARE(int(early.stageAt(499)), 1);
+    QCOMPARE(int(early.stageAt(500)), 2);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, 0.1));
     // One seq_len for all stages.
     auto bad = stages;
     bad[1].config.seq_len = 128;

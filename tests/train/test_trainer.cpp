@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -110,10 +111,28 @@ class TestTrainer : public QObject {
     hs::ToyRecipe r = miniRecipe(8);
     r.train.stop_after = 4;
     hs::trainToy(r, dir.path().toStdString(), nullptr);
-    r.train.seed = 99;
+    // Every recipe setting that shapes the weights or the data stream must match the checkpoint's.
+    auto refusedWith = [&](const std::function<void(hs::ToyRecipe&)>& change) {
+      hs::ToyRecipe other = r;
+      change(other);
+      try {
+        hs::trainToy(other, dir.path().toStdString(), nullptr);
+      } catch (const std::exception& e) {
+        return std::string(e.what()).find("another recipe") != std::string::npos &&
+               std::string(e.what()).find("recipe.json") != std::string::npos;
+      }
+      return false;
+    };
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.train.seed = 99; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.icl_from = 0.5; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.model.d_head = o.model.rotary_dim = 8; }));
+    // The trainer's own check holds without the recipe file too.
+    QFile::remove(dir.filePath("checkpoint/recipe.json"));
+    hs::ToyRecipe seed99 = r;
+    seed99.train.seed = 99;
     bool refused = false;
     try {
-      hs::trainToy(r, dir.path().toStdString(), nullptr);
+      hs::trainToy(seed99, dir.path().toStdString(), nullptr);
     } catch (const std::exception& e) {
       refused = std::string(e.what()).find("other settings") != std::string::npos;
     }

@@ -1,10 +1,14 @@
 #include "tasks/toy/curriculum.h"
 
+#include <cmath>
+
 #include "util/error.h"
 
 namespace hs::toy {
 
-std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len) {
+std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len, double icl_from) {
+  if (!(icl_from > 0.15 && icl_from <= 1.0))
+    fail("toy curriculum: the icl stage must start after the warm-up (15%) and by the end, got ", icl_from);
   MixtureConfig warmup;
   warmup.seq_len = seq_len;
   warmup.w_induction = 3.0;
@@ -25,7 +29,7 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
   icl.w_function = 3.0;
 
   return {{"warmup", total_samples * 15 / 100, warmup},
-          {"main", total_samples * 70 / 100, main},
+          {"main", static_cast<uint64_t>(std::llround(static_cast<double>(total_samples) * icl_from)), main},
           {"icl", total_samples, icl}};
 }
 

@@ -22,9 +22,11 @@ struct CurriculumStage {
   MixtureConfig config;
 };
 
-// Warm-up (first 15%: induction and lists weighted up), main (default mixture, to 70%), icl (classification
-// and function episodes weighted up). The last stage extends past total_samples.
-std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len = 256);
+// Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to the fraction
+// `icl_from` of the samples), icl (classification and function episodes weighted up). The last stage
+// extends past total_samples. icl_from must lie in (0.15, 1].
+std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len = 256,
+                                               double icl_from = 0.70);
 
 class CurriculumSampler {
  public:
