@@ -4,13 +4,20 @@ namespace hs {
 
 const char* toString(Architecture a) {
   switch (a) {
-    case Architecture::Gpt2: return "gpt2";
-    case Architecture::Llama: return "llama";
-    case Architecture::Mistral: return "mistral";
-    case Architecture::Qwen2: return "qwen2";
-    case Architecture::Qwen3: return "qwen3";
-    case Architecture::GptNeoX: return "gpt_neox";
-    case Architecture::Olmo2: return "olmo2";
+    case Architecture::Gpt2:
+      return "gpt2";
+    case Architecture::Llama:
+      return "llama";
+    case Architecture::Mistral:
+      return "mistral";
+    case Architecture::Qwen2:
+      return "qwen2";
+    case Architecture::Qwen3:
+      return "qwen3";
+    case Architecture::GptNeoX:
+      return "gpt_neox";
+    case Architecture::Olmo2:
+      return "olmo2";
   }
   return "unknown";
 }
@@ -29,10 +36,10 @@ long long parameterCount(const ModelConfig& c) {
   if (c.mlp_bias) perLayer += m + d;
   perLayer += 2 * d * (layerNorm ? 2 : 1);  // two norms per layer (pre or post)
   long long total = perLayer * c.n_layers;
-  total += v * d;                                  // token embedding
-  if (!c.tied_embeddings) total += v * d;          // unembedding
+  total += v * d;                          // token embedding
+  if (!c.tied_embeddings) total += v * d;  // unembedding
   if (c.learned_pos_emb) total += static_cast<long long>(c.context_length) * d;
-  total += d * (layerNorm ? 2 : 1);                // final norm
+  total += d * (layerNorm ? 2 : 1);  // final norm
   return total;
 }
 

@@ -30,7 +30,7 @@ struct RopeScaling {
 
 struct ModelConfig {
   Architecture arch = Architecture::Llama;
-  std::string model_type;  // as written in config.json ("llama", "qwen2", ...)
+  std::string model_type;     // as written in config.json ("llama", "qwen2", ...)
   std::string source_format;  // "hf", "llama2c", "gguf"
 
   int n_layers = 0;

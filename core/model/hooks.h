@@ -35,7 +35,7 @@ struct Site {
   SiteKind kind = SiteKind::ResidPre;
   int layer = 0;  // -1 for LnFinal
 
-  std::string name() const;                   // "blocks.3.attn.hook_z"
+  std::string name() const;                    // "blocks.3.attn.hook_z"
   static Site parse(const std::string& name);  // throws hs::Error naming the string
   bool operator<(const Site& o) const { return kind != o.kind ? kind < o.kind : layer < o.layer; }
   bool operator==(const Site& o) const { return kind == o.kind && layer == o.layer; }
@@ -43,14 +43,32 @@ struct Site {
 };
 
 // Convenience constructors so call sites read like the table.
-inline Site residPre(int l) { return {SiteKind::ResidPre, l}; }
-inline Site attnPattern(int l) { return {SiteKind::AttnPattern, l}; }
-inline Site attnV(int l) { return {SiteKind::AttnV, l}; }
-inline Site attnZ(int l) { return {SiteKind::AttnZ, l}; }
-inline Site attnResult(int l) { return {SiteKind::AttnResult, l}; }
-inline Site attnOut(int l) { return {SiteKind::AttnOut, l}; }
-inline Site mlpOut(int l) { return {SiteKind::MlpOut, l}; }
-inline Site residPost(int l) { return {SiteKind::ResidPost, l}; }
-inline Site lnFinal() { return {SiteKind::LnFinal, -1}; }
+inline Site residPre(int l) {
+  return {SiteKind::ResidPre, l};
+}
+inline Site attnPattern(int l) {
+  return {SiteKind::AttnPattern, l};
+}
+inline Site attnV(int l) {
+  return {SiteKind::AttnV, l};
+}
+inline Site attnZ(int l) {
+  return {SiteKind::AttnZ, l};
+}
+inline Site attnResult(int l) {
+  return {SiteKind::AttnResult, l};
+}
+inline Site attnOut(int l) {
+  return {SiteKind::AttnOut, l};
+}
+inline Site mlpOut(int l) {
+  return {SiteKind::MlpOut, l};
+}
+inline Site residPost(int l) {
+  return {SiteKind::ResidPost, l};
+}
+inline Site lnFinal() {
+  return {SiteKind::LnFinal, -1};
+}
 
 }  // namespace hs
