@@ -1,6 +1,5 @@
 // headscope-cli train-toy / eval-toy: the embedded toy model's recipe and its per-task accuracies.
 #include <filesystem>
-#include <fstream>
 
 #include <iomanip>
 #include <sstream>
@@ -50,25 +49,9 @@ void addTrainToyCommand(CLI::App& app) {
     if (!resume.empty() && !std::filesystem::exists(dir + "/checkpoint/trainer_state.json"))
       fail("--resume ", dir, ": no checkpoint/trainer_state.json there");
     ToyRecipe recipe = defaultToyRecipe();
-    if (!resume.empty()) {  // continue with the settings the run started with, unless overridden
-      std::ifstream f(dir + "/checkpoint/recipe.json");
-      nlohmann::json saved;
-      try {
-        saved = nlohmann::json::parse(f);
-      } catch (const std::exception& e) {
-        fail(dir, "/checkpoint/recipe.json: ", e.what());
-      }
-      try {
-        recipe = recipeFromJson(saved, recipe);
-      } catch (const nlohmann::json::exception& e) {
-        fail(dir, "/checkpoint/recipe.json: ", e.what());
-      }
-    }
-    if (dHead > 0) {
-      if (dHead % 2) fail("--d-head ", dHead, ": RoPE needs an even head width");
-      recipe.model.d_head = dHead;
-      recipe.model.rotary_dim = dHead;
-    }
+    // A resumed run continues with the settings it started with, unless overridden below.
+    if (!resume.empty()) recipe = resumedRecipe(dir, recipe);
+    if (dHead > 0) withContext("--d-head", [&] { setHeadWidth(recipe, dHead); });
     if (iclFrom > 0) recipe.icl_from = iclFrom;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;

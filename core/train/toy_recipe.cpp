@@ -92,17 +92,37 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
             {"icl_from", r.icl_from}}}};
 }
 
-ToyRecipe recipeFromJson(const nlohmann::json& saved, ToyRecipe base) {
-  const nlohmann::json& t = saved.at("train");
-  base.train.steps = t.at("steps").get<int64_t>();
-  base.train.seed = t.at("seed").get<uint64_t>();
-  base.batch = t.at("batch").get<int>();
-  base.icl_from = t.value("icl_from", 0.70);  // recipes written before the option: the old fixed 70 %
-  const nlohmann::json& m = saved.at("model");
-  if (m.contains("head_dim")) {
-    base.model.d_head = m.at("head_dim").get<int64_t>();
-    base.model.rotary_dim = base.model.d_head;
+void setHeadWidth(ToyRecipe& r, int64_t d_head) {
+  if (d_head <= 0 || d_head % 2)
+    fail("toy recipe: head width ", d_head, ": RoPE needs an even, positive width");
+  r.model.d_head = d_head;
+  r.model.rotary_dim = d_head;
+}
+
+std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir) {
+  const std::string path = outDir + "/checkpoint/recipe.json";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  std::ifstream f(path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    fail(path, ": ", e.what());
   }
+}
+
+ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
+  const std::string path = outDir + "/checkpoint/recipe.json";
+  const std::optional<nlohmann::json> saved = savedRecipeJson(outDir);
+  if (!saved) fail(path, ": missing, so the run's settings are unknown");
+  withContext(path, [&] {
+    const nlohmann::json& t = saved->at("train");
+    base.train.steps = t.at("steps").get<int64_t>();
+    base.train.seed = t.at("seed").get<uint64_t>();
+    base.batch = t.at("batch").get<int>();
+    base.icl_from = t.value("icl_from", 0.70);  // recipes written before the option: the old fixed 70 %
+    const nlohmann::json& m = saved->at("model");
+    if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
+  });
   return base;
 }
 
@@ -138,22 +158,15 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
   };
 
   std::filesystem::create_directories(outDir + "/checkpoint");
-  const std::string recipePath = outDir + "/checkpoint/recipe.json";
-  if (std::filesystem::exists(outDir + "/checkpoint/trainer_state.json") &&
-      std::filesystem::exists(recipePath)) {
-    nlohmann::json saved;
-    try {
-      std::ifstream f(recipePath);
-      saved = nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-      fail(recipePath, ": ", e.what());
-    }
-    if (saved != recipeJson(recipe))
-      fail(recipePath, ": the checkpoint was made with another recipe: ", saved.dump(), " vs now ",
-           recipeJson(recipe).dump());
+  const nlohmann::json recipeNow = recipeJson(recipe);
+  if (std::filesystem::exists(outDir + "/checkpoint/trainer_state.json")) {
+    const std::optional<nlohmann::json> saved = savedRecipeJson(outDir);
+    if (saved && *saved != recipeNow)
+      fail(outDir, "/checkpoint/recipe.json: the checkpoint was made with another recipe: ", saved->dump(),
+           " vs now ", recipeNow.dump());
   }
   // The recipe beside the resumable state, so `train-toy --resume` continues with the same settings.
-  writeText(recipePath, recipeJson(recipe).dump(1) + "\n");
+  writeText(outDir + "/checkpoint/recipe.json", recipeNow.dump(1) + "\n");
   ModelWeights weights;
   const TrainResult result =
       train(recipe.model, recipe.train, batchAt, outDir + "/checkpoint", onProgress, &weights);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "model/config.h"
@@ -28,8 +29,16 @@ nlohmann::json recipeJson(const ToyRecipe& r);
 
 // Trains (resuming from outDir/checkpoint when it holds a state of the same recipe) and writes an HF
 // folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
-// A recipe with `saved` (a recipeJson) applied over `base`: the settings a resumed run started with.
-ToyRecipe recipeFromJson(const nlohmann::json& saved, ToyRecipe base);
+// Sets the head width (and the RoPE width with it); fails unless it is even and positive.
+void setHeadWidth(ToyRecipe& r, int64_t d_head);
+
+// The recipe a run in outDir was started with (outDir/checkpoint/recipe.json, as recipeJson wrote it), or
+// nullopt when there is none. Fails naming the file when it is unreadable or malformed.
+std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir);
+
+// `base` with the saved steps, seed, batch, curriculum and head width of the run in outDir: the settings
+// `train-toy --resume` continues with. Fails naming the file when it is missing or lacks a setting.
+ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base);
 
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
                      const std::function<void(const TrainProgress&)>& onProgress);
