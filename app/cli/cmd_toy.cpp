@@ -22,6 +22,7 @@ void addTrainToyCommand(CLI::App& app) {
   static int threads = 0;
   static int64_t dHead = 0;
   static double iclFrom = 0;
+  static double categoryWeight = -1;  // < 0: not given
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -42,6 +43,11 @@ void addTrainToyCommand(CLI::App& app) {
                   "fraction of the schedule after which the ICL-weighted curriculum stage runs (default: the "
                   "recipe's)")
       ->check(CLI::Range(0.16, 1.0));
+  cmd->add_option(
+         "--category-weight", categoryWeight,
+         "mixture weight of category-naming episodes (x = digit of its category) in every curriculum "
+         "stage; 0 turns them off (default: the recipe's)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -53,6 +59,7 @@ void addTrainToyCommand(CLI::App& app) {
     if (!resume.empty()) recipe = resumedRecipe(dir, recipe);
     if (dHead > 0) withContext("--d-head", [&] { setHeadWidth(recipe, dHead); });
     if (iclFrom > 0) recipe.icl_from = iclFrom;
+    if (categoryWeight >= 0) recipe.category_weight = categoryWeight;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;

@@ -89,7 +89,8 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
             {"optimizer", "AdamW"},
             {"schedule", "linear warm-up, cosine decay"},
             {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
-            {"icl_from", r.icl_from}}}};
+            {"icl_from", r.icl_from},
+            {"category_weight", r.category_weight}}}};
 }
 
 void setHeadWidth(ToyRecipe& r, int64_t d_head) {
@@ -120,6 +121,7 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.train.seed = t.at("seed").get<uint64_t>();
     base.batch = t.at("batch").get<int>();
     base.icl_from = t.value("icl_from", 0.70);  // recipes written before the option: the old fixed 70 %
+    base.category_weight = t.value("category_weight", 0.0);  // ... and before category naming existed
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
   });
@@ -134,7 +136,8 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
          recipe.model.vocab_size);
   const uint64_t totalSamples = static_cast<uint64_t>(recipe.train.steps) * recipe.batch;
   const toy::CurriculumSampler sampler(
-      world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.icl_from), recipe.train.seed);
+      world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.icl_from, recipe.category_weight),
+      recipe.train.seed);
 
   // The batch of step s is samples [s·batch, (s+1)·batch) of the stream: a pure function of s.
   auto batchAt = [&](int64_t step) {

@@ -127,7 +127,7 @@ class TestCli : public QObject {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
     const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after",
-                                    "3", "--d-head", "8", "--icl-from", "0.5"});
+                                    "3", "--d-head", "8", "--icl-from", "0.5", "--category-weight", "1"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
@@ -135,11 +135,15 @@ class TestCli : public QObject {
     const CliResult otherRecipe = runCli({"train-toy", "--resume", out, "--icl-from", "0.9"});
     QCOMPARE(otherRecipe.exitCode, 1);
     QVERIFY2(otherRecipe.err.find("recipe.json") != std::string::npos, otherRecipe.err.c_str());
+    const CliResult otherMixture = runCli({"train-toy", "--resume", out, "--category-weight", "0"});
+    QCOMPARE(otherMixture.exitCode, 1);
+    QVERIFY2(otherMixture.err.find("recipe.json") != std::string::npos, otherMixture.err.c_str());
     // A plain resume continues with the settings the run started with (head width, curriculum).
     const CliResult resumed = runCli({"train-toy", "--resume", out});
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
     QCOMPARE(readJsonFile(out + "/config.json")["head_dim"].get<int>(), 8);
     QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["icl_from"].get<double>(), 0.5);
+    QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["category_weight"].get<double>(), 1.0);
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
     QCOMPARE(resumed.parsed()["steps"].get<int>(), 6);
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "training.json"})

@@ -110,6 +110,25 @@ class TestToyMixture : public QObject {
       cls_items_.push_back(static_cast<int>(std::count(ep.begin(), ep.end(), tok::kNl)));
       return m;
     }
+    if (kind == kKindCategory) {
+      // x = d <nl> ...; d is the digit of x's category, the same fixed naming in every episode.
+      if (ep.back() != tok::kNl) return {};
+      size_t start = 1;
+      for (size_t p = 1; p < ep.size(); ++p) {
+        if (ep[p] != tok::kNl) continue;
+        if (p - start < 3 || ep[p - 2] != tok::kEq) return {};
+        const std::vector<int> word(ep.begin() + static_cast<long>(start),
+                                    ep.begin() + static_cast<long>(p - 2));
+        const int l = hs::toy::test::languageOfWord(w_, word);
+        if (l < 0) return {};
+        const int k = hs::toy::test::categoryOfWord(w_, static_cast<Lang>(l), word);
+        if (k < 0 || ep[p - 1] != tok::kDigit0 + k) return {};
+        m[p - 1] = 1;
+        start = p + 1;
+      }
+      cat_items_.push_back(static_cast<int>(std::count(ep.begin(), ep.end(), tok::kNl)));
+      return m;
+    }
     // function: x → y <nl> ...; one task for the whole episode.
     if (ep.back() != tok::kNl) return {};
     std::vector<std::pair<std::vector<int>, std::vector<int>>> items;
@@ -139,8 +158,8 @@ class TestToyMixture : public QObject {
     return m;
   }
 
-  std::map<int, std::set<int>> cls_mappings_;  // category -> labels seen across episodes
-  std::vector<int> cls_items_, fn_items_;      // demos + query per episode
+  std::map<int, std::set<int>> cls_mappings_;          // category -> labels seen across episodes
+  std::vector<int> cls_items_, fn_items_, cat_items_;  // demos + query per episode
 
  private Q_SLOTS:
   void streamIsDeterministicAndSeekable() {
@@ -237,6 +256,41 @@ class TestToyMixture : public QObject {
     QCOMPARE(*std::max_element(cls_items_.begin(), cls_items_.end()), 13);
     QVERIFY(zero > 0);
     QVERIFY(zero < static_cast<int>(cls_items_.size()) / 4);
+  }
+
+  void categoryNamingEpisodesAreOptIn() {
+    // Weight 0 (the default) leaves the five original kinds' stream exactly as it was; a weight adds
+    // well-formed "x = digit" episodes at roughly its share.
+    MixtureConfig off, on;
+    off.w_category = 0.0;
+    on.w_category = 1.0;  // 1 of 7.5
+    const MixtureSampler a(w_, MixtureConfig{}, 9), b(w_, off, 9), c(w_, on, 9);
+    int category = 0;
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      QVERIFY(sameSample(a.sampleAt(i), b.sampleAt(i)));
+      const Sample x = c.sampleAt(i);
+      if (x.kind != kKindCategory) continue;
+      ++category;
+      for (const Span& e : episodesOf(x)) {
+        const std::vector<int> ep(x.tokens.begin() + static_cast<long>(e.begin),
+                                  x.tokens.begin() + static_cast<long>(e.end));
+        const std::vector<uint8_t> mask(x.loss_mask.begin() + static_cast<long>(e.begin),
+                                        x.loss_mask.begin() + static_cast<long>(e.end));
+        const std::vector<uint8_t> want = expectedMask(x.kind, ep);
+        QVERIFY2(!want.empty(), qPrintable(QString::fromStdString("malformed: " + w_.text(ep))));
+        QVERIFY(mask == want);
+      }
+    }
+    QVERIFY2(category > kSamples / 12 && category < kSamples / 4, qPrintable(QString::number(category)));
+    // Shots 0..6 (items = shots + query), zero-shot queries included.
+    QCOMPARE(*std::max_element(cat_items_.begin(), cat_items_.end()), 7);
+    QVERIFY(std::count(cat_items_.begin(), cat_items_.end(), 1) > 0);
+    // The curriculum puts the weight in every stage.
+    for (const CurriculumStage& st : defaultCurriculum(1000, 256, 0.7, 1.5))
+      QCOMPARE(st.config.w_category, 1.5);
+    for (const CurriculumStage& st : defaultCurriculum(1000))
+      QCOMPARE(st.config.w_category, 0.0);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, 0.7, -1.0));
   }
 
   void unpackedSamplesHoldOneEpisode() {

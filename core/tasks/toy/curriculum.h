@@ -24,9 +24,11 @@ struct CurriculumStage {
 
 // Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to the fraction
 // `icl_from` of the samples), icl (classification and function episodes weighted up). The last stage
-// extends past total_samples. icl_from must lie in (0.15, 1].
+// extends past total_samples. icl_from must lie in (0.15, 1]. `category_weight` > 0 adds category-naming
+// episodes (episodes.h) with that weight to every stage: the category becomes a feature the model has before
+// the classification episodes ask it to map categories to fresh labels.
 std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len = 256,
-                                               double icl_from = 0.70);
+                                               double icl_from = 0.70, double category_weight = 0.0);
 
 class CurriculumSampler {
  public:

@@ -130,4 +130,21 @@ Episode functionEpisode(const ToyWorld& w, Rng& rng, const std::string& task, in
   return e;
 }
 
+Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang) {
+  if (shots < 0 || shots + 1 > w.numConcepts()) fail("toy category episode: ", shots, " shots");
+  if (w.numCategories() > 10)
+    fail("toy category episode: ", w.numCategories(), " categories, the digits name at most 10");
+  Episode e = begin();
+  for (int c : rng.choose(w.numConcepts(), shots + 1)) {
+    put(e, w.word(lang, c), 0);
+    put(e, tok::kEq, 0);
+    e.item_starts.push_back(e.tokens.size());
+    put(e, tok::kDigit0 + w.category[static_cast<size_t>(c)], 1);
+    put(e, tok::kNl, 0);
+  }
+  e.answer_pos = e.item_starts.back();
+  e.answer_len = 1;
+  return e;
+}
+
 }  // namespace hs::toy

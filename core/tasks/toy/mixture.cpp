@@ -24,11 +24,12 @@ size_t longestEpisode(const std::string& kind, const MixtureConfig& c) {
   if (kind == kKindCopyList || kind == kKindTranslateList)
     return 1 + 2 * (words * kMaxWordLen + words - 1) + 1;
   if (kind == kKindIclCls) return 1 + static_cast<size_t>(c.cls_max_shots + 1) * (kMaxWordLen + 3);
+  if (kind == kKindCategory) return 1 + static_cast<size_t>(c.cat_max_shots + 1) * (kMaxWordLen + 3);
   return 1 + static_cast<size_t>(c.fn_max_shots + 1) * (2 * kMaxWordLen + 2);
 }
 
 std::vector<double> kindWeights(const MixtureConfig& c) {
-  return {c.w_induction, c.w_copy_list, c.w_translate_list, c.w_icl_cls, c.w_function};
+  return {c.w_induction, c.w_copy_list, c.w_translate_list, c.w_icl_cls, c.w_function, c.w_category};
 }
 
 int drawShots(Rng& rng, double zero_shot, int max_shots) {
@@ -40,7 +41,7 @@ int drawShots(Rng& rng, double zero_shot, int max_shots) {
 
 const std::vector<std::string>& mixtureKinds() {
   static const std::vector<std::string> kinds = {kKindInduction, kKindCopyList, kKindTranslateList,
-                                                 kKindIclCls, kKindFunction};
+                                                 kKindIclCls,    kKindFunction, kKindCategory};
   return kinds;
 }
 
@@ -62,7 +63,8 @@ MixtureSampler::MixtureSampler(const ToyWorld& world, MixtureConfig config, uint
          world_.numCategories(), " categories");
   if (c.seq_len < 2) fail("toy mixture config: seq_len = ", c.seq_len, ", expected >= 2");
   if (c.pack_attempts < 1) fail("toy mixture config: pack_attempts = ", c.pack_attempts, ", expected >= 1");
-  if (c.cls_max_shots < 0 || c.fn_max_shots < 0) fail("toy mixture config: negative max shots");
+  if (c.cls_max_shots < 0 || c.fn_max_shots < 0 || c.cat_max_shots < 0)
+    fail("toy mixture config: negative max shots");
   if (c.fn_tasks.empty()) fail("toy mixture config: fn_tasks is empty");
   for (const auto& t : c.fn_tasks)
     if (taskInfo(t).kind != TaskKind::Word)
@@ -98,6 +100,10 @@ Episode MixtureSampler::drawEpisode(const std::string& kind, Rng& rng) const {
     const int shots = drawShots(rng, c.cls_zero_shot, c.cls_max_shots);
     const Lang lang = rng.bernoulli(0.5) ? Lang::A : Lang::B;
     return clsEpisode(w, rng, labels, shots, lang);
+  }
+  if (kind == kKindCategory) {
+    const int shots = drawShots(rng, c.cat_zero_shot, c.cat_max_shots);
+    return categoryEpisode(w, rng, shots, rng.bernoulli(0.5) ? Lang::A : Lang::B);
   }
   const std::string& task = rng.pick(c.fn_tasks);
   return functionEpisode(w, rng, task, drawShots(rng, c.fn_zero_shot, c.fn_max_shots));

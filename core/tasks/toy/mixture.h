@@ -21,7 +21,8 @@ inline constexpr const char* kKindCopyList = "copy_list";
 inline constexpr const char* kKindTranslateList = "translate_list";
 inline constexpr const char* kKindIclCls = "icl_cls";
 inline constexpr const char* kKindFunction = "function";
-const std::vector<std::string>& mixtureKinds();  // the five above, in this order
+inline constexpr const char* kKindCategory = "category";
+const std::vector<std::string>& mixtureKinds();  // the six above, in this order
 
 struct MixtureConfig {
   int seq_len = 256;
@@ -33,6 +34,8 @@ struct MixtureConfig {
   double w_translate_list = 0.75;
   double w_icl_cls = 2.0;
   double w_function = 2.0;
+  double w_category =
+      0.0;  // off by default; appended last, so a zero leaves the other kinds' draws as they were
   // induction: <bos> + a span of distinct syllables repeated several times
   int induction_min_span = 8, induction_max_span = 24;
   int induction_min_repeats = 2, induction_max_repeats = 4;
@@ -44,6 +47,9 @@ struct MixtureConfig {
   // function: shots = 0 with probability fn_zero_shot, else uniform in [1, fn_max_shots]; task uniform
   int fn_max_shots = 10;
   double fn_zero_shot = 0.1;
+  // category: shots = 0 with probability cat_zero_shot, else uniform in [1, cat_max_shots]; language uniform
+  int cat_max_shots = 6;
+  double cat_zero_shot = 0.3;
   std::vector<std::string> fn_tasks = {"translate_a_b", "translate_b_a", "antonym_a", "successor_a",
                                        "copy_a"};
 };
