@@ -23,6 +23,7 @@ void addTrainToyCommand(CLI::App& app) {
   static int64_t dHead = 0;
   static double iclFrom = 0;
   static double categoryWeight = -1;  // < 0: not given
+  static double iclClsWeight = 0;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -48,6 +49,10 @@ void addTrainToyCommand(CLI::App& app) {
          "mixture weight of category-naming episodes (x = digit of its category) in every curriculum "
          "stage; 0 turns them off (default: the recipe's)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--icl-cls-weight", iclClsWeight,
+                  "mixture weight of the classification episodes in the ICL-weighted stage (default: the "
+                  "recipe's)")
+      ->check(CLI::Range(0.01, 20.0));
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -58,8 +63,9 @@ void addTrainToyCommand(CLI::App& app) {
     // A resumed run continues with the settings it started with, unless overridden below.
     if (!resume.empty()) recipe = resumedRecipe(dir, recipe);
     if (dHead > 0) withContext("--d-head", [&] { setHeadWidth(recipe, dHead); });
-    if (iclFrom > 0) recipe.icl_from = iclFrom;
-    if (categoryWeight >= 0) recipe.category_weight = categoryWeight;
+    if (iclFrom > 0) recipe.curriculum.icl_from = iclFrom;
+    if (categoryWeight >= 0) recipe.curriculum.category_weight = categoryWeight;
+    if (iclClsWeight > 0) recipe.curriculum.icl_cls_weight = iclClsWeight;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;

@@ -89,8 +89,9 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
             {"optimizer", "AdamW"},
             {"schedule", "linear warm-up, cosine decay"},
             {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
-            {"icl_from", r.icl_from},
-            {"category_weight", r.category_weight}}}};
+            {"icl_from", r.curriculum.icl_from},
+            {"category_weight", r.curriculum.category_weight},
+            {"icl_cls_weight", r.curriculum.icl_cls_weight}}}};
 }
 
 void setHeadWidth(ToyRecipe& r, int64_t d_head) {
@@ -120,8 +121,11 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.train.steps = t.at("steps").get<int64_t>();
     base.train.seed = t.at("seed").get<uint64_t>();
     base.batch = t.at("batch").get<int>();
-    base.icl_from = t.value("icl_from", 0.70);  // recipes written before the option: the old fixed 70 %
-    base.category_weight = t.value("category_weight", 0.0);  // ... and before category naming existed
+    // Recipes written before an option existed ran with what is now its default.
+    const toy::CurriculumOptions defaults;
+    base.curriculum.icl_from = t.value("icl_from", defaults.icl_from);
+    base.curriculum.category_weight = t.value("category_weight", defaults.category_weight);
+    base.curriculum.icl_cls_weight = t.value("icl_cls_weight", defaults.icl_cls_weight);
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
   });
@@ -136,8 +140,7 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
          recipe.model.vocab_size);
   const uint64_t totalSamples = static_cast<uint64_t>(recipe.train.steps) * recipe.batch;
   const toy::CurriculumSampler sampler(
-      world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.icl_from, recipe.category_weight),
-      recipe.train.seed);
+      world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.curriculum), recipe.train.seed);
 
   // The batch of step s is samples [s·batch, (s+1)·batch) of the stream: a pure function of s.
   auto batchAt = [&](int64_t step) {

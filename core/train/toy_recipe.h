@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "tasks/toy/curriculum.h"
 #include "tasks/toy/world.h"
 #include "train/trainer.h"
 
@@ -18,10 +19,9 @@ struct ToyRecipe {
   toy::ToyWorldConfig world;
   ModelConfig model;
   TrainConfig train;
-  int batch = 32;                // samples per step
-  int seq_len = 128;             // tokens per sample (= the model's context)
-  double icl_from = 0.70;        // fraction of the samples after which the curriculum's icl stage runs
-  double category_weight = 0.0;  // mixture weight of category-naming episodes in every stage (0: none)
+  int batch = 32;                     // samples per step
+  int seq_len = 128;                  // tokens per sample (= the model's context)
+  toy::CurriculumOptions curriculum;  // icl stage start, category naming, icl-stage classification weight
 };
 
 // The shipped model's recipe: Llama architecture, 4 layers × 8 heads, d_model 128, RoPE.

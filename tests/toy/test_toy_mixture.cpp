@@ -286,11 +286,14 @@ class TestToyMixture : public QObject {
     QCOMPARE(*std::max_element(cat_items_.begin(), cat_items_.end()), 7);
     QVERIFY(std::count(cat_items_.begin(), cat_items_.end(), 1) > 0);
     // The curriculum puts the weight in every stage.
-    for (const CurriculumStage& st : defaultCurriculum(1000, 256, 0.7, 1.5))
+    CurriculumOptions named;
+    named.category_weight = 1.5;
+    for (const CurriculumStage& st : defaultCurriculum(1000, 256, named))
       QCOMPARE(st.config.w_category, 1.5);
     for (const CurriculumStage& st : defaultCurriculum(1000))
       QCOMPARE(st.config.w_category, 0.0);
-    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, 0.7, -1.0));
+    named.category_weight = -1.0;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, named));
   }
 
   void unpackedSamplesHoldOneEpisode() {
@@ -352,10 +355,20 @@ class TestToyMixture : public QObject {
     QVERIFY(share(8000, kKindIclCls) + share(8000, kKindFunction) >
             share(2000, kKindIclCls) + share(2000, kKindFunction) + 80);
     // The icl stage can start earlier; it must start after the warm-up.
-    const CurriculumSampler early(w_, defaultCurriculum(1000, 256, 0.5), 42);
+    CurriculumOptions half;
+    half.icl_from = 0.5;
+    const CurriculumSampler early(w_, defaultCurriculum(1000, 256, half), 42);
     QCOMPARE(int(early.stageAt(499)), 1);
     QCOMPARE(int(early.stageAt(500)), 2);
-    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, 0.1));
+    half.icl_from = 0.1;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, half));
+    // The icl stage's classification weight is the recipe's to choose; it must stay positive.
+    CurriculumOptions heavy;
+    heavy.icl_cls_weight = 8.0;
+    QCOMPARE(defaultCurriculum(1000, 256, heavy).back().config.w_icl_cls, 8.0);
+    QCOMPARE(defaultCurriculum(1000, 256, heavy)[1].config.w_icl_cls, MixtureConfig{}.w_icl_cls);
+    heavy.icl_cls_weight = 0.0;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, heavy));
     // One seq_len for all stages.
     auto bad = stages;
     bad[1].config.seq_len = 128;

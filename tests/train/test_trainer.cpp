@@ -124,8 +124,9 @@ class TestTrainer : public QObject {
       return false;
     };
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.train.seed = 99; }));
-    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.icl_from = 0.5; }));
-    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.category_weight = 1.0; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.icl_from = 0.5; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.category_weight = 1.0; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.icl_cls_weight = 6.0; }));
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.model.d_head = o.model.rotary_dim = 8; }));
     // The trainer's own check holds without the recipe file too.
     QFile::remove(dir.filePath("checkpoint/recipe.json"));

@@ -6,12 +6,15 @@
 
 namespace hs::toy {
 
-std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len, double icl_from,
-                                               double category_weight) {
+std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len,
+                                               const CurriculumOptions& options) {
+  const double icl_from = options.icl_from;
   if (!(icl_from > 0.15 && icl_from <= 1.0))
     fail("toy curriculum: the icl stage must start after the warm-up (15%) and by the end, got ", icl_from);
-  if (!(category_weight >= 0.0 && category_weight <= 10.0))
-    fail("toy curriculum: category weight ", category_weight, ", expected 0..10");
+  if (!(options.category_weight >= 0.0 && options.category_weight <= 10.0))
+    fail("toy curriculum: category weight ", options.category_weight, ", expected 0..10");
+  if (!(options.icl_cls_weight > 0.0 && options.icl_cls_weight <= 20.0))
+    fail("toy curriculum: icl-stage classification weight ", options.icl_cls_weight, ", expected (0, 20]");
   MixtureConfig warmup;
   warmup.seq_len = seq_len;
   warmup.w_induction = 3.0;
@@ -28,11 +31,11 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
   icl.w_induction = 0.5;
   icl.w_copy_list = 0.5;
   icl.w_translate_list = 0.75;
-  icl.w_icl_cls = 3.0;
+  icl.w_icl_cls = options.icl_cls_weight;
   icl.w_function = 3.0;
 
   for (MixtureConfig* c : {&warmup, &main, &icl})
-    c->w_category = category_weight;
+    c->w_category = options.category_weight;
 
   return {{"warmup", total_samples * 15 / 100, warmup},
           {"main", static_cast<uint64_t>(std::llround(static_cast<double>(total_samples) * icl_from)), main},

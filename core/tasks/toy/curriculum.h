@@ -22,13 +22,19 @@ struct CurriculumStage {
   MixtureConfig config;
 };
 
-// Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to the fraction
-// `icl_from` of the samples), icl (classification and function episodes weighted up). The last stage
-// extends past total_samples. icl_from must lie in (0.15, 1]. `category_weight` > 0 adds category-naming
-// episodes (episodes.h) with that weight to every stage: the category becomes a feature the model has before
-// the classification episodes ask it to map categories to fresh labels.
+// The recipe's choices about the stages; the defaults are the shipped model's.
+struct CurriculumOptions {
+  double icl_from = 0.70;        // the icl stage serves this fraction of the samples onwards; in (0.15, 1]
+  double category_weight = 0.0;  // > 0: category-naming episodes (episodes.h) in every stage, this weight
+  double icl_cls_weight = 3.0;   // the classification episodes' weight in the icl stage; in (0, 20]
+};
+
+// Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to `icl_from` of the
+// samples), icl (classification and function episodes weighted up). The last stage extends past
+// total_samples. Category naming, when on, gives the model the category as a feature before the
+// classification episodes ask it to map categories to fresh labels.
 std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len = 256,
-                                               double icl_from = 0.70, double category_weight = 0.0);
+                                               const CurriculumOptions& options = {});
 
 class CurriculumSampler {
  public:
