@@ -3,21 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 namespace {
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open dataset file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string stemOf(const std::string& path) {
   return std::filesystem::path(path).stem().string();
@@ -82,16 +73,6 @@ std::vector<Example> fvItems(const nlohmann::json& j, const std::string& where) 
   for (size_t i = 0; i < j.size(); ++i)
     out.push_back(fvItem(j[i], i, where));
   return out;
-}
-
-nlohmann::json parseJsonFile(const std::string& path) {
-  const std::string text = readAll(path);
-  if (isBlank(text)) fail(path, ": empty file, expected JSON");
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path, ": invalid JSON: ", e.what());
-  }
 }
 
 // RFC 4180 rows with the line on which each row starts.
@@ -209,7 +190,7 @@ Dataset fvDataset(const nlohmann::json& j, const std::string& path) {
 }  // namespace
 
 Dataset loadFvJson(const std::string& path) {
-  return fvDataset(parseJsonFile(path), path);
+  return fvDataset(readJsonFile(path, "dataset file"), path);
 }
 
 Dataset datasetFromToyExport(const nlohmann::json& fv, const std::string& id) {
@@ -255,7 +236,7 @@ Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
   if (opt.input_column < 0 || opt.output_column < 0 || opt.input_column == opt.output_column)
     fail(path, ": input column ", opt.input_column, " and output column ", opt.output_column,
          " must be distinct and non-negative");
-  const std::vector<CsvRow> rows = parseCsv(readAll(path), sep, path);
+  const std::vector<CsvRow> rows = parseCsv(readTextFile(path, "dataset file"), sep, path);
   if (rows.empty()) fail(path, ": empty file, expected rows of input", sep == '\t' ? "<TAB>" : ",", "output");
   size_t first = 0;
   if (opt.header == CsvHeader::Present || (opt.header == CsvHeader::Auto && looksLikeHeader(rows[0].cells)))
@@ -283,7 +264,7 @@ Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
 
 Dataset loadSst2(const std::string& path, std::vector<std::string> label_words) {
   if (label_words.size() != 2) fail(path, ": SST-2 needs 2 label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readAll(path));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
   Dataset d;
   d.id = d.name = "sst2";
   d.source = path;
@@ -320,7 +301,7 @@ Dataset loadTrec(const std::string& path, std::vector<std::string> label_words) 
   const auto& classes = trecCoarseClasses();
   if (label_words.size() != classes.size())
     fail(path, ": TREC needs ", classes.size(), " label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readAll(path));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
   Dataset d;
   d.id = d.name = "trec";
   d.source = path;
@@ -352,14 +333,14 @@ Dataset loadDatasetAuto(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ext == ".json") {
-    const nlohmann::json j = parseJsonFile(path);
+    const nlohmann::json j = readJsonFile(path, "dataset file");
     if (j.is_object() && j.contains("items"))
       return withContext(path, [&] { return datasetFromToyClassification(j, stemOf(path)); });
     return fvDataset(j, path);
   }
   if (ext == ".csv") return loadPairsCsv(path, ',');
   if (ext == ".tsv") return loadPairsCsv(path, '\t');
-  const std::vector<std::string> lines = splitLines(readAll(path));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
   auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return !isBlank(l); });
   if (first == lines.end()) fail(path, ": empty file, cannot tell the dataset format");
   const std::string& l = *first;

@@ -9,18 +9,14 @@
 #include "tokenizer/loaders.h"
 #include "tokenizer/regex_splitter.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs::detail {
 
 std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, const std::string& mergesPath,
                                                const std::string& configPath) {
   using nlohmann::json;
-  json vocabJson;
-  try {
-    vocabJson = json::parse(readFile(vocabPath));
-  } catch (const json::exception& e) {
-    fail(vocabPath, ": not valid JSON: ", e.what());
-  }
+  const json vocabJson = readJsonFile(vocabPath);
   if (!vocabJson.is_object() || vocabJson.empty()) fail(vocabPath, ": expected a JSON object of piece -> id");
   ByteLevelBpeConfig cfg;
   for (const auto& [piece, id] : vocabJson.items()) {
@@ -29,7 +25,7 @@ std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, con
     cfg.vocab.emplace(piece, id.get<int>());
   }
 
-  std::istringstream merges(readFile(mergesPath));
+  std::istringstream merges(readTextFile(mergesPath));
   std::string line;
   size_t lineNo = 0;
   while (std::getline(merges, line)) {
@@ -52,12 +48,7 @@ std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, con
     cfg.bos = cfg.eos = it->second;
   }
   if (!configPath.empty()) {
-    json config;
-    try {
-      config = json::parse(readFile(configPath));
-    } catch (const json::exception& e) {
-      fail(configPath, ": not valid JSON: ", e.what());
-    }
+    const json config = readJsonFile(configPath);
     auto idFor = [&](const char* key) -> int {
       if (!config.contains(key) || config[key].is_null()) return -1;
       const std::string content =

@@ -14,20 +14,12 @@
 #include "tokenizer/token_text.h"
 #include "tokenizer/wordlevel.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs::detail {
 namespace {
 
 using nlohmann::json;
-
-json parseJsonFile(const std::string& path) {
-  const std::string text = readFile(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON: ", e.what());
-  }
-}
 
 // A component ("normalizer", "pre_tokenizer", ...) flattened: Sequence members in order, nulls dropped.
 std::vector<json> flatten(const json& node, const char* listKey) {
@@ -136,8 +128,8 @@ std::vector<std::pair<std::string, std::string>> readMerges(const json& model, c
 }  // namespace
 
 std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const std::string& configPath) {
-  const json root = parseJsonFile(path);
-  const json config = configPath.empty() ? json() : parseJsonFile(configPath);
+  const json root = readJsonFile(path);
+  const json config = configPath.empty() ? json() : readJsonFile(configPath);
   if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
     fail(path, ": tokenizer.json has no \"model\" object");
   const json& model = root["model"];

@@ -8,11 +8,12 @@
 #include "tokenizer/loaders.h"
 #include "tokenizer/score_bpe.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs::detail {
 
 std::unique_ptr<Tokenizer> loadLlama2cTokenizer(const std::string& path) {
-  const std::string data = readFile(path);
+  const std::string data = readTextFile(path);
   auto readAt = [&](size_t offset, auto& value) { std::memcpy(&value, data.data() + offset, sizeof(value)); };
   if (data.size() < 4)
     fail(path, ": not a llama2.c tokenizer: ", data.size(), " bytes, expected at least a 4-byte header");

@@ -1,24 +1,12 @@
 // loadTokenizer(): find out which tokenizer format a path holds and read it.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "tokenizer/loaders.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
-namespace detail {
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, ": read error");
-  return ss.str();
-}
-
-}  // namespace detail
 
 namespace {
 
@@ -34,7 +22,7 @@ std::string besideIfExists(const fs::path& file, const char* name) {
 bool looksLikeVocabJson(const fs::path& file) {
   if (file.filename() == "vocab.json") return true;
   if (file.filename() == "tokenizer.json") return false;
-  const std::string head = detail::readFile(file.string()).substr(0, 4096);
+  const std::string head = readTextFile(file.string()).substr(0, 4096);
   return head.find("\"model\"") == std::string::npos && head.find("\"added_tokens\"") == std::string::npos &&
          head.find("\"version\"") == std::string::npos;
 }

@@ -15,7 +15,4 @@ std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, con
 // llama2.c tok.bin.
 std::unique_ptr<Tokenizer> loadLlama2cTokenizer(const std::string& path);
 
-// Read a whole file; throws naming the file when it cannot be opened.
-std::string readFile(const std::string& path);
-
 }  // namespace hs::detail

@@ -4,7 +4,6 @@
 #include <ATen/Parallel.h>
 
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "model/io/atomic_file.h"
@@ -12,6 +11,7 @@
 #include "tasks/toy/tasks.h"
 #include "train/hf_export.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 namespace {
@@ -104,12 +104,7 @@ void setHeadWidth(ToyRecipe& r, int64_t d_head) {
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir) {
   const std::string path = outDir + "/checkpoint/recipe.json";
   if (!std::filesystem::exists(path)) return std::nullopt;
-  std::ifstream f(path);
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const std::exception& e) {
-    fail(path, ": ", e.what());
-  }
+  return readJsonFile(path);
 }
 
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {

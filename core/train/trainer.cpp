@@ -10,13 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include "model/io/atomic_file.h"
 #include "model/io/safetensors.h"
 #include "model/transformer.h"
 #include "train/hf_export.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 namespace {
@@ -110,8 +110,7 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
   const std::string statePath = checkpointDir + "/trainer_state.json";
   if (!checkpointDir.empty() && std::filesystem::exists(statePath)) {
     withContext("resuming from " + checkpointDir, [&] {
-      std::ifstream f(statePath);
-      const nlohmann::json state = nlohmann::json::parse(f);
+      const nlohmann::json state = readJsonFile(statePath);
       if (state.at("format_version").get<int>() != kStateFormatVersion)
         fail(statePath, ": trainer state format ", state.at("format_version"), ", expected ",
              kStateFormatVersion);

@@ -67,7 +67,7 @@ class TestTaskDatasets : public QObject {
   void fvMalformed() {
     QTemporaryDir dir;
     const auto bad = writeFile(dir, "bad.json", "[{\"input\": \"a\", \"output\": \"b\"},\n {\"input\": ");
-    HS_EXPECT_ERROR(hs::loadFvJson(bad), bad, "invalid JSON", "line 2");
+    HS_EXPECT_ERROR(hs::loadFvJson(bad), bad, "malformed JSON", "line 2");
     const auto missing = writeFile(dir, "missing.json", R"([{"input": "a", "output": "b"}, {"input": "c"}])");
     HS_EXPECT_ERROR(hs::loadFvJson(missing), missing, "item 1", "\"output\"");
     const auto wrongType = writeFile(dir, "type.json", R"([{"input": 3, "output": "b"}])");

@@ -44,7 +44,7 @@ class TestTokenizerErrors : public QObject {
 
   void tokenizerJsonProblems() {
     const std::string notJson = file("tokenizer.json", "{\"model\": {\"type\": \"BPE\", ");
-    HS_EXPECT_ERROR(hs::loadTokenizer(notJson), notJson, "not valid JSON");
+    HS_EXPECT_ERROR(hs::loadTokenizer(notJson), notJson, "malformed JSON");
     const std::string noVocab =
         file("novocab.json", R"({"version": "1.0", "model": {"type": "BPE", "merges": []}})");
     HS_EXPECT_ERROR(hs::loadTokenizer(noVocab), noVocab, "model.vocab");

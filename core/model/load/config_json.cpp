@@ -2,11 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -324,17 +323,7 @@ ModelConfig parseHfConfig(const nlohmann::json& j, const std::string& path) {
 }
 
 ModelConfig readHfConfig(const std::string& configJsonPath) {
-  std::ifstream in(configJsonPath, std::ios::binary);
-  if (!in) fail(configJsonPath, ": cannot open the model's config.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(configJsonPath, ": malformed JSON: ", e.what());
-  }
-  return parseHfConfig(j, configJsonPath);
+  return parseHfConfig(readJsonFile(configJsonPath, "the model's config.json"), configJsonPath);
 }
 
 }  // namespace hs
