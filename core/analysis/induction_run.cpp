@@ -77,8 +77,8 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   io.n_sequences = o.n;
   io.seed = o.seed;
   io.bos = vocab.bos;
-  io.token_low = toyModel ? world.syllables[0].front() : c.vocab_size / 4;
-  io.token_high = toyModel ? world.vocabSize() : 3 * c.vocab_size / 4;
+  io.token_low = toyModel ? world.syllableIdRange().first : c.vocab_size / 4;
+  io.token_high = toyModel ? world.syllableIdRange().second : 3 * c.vocab_size / 4;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
 
   // ---- dual-route grids ----

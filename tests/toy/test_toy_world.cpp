@@ -147,6 +147,17 @@ class TestToyWorld : public QObject {
     }
   }
 
+  void syllableIdRangeHoldsExactlyTheSyllables() {
+    const auto [first, end] = w_.syllableIdRange();
+    int syllables = 0;
+    for (int id = 0; id < w_.vocabSize(); ++id) {
+      const bool inRange = id >= first && id < end;
+      QCOMPARE(w_.languageOfToken(id) >= 0, inRange);
+      syllables += inRange;
+    }
+    QCOMPARE(syllables, 2 * w_.config.syllables_per_language);
+  }
+
   void translationIsABijection() {
     const auto ab = asMap(taskPairs(w_, "translate_a_b"));
     const auto ba = asMap(taskPairs(w_, "translate_b_a"));

@@ -4,8 +4,11 @@
 //  - on fresh evaluation seeds it does in-context learning: the accuracies below (thresholds in kTargets,
 //    with the issue's targets beside them);
 //  - it has real induction heads: zero-ablating the 4 heads with the highest prefix-matching score cuts
-//    induction accuracy by at least 50 points; 4 random heads outside the top 8 cut it by at most 10.
+//    induction accuracy by at least 30 points (the issue asks 50; see inductionHeadsAreCausal), 4 random
+//    heads outside the top 8 by at most 10.
 #include <QtTest>
+
+#include <tuple>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -114,8 +117,7 @@ class TestShippedToyModel : public QObject {
     so.seed = kFreshSeed;
     so.bos = hs::toy::tok::kBos;
     // Random syllable tokens, like induction_acc's spans and `headscope-cli induction` on the toy model.
-    so.token_low = world_.syllables[0].front();
-    so.token_high = world_.vocabSize();
+    std::tie(so.token_low, so.token_high) = world_.syllableIdRange();
     const hs::InductionScores s = hs::inductionScores(*model_.model, so);
     const std::vector<hs::HeadRef> top8 = hs::topHeads(s.induction, 8);
     const std::vector<hs::HeadRef> top4(top8.begin(), top8.begin() + 4);
@@ -134,7 +136,8 @@ class TestShippedToyModel : public QObject {
     qInfo("induction_acc: baseline %.3f, top-4 prefix-matching heads ablated %.3f, 4 random heads %.3f", base,
           topAcc, randAcc);
     // The issue's target is a cut of >= 50 points; the shipped model's induction is spread over more heads of
-    // layer 2 than four (measured: 1.000 -> 0.665 on these prompts), so this guards the 30 points it reaches.
+    // layer 2 than four (measured: 1.000 -> 0.665 on these prompts; those seven heads also carry task
+    // learning, README "The toy ICL model"), so this guards the 30 points it reaches.
     QVERIFY2(base - topAcc >= 0.30,
              "ablating the top induction heads must cut induction accuracy by >= 30 points");
     QVERIFY2(base - randAcc <= 0.10, "ablating 4 random heads must cut induction accuracy by <= 10 points");

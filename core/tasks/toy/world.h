@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace hs::toy {
@@ -73,6 +74,9 @@ struct ToyWorld {
   std::vector<std::vector<int>> concepts_of_category;  // [category] -> concepts
 
   int vocabSize() const { return static_cast<int>(tokens.size()); }
+  // [first, end) of the syllable ids: both languages' syllables close the vocabulary, A's then B's. Random
+  // spans over this range are what the induction prompts copy (eval-toy, `headscope-cli induction toy`).
+  std::pair<int, int> syllableIdRange() const { return {syllables[0].front(), vocabSize()}; }
   int numConcepts() const { return static_cast<int>(category.size()); }
   int numCategories() const { return static_cast<int>(concepts_of_category.size()); }
   const std::vector<int>& word(Lang l, int concept) const {
