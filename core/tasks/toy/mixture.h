@@ -34,8 +34,8 @@ struct MixtureConfig {
   double w_translate_list = 0.75;
   double w_icl_cls = 2.0;
   double w_function = 2.0;
-  double w_category =
-      0.0;  // off by default; appended last, so a zero leaves the other kinds' draws as they were
+  // Category naming, off by default. Last in the weights: a zero leaves the other kinds' draws unchanged.
+  double w_category = 0.0;
   // induction: <bos> + a span of distinct syllables repeated several times
   int induction_min_span = 8, induction_max_span = 24;
   int induction_min_repeats = 2, induction_max_repeats = 4;
