@@ -21,6 +21,8 @@ void addTrainToyCommand(CLI::App& app) {
   static int64_t stopAfter = -1;
   static int threads = 0;
   static int64_t dHead = 0;
+  static int64_t nLayers = 0;
+  static int64_t nHeads = 0;
   static double iclFrom = 0;
   static double categoryWeight = -1;  // < 0: not given
   static double iclClsWeight = 0;
@@ -40,6 +42,10 @@ void addTrainToyCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--d-head", dHead, "width of each attention head (default: the recipe's)")
       ->check(CLI::Range(2, 256));
+  cmd->add_option("--n-layers", nLayers, "number of layers (default: the recipe's)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--n-heads", nHeads, "attention heads per layer (default: the recipe's)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--icl-from", iclFrom,
                   "fraction of the schedule after which the ICL-weighted curriculum stage runs (default: the "
                   "recipe's)")
@@ -63,6 +69,8 @@ void addTrainToyCommand(CLI::App& app) {
     // A resumed run continues with the settings it started with, unless overridden below.
     if (!resume.empty()) recipe = resumedRecipe(dir, recipe);
     if (dHead > 0) withContext("--d-head", [&] { setHeadWidth(recipe, dHead); });
+    if (nLayers > 0) setLayerCount(recipe, nLayers);
+    if (nHeads > 0) setHeadCount(recipe, nHeads);
     if (iclFrom > 0) recipe.curriculum.icl_from = iclFrom;
     if (categoryWeight >= 0) recipe.curriculum.category_weight = categoryWeight;
     if (iclClsWeight > 0) recipe.curriculum.icl_cls_weight = iclClsWeight;
@@ -71,8 +79,9 @@ void addTrainToyCommand(CLI::App& app) {
     if (batch > 0) recipe.batch = batch;
     recipe.train.stop_after = stopAfter;
     if (threads > 0) recipe.train.threads = threads;
-    progress("train-toy: " + recipeJson(recipe)["train"].dump() + " head_dim " +
-             std::to_string(recipe.model.d_head));
+    progress("train-toy: " + recipeJson(recipe)["train"].dump() + " layers " +
+             std::to_string(recipe.model.n_layers) + " heads " + std::to_string(recipe.model.n_heads) +
+             " head_dim " + std::to_string(recipe.model.d_head));
     const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
       std::ostringstream os;
       os << "step " << p.step << "  loss " << std::fixed << std::setprecision(4) << p.loss << "  lr "

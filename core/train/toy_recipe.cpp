@@ -101,6 +101,17 @@ void setHeadWidth(ToyRecipe& r, int64_t d_head) {
   r.model.rotary_dim = d_head;
 }
 
+void setLayerCount(ToyRecipe& r, int64_t n_layers) {
+  if (n_layers <= 0) fail("toy recipe: ", n_layers, " layers: needs at least one");
+  r.model.n_layers = n_layers;
+}
+
+void setHeadCount(ToyRecipe& r, int64_t n_heads) {
+  if (n_heads <= 0) fail("toy recipe: ", n_heads, " heads per layer: needs at least one");
+  r.model.n_heads = n_heads;
+  r.model.n_kv_heads = n_heads;
+}
+
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir) {
   const std::string path = outDir + "/checkpoint/recipe.json";
   if (!std::filesystem::exists(path)) return std::nullopt;
@@ -123,6 +134,8 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.curriculum.icl_cls_weight = t.value("icl_cls_weight", defaults.icl_cls_weight);
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
+    setLayerCount(base, m.at("num_hidden_layers").get<int64_t>());
+    setHeadCount(base, m.at("num_attention_heads").get<int64_t>());
   });
   return base;
 }

@@ -32,13 +32,18 @@ nlohmann::json recipeJson(const ToyRecipe& r);
 // folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
 // Sets the head width (and the RoPE width with it); fails unless it is even and positive.
 void setHeadWidth(ToyRecipe& r, int64_t d_head);
+// Sets the number of layers, and the number of attention heads per layer (query and key/value heads
+// alike); each fails unless the count is positive.
+void setLayerCount(ToyRecipe& r, int64_t n_layers);
+void setHeadCount(ToyRecipe& r, int64_t n_heads);
 
 // The recipe a run in outDir was started with (outDir/checkpoint/recipe.json, as recipeJson wrote it), or
 // nullopt when there is none. Fails naming the file when it is unreadable or malformed.
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir);
 
-// `base` with the saved steps, seed, batch, curriculum and head width of the run in outDir: the settings
-// `train-toy --resume` continues with. Fails naming the file when it is missing or lacks a setting.
+// `base` with the saved steps, seed, batch, curriculum, layer and head counts and head width of the run in
+// outDir: the settings `train-toy --resume` continues with. Fails naming the file when it is missing or lacks
+// a setting.
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base);
 
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,

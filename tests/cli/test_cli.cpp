@@ -126,8 +126,9 @@ class TestCli : public QObject {
   void trainToyInPiecesThenEvaluate() {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
-    const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after",
-                                    "3", "--d-head", "8", "--icl-from", "0.5", "--category-weight", "1"});
+    const CliResult first =
+        runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3", "--n-layers",
+                "2", "--n-heads", "3", "--d-head", "8", "--icl-from", "0.5", "--category-weight", "1"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
@@ -138,10 +139,17 @@ class TestCli : public QObject {
     const CliResult otherMixture = runCli({"train-toy", "--resume", out, "--category-weight", "0"});
     QCOMPARE(otherMixture.exitCode, 1);
     QVERIFY2(otherMixture.err.find("recipe.json") != std::string::npos, otherMixture.err.c_str());
-    // A plain resume continues with the settings the run started with (head width, curriculum).
+    const CliResult otherShape = runCli({"train-toy", "--resume", out, "--n-heads", "4"});
+    QCOMPARE(otherShape.exitCode, 1);
+    QVERIFY2(otherShape.err.find("recipe.json") != std::string::npos, otherShape.err.c_str());
+    // A plain resume continues with the settings the run started with (shape, head width, curriculum).
     const CliResult resumed = runCli({"train-toy", "--resume", out});
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
-    QCOMPARE(readJsonFile(out + "/config.json")["head_dim"].get<int>(), 8);
+    const json config = readJsonFile(out + "/config.json");
+    QCOMPARE(config["head_dim"].get<int>(), 8);
+    QCOMPARE(config["num_hidden_layers"].get<int>(), 2);
+    QCOMPARE(config["num_attention_heads"].get<int>(), 3);
+    QCOMPARE(config["num_key_value_heads"].get<int>(), 3);
     QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["icl_from"].get<double>(), 0.5);
     QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["category_weight"].get<double>(), 1.0);
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
@@ -164,7 +172,8 @@ class TestCli : public QObject {
     const CliResult info = runCli({"info", out});
     QVERIFY2(info.exitCode == 0, info.err.c_str());
     QCOMPARE(info.parsed()["tokenizer"].get<std::string>(), std::string("wordlevel"));
-    QCOMPARE(info.parsed()["n_layers"].get<int>(), 4);
+    QCOMPARE(info.parsed()["n_layers"].get<int>(), 2);
+    QCOMPARE(info.parsed()["n_heads"].get<int>(), 3);
 
     const CliResult noState = runCli({"train-toy", "--resume", dir.filePath("nothing-here")});
     QCOMPARE(noState.exitCode, 1);
