@@ -28,8 +28,6 @@ struct ToyRecipe {
 ToyRecipe defaultToyRecipe();
 nlohmann::json recipeJson(const ToyRecipe& r);
 
-// Trains (resuming from outDir/checkpoint when it holds a state of the same recipe) and writes an HF
-// folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
 // Sets the head width (and the RoPE width with it); fails unless it is even and positive.
 void setHeadWidth(ToyRecipe& r, int64_t d_head);
 // Sets the number of layers, and the number of attention heads per layer (query and key/value heads
@@ -46,6 +44,8 @@ std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir);
 // a setting.
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base);
 
+// Trains (resuming from outDir/checkpoint when it holds a state of the same recipe) and writes an HF
+// folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
                      const std::function<void(const TrainProgress&)>& onProgress);
 
