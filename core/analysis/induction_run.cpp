@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "analysis/ablation_curves.h"
 #include "analysis/dual_route.h"
@@ -77,8 +78,11 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   io.n_sequences = o.n;
   io.seed = o.seed;
   io.bos = vocab.bos;
-  io.token_low = toyModel ? world.syllableIdRange().first : c.vocab_size / 4;
-  io.token_high = toyModel ? world.syllableIdRange().second : 3 * c.vocab_size / 4;
+  // Toy world: its syllables (what induction prompts copy); otherwise the middle half of the vocabulary.
+  const std::pair<int, int> tokenRange =
+      toyModel ? world.syllableIdRange() : std::pair<int, int>{c.vocab_size / 4, 3 * c.vocab_size / 4};
+  io.token_low = tokenRange.first;
+  io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
 
   // ---- dual-route grids ----

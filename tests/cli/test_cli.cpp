@@ -150,8 +150,9 @@ class TestCli : public QObject {
     QCOMPARE(config["num_hidden_layers"].get<int>(), 2);
     QCOMPARE(config["num_attention_heads"].get<int>(), 3);
     QCOMPARE(config["num_key_value_heads"].get<int>(), 3);
-    QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["icl_from"].get<double>(), 0.5);
-    QCOMPARE(readJsonFile(out + "/training.json")["recipe"]["train"]["category_weight"].get<double>(), 1.0);
+    const json trained = readJsonFile(out + "/training.json")["recipe"]["train"];
+    QCOMPARE(trained["icl_from"].get<double>(), 0.5);
+    QCOMPARE(trained["category_weight"].get<double>(), 1.0);
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
     QCOMPARE(resumed.parsed()["steps"].get<int>(), 6);
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "training.json"})
