@@ -5,7 +5,8 @@
 //    with the issue's targets beside them);
 //  - it has real induction heads: zero-ablating the 4 heads with the highest prefix-matching score cuts
 //    induction accuracy by at least 30 points (the issue asks 50; see inductionHeadsAreCausal), 4 random
-//    heads outside the top 8 by at most 10.
+//    heads outside the top 8 by at most 10, and the one previous-token head they read from, ablated alone,
+//    by at least 50.
 #include <QtTest>
 
 #include <tuple>
@@ -141,6 +142,18 @@ class TestShippedToyModel : public QObject {
     QVERIFY2(base - topAcc >= 0.30,
              "ablating the top induction heads must cut induction accuracy by >= 30 points");
     QVERIFY2(base - randAcc <= 0.10, "ablating 4 random heads must cut induction accuracy by <= 10 points");
+
+    // The induction heads read what a previous-token head wrote (K-composition). The shipped model has one
+    // (1.1, previous-token score 1.00, the next 0.50): zero-ablated alone it breaks copying (measured: 1.000
+    // -> 0.075 on these prompts), which is why a random draw outside the top 8 that holds it is no control.
+    const hs::HeadRef prevTokenHead = hs::topHeads(s.previous_token, 1).front();
+    const double prevAcc = inductionAcc(*model_.model, world_, {prevTokenHead});
+    qInfo("induction_acc with the top previous-token head %d.%d ablated: %.3f", prevTokenHead.layer,
+          prevTokenHead.head, prevAcc);
+    QVERIFY2(std::find(top8.begin(), top8.end(), prevTokenHead) == top8.end(),
+             "the previous-token head must not rank among the top prefix-matching heads");
+    QVERIFY2(base - prevAcc >= 0.50,
+             "ablating the top previous-token head must cut induction accuracy by >= 50 points");
   }
 };
 
