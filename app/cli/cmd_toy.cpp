@@ -26,6 +26,9 @@ void addTrainToyCommand(CLI::App& app) {
   static double iclFrom = 0;
   static double categoryWeight = -1;  // < 0: not given
   static double iclClsWeight = 0;
+  static int64_t pruneSteps = -1;
+  static double pruneL0 = -1, pruneLr = -1, pruneGateLr = -1;
+  static std::string mainFrom;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -59,6 +62,20 @@ void addTrainToyCommand(CLI::App& app) {
                   "mixture weight of the classification episodes in the ICL-weighted stage (default: the "
                   "recipe's)")
       ->check(CLI::Range(0.01, 20.0));
+  cmd->add_option("--prune-steps", pruneSteps,
+                  "steps of the head-pruning stage after the main schedule (L0 gates on every head); 0 = "
+                  "none (default: the recipe's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prune-l0", pruneL0,
+                  "head-pruning stage: loss per expected open head (default: the recipe's)")
+      ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--prune-lr", pruneLr, "head-pruning stage: the weights' peak learning rate")
+      ->check(CLI::Range(1e-7, 1.0));
+  cmd->add_option("--prune-gate-lr", pruneGateLr, "head-pruning stage: the gates' peak learning rate")
+      ->check(CLI::Range(1e-7, 10.0));
+  cmd->add_option("--main-from", mainFrom,
+                  "take the main schedule's result from this finished folder of the same recipe (its "
+                  "training.json must say so) and run only the head-pruning stage");
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -77,20 +94,30 @@ void addTrainToyCommand(CLI::App& app) {
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;
+    if (pruneSteps >= 0) recipe.pruning.steps = pruneSteps;
+    if (pruneL0 >= 0) recipe.pruning.l0_weight = pruneL0;
+    if (pruneLr > 0) recipe.pruning.lr = pruneLr;
+    if (pruneGateLr > 0) recipe.pruning.gate_lr = pruneGateLr;
+    if (!mainFrom.empty() && recipe.pruning.steps <= 0)
+      fail("--main-from ", mainFrom, ": the recipe has no head-pruning stage to run after it");
     recipe.train.stop_after = stopAfter;
     if (threads > 0) recipe.train.threads = threads;
     progress("train-toy: " + recipeJson(recipe)["train"].dump() + " layers " +
              std::to_string(recipe.model.n_layers) + " heads " + std::to_string(recipe.model.n_heads) +
-             " head_dim " + std::to_string(recipe.model.d_head));
-    const TrainResult r = trainToy(recipe, dir, [](const TrainProgress& p) {
-      std::ostringstream os;
-      os << "step " << p.step << "  loss " << std::fixed << std::setprecision(4) << p.loss << "  lr "
-         << std::setprecision(6) << p.lr;
-      for (const auto& [k, v] : p.kind_loss)
-        os << "  " << k << " " << std::setprecision(3) << v;
-      os << "  " << std::setprecision(0) << p.seconds << " s";
-      progress(os.str());
-    });
+             " head_dim " + std::to_string(recipe.model.d_head) +
+             (recipe.pruning.steps > 0 ? " head_pruning " + recipeJson(recipe)["head_pruning"].dump() : ""));
+    const TrainResult r = trainToy(
+        recipe, dir,
+        [](const TrainProgress& p) {
+          std::ostringstream os;
+          os << "step " << p.step << "  loss " << std::fixed << std::setprecision(4) << p.loss << "  lr "
+             << std::setprecision(6) << p.lr;
+          for (const auto& [k, v] : p.kind_loss)
+            os << "  " << k << " " << std::setprecision(3) << v;
+          os << "  " << std::setprecision(0) << p.seconds << " s";
+          progress(os.str());
+        },
+        mainFrom);
     printJson({{"out", dir},
                {"steps", r.steps_done},
                {"finished", r.finished},

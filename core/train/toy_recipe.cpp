@@ -3,12 +3,16 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <array>
 #include <filesystem>
 #include <thread>
 
 #include "model/io/atomic_file.h"
+#include "model/io/safetensors.h"
 #include "tasks/toy/curriculum.h"
+#include "tasks/toy/mixture.h"
 #include "tasks/toy/tasks.h"
+#include "train/head_gates.h"
 #include "train/hf_export.h"
 #include "util/error.h"
 #include "util/file_text.h"
@@ -20,6 +24,147 @@ void writeText(const std::string& path, const std::string& text) {
   AtomicFile f(path);
   f.write(text.data(), text.size());
   f.commit();
+}
+
+// The recipe of the main schedule: the same without the head-pruning stage.
+ToyRecipe mainScheduleOf(ToyRecipe r) {
+  r.pruning = HeadPruningOptions{};
+  return r;
+}
+
+nlohmann::json curveJson(const std::vector<TrainProgress>& curve) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : curve)
+    j.push_back(progressJson(p));
+  return j;
+}
+
+// `batch` consecutive samples of a stream, starting at sample `first`.
+TrainBatch batchOf(const std::function<toy::Sample(uint64_t)>& sampleAt, uint64_t first, int64_t B,
+                   int64_t T) {
+  TrainBatch b;
+  b.tokens = at::empty({B, T}, at::kLong);      // [batch, pos]
+  b.loss_mask = at::empty({B, T}, at::kFloat);  // [batch, pos]
+  auto tok = b.tokens.accessor<int64_t, 2>();
+  auto msk = b.loss_mask.accessor<float, 2>();
+  for (int64_t r = 0; r < B; ++r) {
+    const toy::Sample s = sampleAt(first + static_cast<uint64_t>(r));
+    if (static_cast<int64_t>(s.tokens.size()) != T)
+      fail("toy sampler returned ", s.tokens.size(), " tokens, expected ", T);
+    for (int64_t t = 0; t < T; ++t) {
+      tok[r][t] = s.tokens[t];
+      msk[r][t] = s.loss_mask[t];
+    }
+    b.kinds.push_back(s.kind);
+  }
+  return b;
+}
+
+// The main schedule's result taken from a finished folder of the same recipe (see trainToy's mainFrom).
+TrainResult mainScheduleFrom(const std::string& dir, const ToyRecipe& mainRecipe, ModelWeights& weights) {
+  const std::string path = dir + "/training.json";
+  TrainResult result;
+  withContext(path, [&] {
+    const nlohmann::json t = readJsonFile(path);
+    if (t.at("recipe") != recipeJson(mainRecipe))
+      fail("made with another recipe than this run's main schedule: ", t.at("recipe").dump(), " vs ",
+           recipeJson(mainRecipe).dump());
+    result.steps_done = t.at("steps").get<int64_t>();
+    if (result.steps_done != mainRecipe.train.steps)
+      fail("ran ", result.steps_done, " of its ", mainRecipe.train.steps, " steps");
+    result.finished = true;
+    result.seconds = t.at("seconds").get<double>();
+    for (const auto& p : t.at("curve"))
+      result.curve.push_back(progressFromJson(p));
+    return 0;
+  });
+  weights = initWeights(mainRecipe.model, mainRecipe.train.seed);
+  auto file = SafetensorsFile::open(dir + "/model.safetensors");
+  at::NoGradGuard noGrad;
+  for (auto& [name, t] : llamaParameterTable(weights, mainRecipe.model))
+    t->copy_(file->tensor(name));
+  return result;
+}
+
+struct PruningOutcome {
+  TrainResult result;
+  at::Tensor gates;                         // [n_layers, n_heads] the folded (deterministic) gates
+  at::Tensor openProbability;               // [n_layers, n_heads] P(z > 0) at the end
+  std::vector<std::array<int, 2>> removed;  // (layer, head) of every head with gate 0
+};
+
+// The head-pruning stage: L0 gates on every head's hook_z, trained with the weights (in place) on the main
+// mixture's samples after the main schedule's; the final deterministic gates are folded into the weights.
+PruningOutcome pruneHeads(const ToyRecipe& recipe, const toy::ToyWorld& world, ModelWeights& weights,
+                          const std::string& checkpointDir,
+                          const std::function<void(const TrainProgress&)>& onProgress) {
+  const HeadPruningOptions& o = recipe.pruning;
+  const ModelConfig& c = recipe.model;
+  const uint64_t mainSamples = static_cast<uint64_t>(recipe.train.steps) * recipe.batch;
+  const toy::MixtureConfig mixture = toy::defaultCurriculum(mainSamples, recipe.seq_len, recipe.curriculum)
+                                         .at(1)
+                                         .config;  // the main stage's mixture
+  const toy::MixtureSampler sampler(world, mixture, recipe.train.seed);
+
+  TrainConfig cfg = recipe.train;
+  cfg.steps = o.steps;
+  cfg.lr = o.lr;
+  cfg.min_lr_ratio = 0.1;
+  cfg.warmup = o.warmup;
+  cfg.stop_after = recipe.train.stop_after > 0 ? recipe.train.stop_after - recipe.train.steps : -1;
+
+  TrainExtension ext;
+  ext.start = &weights;
+  ext.params = {at::full({c.n_layers, c.n_heads}, o.gate_init)};  // log α [n_layers, n_heads]
+  ext.lr_ratio = o.gate_lr / o.lr;
+  ext.signature = recipeJson(recipe).at("head_pruning");
+  ext.interventions = [&](int64_t step) {
+    // Gate noise for this step: a pure function of (seed, step), so a resumed stage draws the same gates.
+    at::Generator gen = at::detail::createCPUGenerator(recipe.train.seed * 1000003ULL + 7919ULL +
+                                                       static_cast<uint64_t>(step));
+    const at::Tensor u = at::rand({c.n_layers, c.n_heads}, gen).clamp(1e-6, 1.0 - 1e-6);  // [layer, head]
+    const at::Tensor z = hardConcreteSample(ext.params[0], u);                            // [layer, head]
+    std::vector<Intervention> ivs;
+    for (int l = 0; l < c.n_layers; ++l) {
+      Intervention iv;
+      iv.site = attnZ(l);
+      iv.op = InterventionOp::Interpolate;  // z·x = (1 − (1 − z))·x + (1 − z)·0
+      iv.tensor = at::zeros({1});
+      iv.alpha = (1 - z[l]).unsqueeze(1);  // [head, 1]
+      ivs.push_back(iv);
+    }
+    return ivs;
+  };
+  ext.penalty = [&] { return o.l0_weight * hardConcreteOpenProbability(ext.params[0]).sum(); };
+
+  const int64_t B = recipe.batch, T = recipe.seq_len;
+  auto batchAt = [&](int64_t step) {
+    return batchOf([&](uint64_t i) { return sampler.sampleAt(i); },
+                   mainSamples + static_cast<uint64_t>(step * B), B, T);
+  };
+  PruningOutcome out;
+  ModelWeights trained;
+  out.result = train(c, cfg, batchAt, checkpointDir, onProgress, &trained, &ext);
+  weights = trained;
+  const at::Tensor logAlpha = ext.params[0].detach();
+  out.gates = hardConcreteDeterministic(logAlpha);
+  out.openProbability = hardConcreteOpenProbability(logAlpha);
+  foldHeadGates(weights, c, out.gates);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h)
+      if (out.gates[l][h].item<double>() == 0.0) out.removed.push_back({l, h});
+  return out;
+}
+
+nlohmann::json matrixJson(const at::Tensor& m) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int64_t i = 0; i < m.size(0); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int64_t k = 0; k < m.size(1); ++k)
+      row.push_back(m[i][k].item<double>());
+    j.push_back(row);
+  }
+  return j;
 }
 
 }  // namespace
@@ -64,34 +209,50 @@ ToyRecipe defaultToyRecipe() {
   t.checkpoint_every = 250;
   t.log_every = 50;
   t.threads = 1;
+  // Then 1500 steps of head pruning (about 11 minutes). After the main schedule seven layer-2 heads share
+  // induction and zero-ablating the top 4 by prefix matching cuts it by only 33 points; λ = 0.01 closes
+  // 12 of the 32 heads (most of layer 3) and the same ablation then cuts 83 (README, "The toy model").
+  r.pruning.steps = 1500;
+  r.pruning.l0_weight = 0.01;
   return r;
 }
 
 nlohmann::json recipeJson(const ToyRecipe& r) {
-  return {{"world",
-           {{"seed", r.world.seed},
-            {"syllables_per_language", r.world.syllables_per_language},
-            {"words_per_language", r.world.words_per_language},
-            {"categories", r.world.categories},
-            {"label_words", r.world.label_words}}},
-          {"model", llamaConfigJson(r.model)},
-          {"train",
-           {{"steps", r.train.steps},
-            {"batch", r.batch},
-            {"seq_len", r.seq_len},
-            {"lr", r.train.lr},
-            {"min_lr_ratio", r.train.min_lr_ratio},
-            {"warmup", r.train.warmup},
-            {"weight_decay", r.train.weight_decay},
-            {"betas", {r.train.beta1, r.train.beta2}},
-            {"grad_clip", r.train.grad_clip},
-            {"seed", r.train.seed},
-            {"optimizer", "AdamW"},
-            {"schedule", "linear warm-up, cosine decay"},
-            {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
-            {"icl_from", r.curriculum.icl_from},
-            {"category_weight", r.curriculum.category_weight},
-            {"icl_cls_weight", r.curriculum.icl_cls_weight}}}};
+  nlohmann::json j = {{"world",
+                       {{"seed", r.world.seed},
+                        {"syllables_per_language", r.world.syllables_per_language},
+                        {"words_per_language", r.world.words_per_language},
+                        {"categories", r.world.categories},
+                        {"label_words", r.world.label_words}}},
+                      {"model", llamaConfigJson(r.model)},
+                      {"train",
+                       {{"steps", r.train.steps},
+                        {"batch", r.batch},
+                        {"seq_len", r.seq_len},
+                        {"lr", r.train.lr},
+                        {"min_lr_ratio", r.train.min_lr_ratio},
+                        {"warmup", r.train.warmup},
+                        {"weight_decay", r.train.weight_decay},
+                        {"betas", {r.train.beta1, r.train.beta2}},
+                        {"grad_clip", r.train.grad_clip},
+                        {"seed", r.train.seed},
+                        {"optimizer", "AdamW"},
+                        {"schedule", "linear warm-up, cosine decay"},
+                        {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
+                        {"icl_from", r.curriculum.icl_from},
+                        {"category_weight", r.curriculum.category_weight},
+                        {"icl_cls_weight", r.curriculum.icl_cls_weight}}}};
+  if (r.pruning.steps > 0)
+    j["head_pruning"] = {
+        {"steps", r.pruning.steps},
+        {"l0_weight", r.pruning.l0_weight},
+        {"lr", r.pruning.lr},
+        {"gate_lr", r.pruning.gate_lr},
+        {"gate_init", r.pruning.gate_init},
+        {"warmup", r.pruning.warmup},
+        {"gates", "hard concrete (beta 2/3, gamma -0.1, zeta 1.1) on hook_z, folded into W_O"},
+        {"mixture", "the main curriculum stage's, samples after the main schedule's"}};
+  return j;
 }
 
 void setHeadWidth(ToyRecipe& r, int64_t d_head) {
@@ -136,12 +297,23 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
     setLayerCount(base, m.at("num_hidden_layers").get<int64_t>());
     setHeadCount(base, m.at("num_attention_heads").get<int64_t>());
+    base.pruning = HeadPruningOptions{};
+    if (saved->contains("head_pruning")) {
+      const nlohmann::json& p = saved->at("head_pruning");
+      base.pruning.steps = p.at("steps").get<int64_t>();
+      base.pruning.l0_weight = p.at("l0_weight").get<double>();
+      base.pruning.lr = p.at("lr").get<double>();
+      base.pruning.gate_lr = p.at("gate_lr").get<double>();
+      base.pruning.gate_init = p.at("gate_init").get<double>();
+      base.pruning.warmup = p.at("warmup").get<int64_t>();
+    }
   });
   return base;
 }
 
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
-                     const std::function<void(const TrainProgress&)>& onProgress) {
+                     const std::function<void(const TrainProgress&)>& onProgress,
+                     const std::string& mainFrom) {
   const toy::ToyWorld world = toy::ToyWorld::build(recipe.world);
   if (world.vocabSize() != recipe.model.vocab_size)
     fail("toy recipe: the world has ", world.vocabSize(), " tokens but the model's vocab is ",
@@ -149,26 +321,10 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
   const uint64_t totalSamples = static_cast<uint64_t>(recipe.train.steps) * recipe.batch;
   const toy::CurriculumSampler sampler(
       world, toy::defaultCurriculum(totalSamples, recipe.seq_len, recipe.curriculum), recipe.train.seed);
-
   // The batch of step s is samples [s·batch, (s+1)·batch) of the stream: a pure function of s.
   auto batchAt = [&](int64_t step) {
-    TrainBatch b;
-    const int64_t B = recipe.batch, T = recipe.seq_len;
-    b.tokens = at::empty({B, T}, at::kLong);      // [batch, pos]
-    b.loss_mask = at::empty({B, T}, at::kFloat);  // [batch, pos]
-    auto tok = b.tokens.accessor<int64_t, 2>();
-    auto msk = b.loss_mask.accessor<float, 2>();
-    for (int64_t r = 0; r < B; ++r) {
-      const toy::Sample s = sampler.sampleAt(static_cast<uint64_t>(step * B + r));
-      if (static_cast<int64_t>(s.tokens.size()) != T)
-        fail("toy sampler returned ", s.tokens.size(), " tokens, expected ", T);
-      for (int64_t t = 0; t < T; ++t) {
-        tok[r][t] = s.tokens[t];
-        msk[r][t] = s.loss_mask[t];
-      }
-      b.kinds.push_back(s.kind);
-    }
-    return b;
+    return batchOf([&](uint64_t i) { return sampler.sampleAt(i); },
+                   static_cast<uint64_t>(step * recipe.batch), recipe.batch, recipe.seq_len);
   };
 
   std::filesystem::create_directories(outDir + "/checkpoint");
@@ -181,22 +337,51 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
   }
   // The recipe beside the resumable state, so `train-toy --resume` continues with the same settings.
   writeText(outDir + "/checkpoint/recipe.json", recipeNow.dump(1) + "\n");
+  const ToyRecipe mainRecipe = mainScheduleOf(recipe);
   ModelWeights weights;
-  const TrainResult result =
-      train(recipe.model, recipe.train, batchAt, outDir + "/checkpoint", onProgress, &weights);
+  TrainResult result = mainFrom.empty() ? train(mainRecipe.model, mainRecipe.train, batchAt,
+                                                outDir + "/checkpoint", onProgress, &weights)
+                                        : mainScheduleFrom(mainFrom, mainRecipe, weights);
 
-  saveHfLlama(outDir, weights, recipe.model, {{"headscope.toy_recipe", recipeJson(recipe).dump()}});
+  nlohmann::json stages = nlohmann::json::array();
+  stages.push_back({{"name", "main"},
+                    {"steps", result.steps_done},
+                    {"from", mainFrom.empty() ? nlohmann::json(nullptr) : nlohmann::json(mainFrom)}});
+  nlohmann::json pruningJson;
+  if (recipe.pruning.steps > 0 && result.finished &&
+      (recipe.train.stop_after <= 0 || recipe.train.stop_after > recipe.train.steps)) {
+    const int64_t offset = result.steps_done;
+    const double secondsBefore = result.seconds;
+    auto shifted = [&](TrainProgress p) {
+      p.step += offset;
+      p.seconds += secondsBefore;
+      return p;
+    };
+    const PruningOutcome pruned =
+        pruneHeads(recipe, world, weights, outDir + "/checkpoint-pruning", [&](const TrainProgress& p) {
+          if (onProgress) onProgress(shifted(p));
+        });
+    for (const auto& p : pruned.result.curve)
+      result.curve.push_back(shifted(p));
+    result.steps_done += pruned.result.steps_done;
+    result.seconds += pruned.result.seconds;
+    result.finished = pruned.result.finished;
+    nlohmann::json removed = nlohmann::json::array();
+    for (const auto& lh : pruned.removed)
+      removed.push_back({lh[0], lh[1]});
+    pruningJson = {{"gates", matrixJson(pruned.gates)},
+                   {"open_probability", matrixJson(pruned.openProbability)},
+                   {"removed_heads", removed}};
+    stages.push_back({{"name", "head_pruning"}, {"steps", pruned.result.steps_done}});
+  } else if (recipe.pruning.steps > 0) {
+    result.finished = false;  // the pruning stage has not run yet
+  }
+
+  saveHfLlama(outDir, weights, recipe.model, {{"headscope.toy_recipe", recipeNow.dump()}});
   writeText(outDir + "/tokenizer.json", toy::tokenizerJson(world));
   writeText(outDir + "/tokenizer_config.json", toy::tokenizerConfigJson(world, recipe.seq_len));
-  nlohmann::json curve = nlohmann::json::array();
-  for (const auto& p : result.curve)
-    curve.push_back({{"step", p.step},
-                     {"loss", p.loss},
-                     {"lr", p.lr},
-                     {"kind_loss", p.kind_loss},
-                     {"seconds", p.seconds}});
-  const nlohmann::json training = {
-      {"recipe", recipeJson(recipe)},
+  nlohmann::json training = {
+      {"recipe", recipeNow},
       {"steps", result.steps_done},
       {"seconds", result.seconds},
       {"threads", at::get_num_threads()},
@@ -204,7 +389,11 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
        result.curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.curve.back().loss)},
       {"final_kind_loss",
        result.curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.curve.back().kind_loss)},
-      {"curve", curve}};
+      {"curve", curveJson(result.curve)}};
+  if (recipe.pruning.steps > 0) {
+    training["stages"] = stages;
+    training["head_pruning"] = pruningJson;
+  }
   writeText(outDir + "/training.json", training.dump(1) + "\n");
   return result;
 }

@@ -15,6 +15,19 @@
 
 namespace hs {
 
+// The head-pruning stage after the main schedule (head_gates.h): an L0 gate on every head, trained together
+// with the model on the main mixture (samples past the main schedule's), then folded into the weights.
+// Induction and task learning spread over many redundant heads in the main schedule; the L0 penalty makes
+// the model keep the heads that carry each ability and close the rest. steps 0 = no such stage.
+struct HeadPruningOptions {
+  int64_t steps = 0;
+  double l0_weight = 0.01;  // λ: loss per expected open head
+  double lr = 5e-4;         // the weights' peak learning rate (linear warm-up, cosine decay to 10 %)
+  double gate_lr = 0.05;    // the gates' log α peak learning rate (same schedule)
+  double gate_init = 3.0;   // log α at the start: every gate open (z = 1 for 80 % of the draws)
+  int64_t warmup = 50;
+};
+
 struct ToyRecipe {
   toy::ToyWorldConfig world;
   ModelConfig model;
@@ -22,10 +35,12 @@ struct ToyRecipe {
   int batch = 32;                     // samples per step
   int seq_len = 128;                  // tokens per sample (= the model's context)
   toy::CurriculumOptions curriculum;  // icl stage start, category naming, icl-stage classification weight
+  HeadPruningOptions pruning;         // the stage after the main schedule
 };
 
 // The shipped model's recipe: Llama architecture, 4 layers × 8 heads, d_model 128, RoPE.
 ToyRecipe defaultToyRecipe();
+// The recipe as training.json records it; "head_pruning" is present only when the recipe has that stage.
 nlohmann::json recipeJson(const ToyRecipe& r);
 
 // Sets the head width (and the RoPE width with it); fails unless it is even and positive.
@@ -44,9 +59,13 @@ std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir);
 // a setting.
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base);
 
-// Trains (resuming from outDir/checkpoint when it holds a state of the same recipe) and writes an HF
-// folder to outDir: config.json, model.safetensors, tokenizer.json, tokenizer_config.json, training.json.
+// Trains (resuming from outDir/checkpoint, and outDir/checkpoint-pruning for the head-pruning stage, when
+// they hold a state of the same recipe) and writes an HF folder to outDir: config.json, model.safetensors,
+// tokenizer.json, tokenizer_config.json, training.json. Progress steps count on across the stages.
+// `mainFrom` (optional): a finished folder of this recipe without its pruning stage (its training.json
+// must record exactly that recipe); its weights and curve stand for the main schedule, which is not rerun.
 TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
-                     const std::function<void(const TrainProgress&)>& onProgress);
+                     const std::function<void(const TrainProgress&)>& onProgress,
+                     const std::string& mainFrom = "");
 
 }  // namespace hs

@@ -23,12 +23,27 @@ namespace {
 
 constexpr int kStateFormatVersion = 1;
 
-nlohmann::json configSignature(const ModelConfig& c, const TrainConfig& t) {
-  return {{"n_layers", c.n_layers},     {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
-          {"d_model", c.d_model},       {"d_head", c.d_head},   {"d_mlp", c.d_mlp},
-          {"vocab_size", c.vocab_size}, {"steps", t.steps},     {"lr", t.lr},
-          {"warmup", t.warmup},         {"seed", t.seed},       {"weight_decay", t.weight_decay}};
+nlohmann::json configSignature(const ModelConfig& c, const TrainConfig& t, const TrainExtension* ext) {
+  nlohmann::json sig = {
+      {"n_layers", c.n_layers},     {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
+      {"d_model", c.d_model},       {"d_head", c.d_head},   {"d_mlp", c.d_mlp},
+      {"vocab_size", c.vocab_size}, {"steps", t.steps},     {"lr", t.lr},
+      {"warmup", t.warmup},         {"seed", t.seed},       {"weight_decay", t.weight_decay}};
+  if (ext) sig["extension"] = ext->signature;
+  return sig;
 }
+
+std::string extraName(size_t i) {
+  return "extra." + std::to_string(i);
+}
+
+void writeText(const std::string& path, const std::string& text) {
+  AtomicFile f(path);
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+}  // namespace
 
 nlohmann::json progressJson(const TrainProgress& p) {
   return {
@@ -44,14 +59,6 @@ TrainProgress progressFromJson(const nlohmann::json& j) {
   p.seconds = j.at("seconds");
   return p;
 }
-
-void writeText(const std::string& path, const std::string& text) {
-  AtomicFile f(path);
-  f.write(text.data(), text.size());
-  f.commit();
-}
-
-}  // namespace
 
 double learningRate(const TrainConfig& cfg, int64_t step) {
   if (cfg.warmup > 0 && step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / cfg.warmup;
@@ -91,18 +98,36 @@ ModelWeights initWeights(const ModelConfig& c, uint64_t seed) {
 
 TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
                   const std::function<TrainBatch(int64_t step)>& batchAt, const std::string& checkpointDir,
-                  const std::function<void(const TrainProgress&)>& onProgress, ModelWeights* out) {
+                  const std::function<void(const TrainProgress&)>& onProgress, ModelWeights* out,
+                  TrainExtension* ext) {
   if (cfg.threads > 0) at::set_num_threads(cfg.threads);
   ModelWeights weights = initWeights(config, cfg.seed);
   auto table = llamaParameterTable(weights, config);
-  std::vector<at::Tensor> params;
+  if (ext && ext->start) {
+    ModelWeights start = *ext->start;
+    auto from = llamaParameterTable(start, config);
+    if (from.size() != table.size()) fail("training: the start weights lack parameters of the config");
+    at::NoGradGuard noGrad;
+    for (size_t i = 0; i < table.size(); ++i)
+      table[i].second->copy_(*from[i].second);
+  }
+  std::vector<at::Tensor> params, extraParams;
   for (auto& [name, t] : table) {
     t->requires_grad_(true);
     params.push_back(*t);
   }
-  torch::optim::AdamW opt(
-      params,
-      torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(cfg.weight_decay));
+  const auto options = [&](double wd) {
+    return torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(wd);
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(params, std::make_unique<torch::optim::AdamWOptions>(options(cfg.weight_decay)));
+  if (ext && !ext->params.empty()) {
+    for (const at::Tensor& p : ext->params)
+      extraParams.push_back(p.detach().requires_grad_(true));
+    ext->params = extraParams;  // the caller's interventions and penalty see the same leaves
+    groups.emplace_back(extraParams, std::make_unique<torch::optim::AdamWOptions>(options(0.0)));
+  }
+  torch::optim::AdamW opt(std::move(groups), options(cfg.weight_decay));
 
   TrainResult result;
   int64_t start = 0;
@@ -114,13 +139,18 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
       if (state.at("format_version").get<int>() != kStateFormatVersion)
         fail(statePath, ": trainer state format ", state.at("format_version"), ", expected ",
              kStateFormatVersion);
-      if (state.at("signature") != configSignature(config, cfg))
+      if (state.at("signature") != configSignature(config, cfg, ext))
         fail(statePath, ": the checkpoint was made with other settings: ", state.at("signature").dump(),
-             " vs now ", configSignature(config, cfg).dump());
+             " vs now ", configSignature(config, cfg, ext).dump());
       auto file = SafetensorsFile::open(checkpointDir + "/model.safetensors");
       at::NoGradGuard noGrad;
       for (auto& [name, t] : table)
         t->copy_(file->tensor(name));
+      if (!extraParams.empty()) {
+        auto extra = SafetensorsFile::open(checkpointDir + "/extra.safetensors");
+        for (size_t i = 0; i < extraParams.size(); ++i)
+          extraParams[i].copy_(extra->tensor(extraName(i)));
+      }
       torch::load(opt, checkpointDir + "/optimizer.pt");
       start = state.at("step");
       secondsBefore = state.at("seconds");
@@ -135,6 +165,12 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
     if (checkpointDir.empty()) return;
     std::filesystem::create_directories(checkpointDir);
     saveHfLlama(checkpointDir, weights, config);
+    if (!extraParams.empty()) {
+      std::vector<std::pair<std::string, at::Tensor>> extra;
+      for (size_t i = 0; i < extraParams.size(); ++i)
+        extra.emplace_back(extraName(i), extraParams[i].detach());
+      writeSafetensors(checkpointDir + "/extra.safetensors", extra);
+    }
     const std::string optTmp = checkpointDir + "/optimizer.pt.tmp";
     torch::save(opt, optTmp);
     std::filesystem::rename(optTmp, checkpointDir + "/optimizer.pt");
@@ -144,7 +180,7 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
     const nlohmann::json state = {{"format_version", kStateFormatVersion},
                                   {"step", stepsDone},
                                   {"seconds", seconds},
-                                  {"signature", configSignature(config, cfg)},
+                                  {"signature", configSignature(config, cfg, ext)},
                                   {"curve", curve}};
     writeText(statePath, state.dump(1) + "\n");
   };
@@ -159,13 +195,15 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
   const int64_t end = cfg.stop_after > 0 ? std::min(cfg.steps, cfg.stop_after) : cfg.steps;
   for (int64_t step = start; step < end; ++step) {
     const double lr = learningRate(cfg, step);
-    for (auto& group : opt.param_groups())
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    for (size_t g = 0; g < opt.param_groups().size(); ++g)
+      static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[g].options())
+          .lr(g == 0 ? lr : lr * ext->lr_ratio);
 
     const TrainBatch batch = batchAt(step);
     const int64_t T = batch.tokens.size(1);
     RunRequest req;
-    req.tokens = batch.tokens.slice(1, 0, T - 1);                           // [batch, pos-1]
+    req.tokens = batch.tokens.slice(1, 0, T - 1);  // [batch, pos-1]
+    if (ext && ext->interventions) req.interventions = ext->interventions(step);
     const at::Tensor targets = batch.tokens.slice(1, 1, T);                 // [batch, pos-1]
     const at::Tensor mask = batch.loss_mask.slice(1, 1, T).to(at::kFloat);  // [batch, pos-1]
     const at::Tensor logits = model.run(req).logits;                        // [batch, pos-1, vocab]
@@ -173,9 +211,10 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
                                                   targets.reshape({-1}), {}, at::Reduction::None)
                                .view_as(mask);  // [batch, pos-1]
     const at::Tensor loss = (nll * mask).sum() / mask.sum().clamp_min(1.0);
+    const at::Tensor penalty = ext && ext->penalty ? ext->penalty() : at::Tensor();
     opt.zero_grad();
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(params, cfg.grad_clip);
+    (penalty.defined() ? loss + penalty : loss).backward();
+    torch::nn::utils::clip_grad_norm_(params, cfg.grad_clip);  // the model's gradients only
     opt.step();
 
     windowLoss += loss.item<double>();
@@ -186,6 +225,11 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
       for (size_t r = 0; r < batch.kinds.size(); ++r) {
         auto& acc = windowKind[batch.kinds[r]];
         acc.first += rowLoss[static_cast<int64_t>(r)].item<double>();
+        acc.second += 1;
+      }
+      if (penalty.defined()) {
+        auto& acc = windowKind["penalty"];
+        acc.first += penalty.item<double>();
         acc.second += 1;
       }
     }

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/config.h"
+#include "model/intervention.h"
 #include "model/weights.h"
 
 namespace hs {
@@ -52,6 +55,22 @@ struct TrainResult {
   bool finished = false;  // steps_done == steps
 };
 
+// What a training stage adds to plain next-token training (the head-pruning stage of the toy recipe).
+struct TrainExtension {
+  const ModelWeights* start = nullptr;  // start from a copy of these weights instead of initWeights
+  std::vector<at::Tensor> params;       // extra leaves, optimised in a second group without weight decay
+  double lr_ratio = 1.0;                // their learning rate: the schedule's × lr_ratio
+  // The interventions of the forward of a step (e.g. gates drawn for that step from `params`).
+  std::function<std::vector<Intervention>(int64_t step)> interventions;
+  // A term added to the loss of every step (reported as the kind "penalty"); may be empty.
+  std::function<at::Tensor()> penalty;
+  nlohmann::json signature;  // the extension's settings, part of the checkpoint's signature
+};
+
+// One log window as training.json and the trainer state record it, and back (fails on a missing field).
+nlohmann::json progressJson(const TrainProgress& p);
+TrainProgress progressFromJson(const nlohmann::json& j);
+
 // Learning rate at a step: linear warm-up to lr, then cosine to lr * min_lr_ratio at `steps`.
 double learningRate(const TrainConfig& cfg, int64_t step);
 
@@ -59,11 +78,13 @@ double learningRate(const TrainConfig& cfg, int64_t step);
 // norms at 1), drawn from a torch generator seeded with `seed`.
 ModelWeights initWeights(const ModelConfig& config, uint64_t seed);
 
-// Runs training. `checkpointDir` holds the resumable state (weights.safetensors, optimizer.pt,
-// trainer_state.json); when it already holds a state for this config, training resumes from it.
-// `onProgress` is called every log window (stderr printing is the caller's choice).
+// Runs training. `checkpointDir` holds the resumable state (model.safetensors, extra.safetensors with the
+// extension's parameters, optimizer.pt, trainer_state.json); when it already holds a state for this config,
+// training resumes from it. `onProgress` is called every log window (stderr printing is the caller's
+// choice). The extension's parameters are updated in place.
 TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
                   const std::function<TrainBatch(int64_t step)>& batchAt, const std::string& checkpointDir,
-                  const std::function<void(const TrainProgress&)>& onProgress, ModelWeights* out = nullptr);
+                  const std::function<void(const TrainProgress&)>& onProgress, ModelWeights* out = nullptr,
+                  TrainExtension* extension = nullptr);
 
 }  // namespace hs

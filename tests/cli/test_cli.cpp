@@ -127,8 +127,10 @@ class TestCli : public QObject {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
     const CliResult first =
-        runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2", "--stop-after", "3", "--n-layers",
-                "2", "--n-heads", "3", "--d-head", "8", "--icl-from", "0.5", "--category-weight", "1"});
+        runCli({"train-toy", "--out",         out, "--steps",    "6",   "--batch",
+                "2",         "--stop-after",  "3", "--n-layers", "2",   "--n-heads",
+                "3",         "--d-head",      "8", "--icl-from", "0.5", "--category-weight",
+                "1",         "--prune-steps", "2", "--prune-l0", "0.05"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
@@ -139,10 +141,14 @@ class TestCli : public QObject {
     const CliResult otherMixture = runCli({"train-toy", "--resume", out, "--category-weight", "0"});
     QCOMPARE(otherMixture.exitCode, 1);
     QVERIFY2(otherMixture.err.find("recipe.json") != std::string::npos, otherMixture.err.c_str());
+    const CliResult otherPruning = runCli({"train-toy", "--resume", out, "--prune-l0", "0.2"});
+    QCOMPARE(otherPruning.exitCode, 1);
+    QVERIFY2(otherPruning.err.find("recipe.json") != std::string::npos, otherPruning.err.c_str());
     const CliResult otherShape = runCli({"train-toy", "--resume", out, "--n-heads", "4"});
     QCOMPARE(otherShape.exitCode, 1);
     QVERIFY2(otherShape.err.find("recipe.json") != std::string::npos, otherShape.err.c_str());
-    // A plain resume continues with the settings the run started with (shape, head width, curriculum).
+    // A plain resume continues with the settings the run started with (shape, head width, curriculum,
+    // head-pruning stage) and runs the pruning stage after the 6 main steps.
     const CliResult resumed = runCli({"train-toy", "--resume", out});
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
     const json config = readJsonFile(out + "/config.json");
@@ -154,7 +160,11 @@ class TestCli : public QObject {
     QCOMPARE(trained["icl_from"].get<double>(), 0.5);
     QCOMPARE(trained["category_weight"].get<double>(), 1.0);
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
-    QCOMPARE(resumed.parsed()["steps"].get<int>(), 6);
+    QCOMPARE(resumed.parsed()["steps"].get<int>(), 8);
+    const json training = readJsonFile(out + "/training.json");
+    QCOMPARE(training["recipe"]["head_pruning"]["l0_weight"].get<double>(), 0.05);
+    QCOMPARE(training["head_pruning"]["gates"].size(), size_t(2));
+    QCOMPARE(training["head_pruning"]["gates"][0].size(), size_t(3));
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "training.json"})
       QVERIFY2(QFile::exists(out + "/" + f), f);
 

@@ -146,8 +146,7 @@ class TestWorkbench : public QObject {
 
   // Zero-ablating the 3 heads with the highest induction score lowers ICL accuracy on a copying task
   // (toy:copy_a, "x → x", which the model solves by copying from the demonstrations); the baseline is the
-  // same in both evaluations. (On toy:category_label the top induction heads are not needed — measured:
-  // 0.958 → 0.958 — while other heads are: that is a finding the workbench shows, not a failure.)
+  // same in both evaluations.
   void ablatingTopInductionHeadsLowersAccuracy() {
     QString error;
     auto w = hs::test::toyWindow(48, &error, "toy:copy_a");

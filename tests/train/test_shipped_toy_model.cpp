@@ -4,9 +4,8 @@
 //  - on fresh evaluation seeds it does in-context learning: the accuracies below (thresholds in kTargets,
 //    with the issue's targets beside them);
 //  - it has real induction heads: zero-ablating the 4 heads with the highest prefix-matching score cuts
-//    induction accuracy by at least 30 points (the issue asks 50; see inductionHeadsAreCausal), 4 random
-//    heads outside the top 8 by at most 10, and the one previous-token head they read from, ablated alone,
-//    by at least 50.
+//    induction accuracy by at least 50 points, 4 random heads outside the top 8 by at most 10, and the one
+//    previous-token head they read from, ablated alone, by at least 50.
 #include <QtTest>
 
 #include <tuple>
@@ -89,7 +88,14 @@ class TestShippedToyModel : public QObject {
     const nlohmann::json t = nlohmann::json::parse(f);
     QCOMPARE(QString::fromStdString(t.at("recipe").dump()),
              QString::fromStdString(hs::recipeJson(hs::defaultToyRecipe()).dump()));
-    QCOMPARE(t.at("steps").get<int64_t>(), hs::defaultToyRecipe().train.steps);
+    const hs::ToyRecipe r = hs::defaultToyRecipe();
+    QCOMPARE(t.at("steps").get<int64_t>(), r.train.steps + r.pruning.steps);
+    // The head-pruning stage ran and its closed heads are recorded, gate 0 each.
+    QCOMPARE(t.at("stages").size(), size_t(2));
+    const nlohmann::json& gates = t.at("head_pruning").at("gates");
+    QCOMPARE(gates.size(), size_t(r.model.n_layers));
+    for (const auto& lh : t.at("head_pruning").at("removed_heads"))
+      QCOMPARE(gates.at(lh.at(0).get<size_t>()).at(lh.at(1).get<size_t>()).get<double>(), 0.0);
   }
 
   void inContextLearningOnFreshSeeds() {
@@ -134,18 +140,25 @@ class TestShippedToyModel : public QObject {
     const double base = inductionAcc(*model_.model, world_, {});
     const double topAcc = inductionAcc(*model_.model, world_, top4);
     const double randAcc = inductionAcc(*model_.model, world_, random4);
-    qInfo("induction_acc: baseline %.3f, top-4 prefix-matching heads ablated %.3f, 4 random heads %.3f", base,
-          topAcc, randAcc);
-    // The issue's target is a cut of >= 50 points; the shipped model's induction is spread over more heads of
-    // layer 2 than four (measured: 1.000 -> 0.665 on these prompts; those seven heads also carry task
-    // learning, README "The toy ICL model"), so this guards the 30 points it reaches.
-    QVERIFY2(base - topAcc >= 0.30,
-             "ablating the top induction heads must cut induction accuracy by >= 30 points");
+    auto names = [](const std::vector<hs::HeadRef>& hs) {
+      std::string out;
+      for (const hs::HeadRef& h : hs)
+        out += (out.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
+      return out;
+    };
+    qInfo(
+        "induction_acc: baseline %.3f, top-4 prefix-matching heads (%s) ablated %.3f, 4 random heads (%s) "
+        "%.3f",
+        base, names(top4).c_str(), topAcc, names(random4).c_str(), randAcc);
+    // The issue's target. Measured: 1.000 -> 0.415 on these prompts (before the recipe's head-pruning
+    // stage the seven layer-2 heads that share induction held 0.665 without their top four).
+    QVERIFY2(base - topAcc >= 0.50,
+             "ablating the top induction heads must cut induction accuracy by >= 50 points");
     QVERIFY2(base - randAcc <= 0.10, "ablating 4 random heads must cut induction accuracy by <= 10 points");
 
     // The induction heads read what a previous-token head wrote (K-composition). The shipped model has one
-    // (1.1, previous-token score 1.00, the next 0.50): zero-ablated alone it breaks copying (measured: 1.000
-    // -> 0.075 on these prompts), which is why a random draw outside the top 8 that holds it is no control.
+    // (1.1, previous-token score 1.00, the next 0.53): zero-ablated alone it breaks copying (measured: 1.000
+    // -> 0.150 on these prompts), which is why a random draw outside the top 8 that holds it is no control.
     const hs::HeadRef prevTokenHead = hs::topHeads(s.previous_token, 1).front();
     const double prevAcc = inductionAcc(*model_.model, world_, {prevTokenHead});
     qInfo("induction_acc with the top previous-token head %d.%d ablated: %.3f", prevTokenHead.layer,

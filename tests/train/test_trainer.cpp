@@ -37,7 +37,23 @@ hs::ToyRecipe miniRecipe(int64_t steps) {
   r.train.log_every = 4;
   r.train.checkpoint_every = 8;
   r.train.threads = 2;
+  r.pruning.steps = 0;  // the tests that need the head-pruning stage turn it on
   return r;
+}
+
+// Every tensor of two model.safetensors files is bit-identical.
+bool sameWeights(const QString& a, const QString& b) {
+  auto fa = hs::SafetensorsFile::open(a.toStdString());
+  auto fb = hs::SafetensorsFile::open(b.toStdString());
+  if (fa->names() != fb->names()) return false;
+  for (const auto& n : fa->names())
+    if (!at::equal(fa->tensor(n), fb->tensor(n))) return false;
+  return true;
+}
+
+nlohmann::json readJson(const QString& path) {
+  std::ifstream f(path.toStdString());
+  return nlohmann::json::parse(f);
 }
 
 }  // namespace
@@ -99,11 +115,83 @@ class TestTrainer : public QObject {
     QCOMPARE(resumed.curve.size(), straight.curve.size());
     QCOMPARE(resumed.curve.back().loss, straight.curve.back().loss);
 
-    auto fa = hs::SafetensorsFile::open(a.filePath("model.safetensors").toStdString());
-    auto fb = hs::SafetensorsFile::open(b.filePath("model.safetensors").toStdString());
-    QCOMPARE(fa->names(), fb->names());
-    for (const auto& n : fa->names())
-      QVERIFY2(at::equal(fa->tensor(n), fb->tensor(n)), n.c_str());
+    QVERIFY(sameWeights(a.filePath("model.safetensors"), b.filePath("model.safetensors")));
+  }
+
+  // The head-pruning stage continues the step count, stops and resumes inside itself bit-identically, and
+  // can start from a finished main-schedule folder instead of rerunning it (with the same result).
+  void pruningStageResumesAndReusesTheMainSchedule() {
+    QTemporaryDir straightDir, piecesDir, mainDir, reusedDir;
+    hs::ToyRecipe r = miniRecipe(8);
+    r.pruning.steps = 8;
+    r.pruning.warmup = 2;
+    const hs::TrainResult straight = hs::trainToy(r, straightDir.path().toStdString(), nullptr);
+    QVERIFY(straight.finished);
+    QCOMPARE(straight.steps_done, int64_t(16));
+    QCOMPARE(straight.curve.back().step, int64_t(16));
+    QVERIFY(straight.curve.back().kind_loss.count("penalty"));
+    const nlohmann::json training = readJson(straightDir.filePath("training.json"));
+    QCOMPARE(training["recipe"]["head_pruning"]["steps"].get<int64_t>(), int64_t(8));
+    QCOMPARE(training["stages"].size(), size_t(2));
+    QCOMPARE(training["head_pruning"]["gates"].size(), size_t(2));
+    QCOMPARE(training["head_pruning"]["gates"][0].size(), size_t(4));
+
+    r.train.stop_after = 12;  // four steps into the pruning stage
+    const hs::TrainResult first = hs::trainToy(r, piecesDir.path().toStdString(), nullptr);
+    QVERIFY(!first.finished);
+    QCOMPARE(first.steps_done, int64_t(12));
+    r.train.stop_after = -1;
+    const hs::TrainResult resumed = hs::trainToy(r, piecesDir.path().toStdString(), nullptr);
+    QVERIFY(resumed.finished);
+    QCOMPARE(resumed.curve.back().loss, straight.curve.back().loss);
+    QVERIFY(sameWeights(straightDir.filePath("model.safetensors"), piecesDir.filePath("model.safetensors")));
+
+    hs::ToyRecipe mainOnly = r;
+    mainOnly.pruning.steps = 0;
+    QVERIFY(hs::trainToy(mainOnly, mainDir.path().toStdString(), nullptr).finished);
+    const hs::TrainResult reused =
+        hs::trainToy(r, reusedDir.path().toStdString(), nullptr, mainDir.path().toStdString());
+    QVERIFY(reused.finished);
+    QCOMPARE(reused.steps_done, int64_t(16));
+    QVERIFY(sameWeights(straightDir.filePath("model.safetensors"), reusedDir.filePath("model.safetensors")));
+
+    // A main-schedule folder of another recipe is refused, naming its training.json.
+    QTemporaryDir otherDir;
+    hs::ToyRecipe otherSeed = r;
+    otherSeed.train.seed = 99;
+    try {
+      hs::trainToy(otherSeed, otherDir.path().toStdString(), nullptr, mainDir.path().toStdString());
+      QFAIL("a main schedule of another recipe was accepted");
+    } catch (const std::exception& e) {
+      QVERIFY2(std::string(e.what()).find("training.json") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("another recipe") != std::string::npos, e.what());
+    }
+  }
+
+  // Under a heavy L0 penalty the stage closes heads, and a closed head is removed from the written weights.
+  void heavyPenaltyRemovesHeads() {
+    QTemporaryDir dir;
+    hs::ToyRecipe r = miniRecipe(8);
+    r.pruning.steps = 40;
+    r.pruning.warmup = 2;
+    r.pruning.l0_weight = 2.0;
+    r.pruning.gate_lr = 0.5;
+    QVERIFY(hs::trainToy(r, dir.path().toStdString(), nullptr).finished);
+    const nlohmann::json pruning = readJson(dir.filePath("training.json"))["head_pruning"];
+    const nlohmann::json& removed = pruning["removed_heads"];
+    qInfo("heavy penalty: %zu of 8 heads removed", removed.size());
+    QVERIFY(removed.size() >= 4);
+    auto file = hs::SafetensorsFile::open(dir.filePath("model.safetensors").toStdString());
+    const int64_t dh = r.model.d_head;
+    for (const auto& lh : removed) {
+      const int l = lh[0], h = lh[1];
+      QCOMPARE(pruning["gates"][l][h].get<double>(), 0.0);
+      const std::string prefix = "model.layers." + std::to_string(l) + ".self_attn.";
+      for (const char* proj : {"q_proj", "k_proj", "v_proj"})
+        QCOMPARE(file->tensor(prefix + proj + ".weight").narrow(0, h * dh, dh).abs().max().item<double>(),
+                 0.0);
+      QCOMPARE(file->tensor(prefix + "o_proj.weight").narrow(1, h * dh, dh).abs().max().item<double>(), 0.0);
+    }
   }
 
   void resumeWithOtherSettingsIsRefused() {
