@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli_common.h"
+#include "model/silent_heads.h"
 
 namespace hs::cli {
 namespace {
@@ -78,6 +79,8 @@ void addInfoCommand(CLI::App& app) {
         {"path", m.path},
         {"files", m.files},
         {"tokenizer", m.tokenizer ? nlohmann::json(m.tokenizer->kind()) : nlohmann::json(nullptr)},
+        {"silent_heads", silentHeads(m.model->weights(), c)},
+        {"notes", m.notes},
     };
     printJson(j);
   });

@@ -52,6 +52,7 @@ class TestCli : public QObject {
     QCOMPARE(j["d_mlp"].get<int>(), 172);
     QCOMPARE(j["vocab_size"].get<int>(), 512);
     QCOMPARE(j["dtype"].get<std::string>(), std::string("float32"));
+    QCOMPARE(j["silent_heads"].size(), size_t(0));  // a trained model: every head writes something
     // 512*64 embeddings + 5 layers * (4096 + 2*2048 + 4096 + 3*172*64 + 2*64) + 64; the .bin ties the
     // classifier to the embeddings, the GGUF stores output.weight separately.
     const long long tied = 512LL * 64 + 5LL * (4096 + 4096 + 4096 + 3 * 172 * 64 + 128) + 64;

@@ -21,6 +21,7 @@
 
 #include "analysis/induction_scores.h"
 #include "model/load/model_loader.h"
+#include "model/silent_heads.h"
 #include "results/rank_stats.h"
 #include "tasks/toy/rng.h"
 #include "tasks/toy/world.h"
@@ -96,6 +97,24 @@ class TestShippedToyModel : public QObject {
     QCOMPARE(gates.size(), size_t(r.model.n_layers));
     for (const auto& lh : t.at("head_pruning").at("removed_heads"))
       QCOMPARE(gates.at(lh.at(0).get<size_t>()).at(lh.at(1).get<size_t>()).get<double>(), 0.0);
+  }
+
+  // The heads the pruning stage closed are exactly the ones that write nothing, and loading says so (the
+  // Model dock and `headscope-cli info` show the note), so a zero column in a heatmap has its explanation.
+  void closedHeadsAreSilentAndNamed() {
+    std::ifstream f(std::filesystem::path(model_.path) / "training.json");
+    const nlohmann::json removed = nlohmann::json::parse(f).at("head_pruning").at("removed_heads");
+    const auto silent = hs::silentHeads(model_.model->weights(), model_.config);
+    QCOMPARE(silent.size(), removed.size());
+    QVERIFY(!silent.empty());
+    for (size_t i = 0; i < silent.size(); ++i) {
+      QCOMPARE(silent[i].first, removed[i][0].get<int>());
+      QCOMPARE(silent[i].second, removed[i][1].get<int>());
+    }
+    const std::string expected = std::to_string(silent.size()) + " of 32 heads write nothing";
+    QVERIFY2(std::any_of(model_.notes.begin(), model_.notes.end(),
+                         [&](const std::string& n) { return n.find(expected) != std::string::npos; }),
+             expected.c_str());
   }
 
   void inContextLearningOnFreshSeeds() {
