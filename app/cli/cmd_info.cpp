@@ -4,7 +4,8 @@
 #include <set>
 
 #include "cli_common.h"
-#include "model/silent_heads.h"
+#include "model/load/silent_heads.h"
+#include "results/results_json.h"
 
 namespace hs::cli {
 namespace {

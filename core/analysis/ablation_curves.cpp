@@ -49,13 +49,6 @@ nlohmann::json headsJson(const std::vector<HeadRef>& heads) {
   return j;
 }
 
-std::string headsText(const std::vector<HeadRef>& heads) {
-  std::string s;
-  for (const HeadRef& h : heads)
-    s += cat(s.empty() ? "" : ",", h.layer, ".", h.head);
-  return s;
-}
-
 }  // namespace
 
 std::vector<NextTokenTask> toyListTasks(const toy::ToyWorld& w, int n, uint64_t seed, int shots) {

@@ -37,13 +37,6 @@ IclEval evalWith(const Transformer& model, const std::vector<Prompt>& prompts, s
   return evaluateIcl(model, prompts, eo, ctx);
 }
 
-std::string headList(const std::vector<HeadRef>& heads) {
-  std::string s;
-  for (const HeadRef& h : heads)
-    s += (s.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
-  return s;
-}
-
 // Heads ordered by a grid's values, largest first (ties: layer-major order).
 std::vector<HeadRef> rankHeads(const Eigen::MatrixXd& v) {
   std::vector<HeadRef> heads;
@@ -456,7 +449,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   abl.columns = {"condition", "n_heads", "heads", "accuracy", "mean_answer_prob"};
   abl.rows.push_back({"ltv", 0, "", withLtv.accuracy, withLtv.mean_answer_prob});
   const IclEval keyAbl = ablated(top);
-  abl.rows.push_back({"ltv_ablate_key", static_cast<int>(top.size()), headList(top), keyAbl.accuracy,
+  abl.rows.push_back({"ltv_ablate_key", static_cast<int>(top.size()), headsText(top), keyAbl.accuracy,
                       keyAbl.mean_answer_prob});
   // Random sets of the same size, disjoint from the key heads.
   const std::vector<HeadRef> others(ranked.begin() + top.size(), ranked.end());
@@ -470,8 +463,8 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
       set.push_back(others[static_cast<size_t>(j)]);
     std::sort(set.begin(), set.end());
     const IclEval r = ablated(set);
-    abl.rows.push_back({cat("ltv_ablate_random_", s), static_cast<int>(set.size()), headList(set), r.accuracy,
-                        r.mean_answer_prob});
+    abl.rows.push_back({cat("ltv_ablate_random_", s), static_cast<int>(set.size()), headsText(set),
+                        r.accuracy, r.mean_answer_prob});
     randAcc += r.accuracy, randProb += r.mean_answer_prob, ++nSets;
   }
   if (nSets > 0)
@@ -481,7 +474,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
 
   HeadGrid fvGrid = fv.aie;
   fvGrid.provenance = prov;
-  fvGrid.provenance.options["fv_heads_selected"] = headList(fv.heads);
+  fvGrid.provenance.options["fv_heads_selected"] = headsText(fv.heads);
 
   out.run.grids = {key, fvGrid};
   out.run.curves = {acc, rot};
@@ -507,7 +500,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
                      {"zero_shot_accuracy", zsAcc},
                      {"icl_accuracy", iclAcc},
                      {"ov_reconstruction_accuracy", withOv.accuracy},
-                     {"key_heads", headList(top)},
+                     {"key_heads", headsText(top)},
                      {"key_ablation_accuracy", keyAbl.accuracy},
                      {"random_ablation_accuracy", nSets > 0 ? randAcc / nSets : withLtv.accuracy},
                      {"cos_theta_Qtheta", yCos[ci]},
@@ -516,7 +509,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
                      {"ltv_steps_run", tc.steps_run},
                      {"ltv_best_step", tc.best_step},
                      {"ltv_valid_accuracy", tc.best_valid_accuracy},
-                     {"fv_heads", headList(fv.heads)}};
+                     {"fv_heads", headsText(fv.heads)}};
   ctx.report(1.0, "done");
   return out;
 }

@@ -70,4 +70,8 @@ struct HeadRef {
   bool operator==(const HeadRef& o) const { return layer == o.layer && head == o.head; }
 };
 
+// Heads as text, "layer.head" joined by `sep`: "2.7,2.2,2.5" (the form tables, summaries and
+// `--ablate` use).
+std::string headsText(const std::vector<HeadRef>& heads, const std::string& sep = ",");
+
 }  // namespace hs

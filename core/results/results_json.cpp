@@ -305,6 +305,13 @@ void to_json(json& j, const HeadRef& h) {
   j = json::array({h.layer, h.head});
 }
 
+std::string headsText(const std::vector<HeadRef>& heads, const std::string& sep) {
+  std::string s;
+  for (const HeadRef& h : heads)
+    s += (s.empty() ? "" : sep) + std::to_string(h.layer) + "." + std::to_string(h.head);
+  return s;
+}
+
 void from_json(const json& j, HeadRef& h) {
   if (!j.is_array() || j.size() != 2 || !j[0].is_number_integer() || !j[1].is_number_integer())
     fail("head ", j.dump(), ": expected [layer, head] with integers");

@@ -22,13 +22,13 @@ at::Tensor hardConcreteDeterministic(const at::Tensor& logAlpha) {
       at::sigmoid(logAlpha) * (HardConcrete::kZeta - HardConcrete::kGamma) + HardConcrete::kGamma, 0.0, 1.0);
 }
 
-int foldHeadGates(ModelWeights& w, const ModelConfig& c, const at::Tensor& gates) {
+std::vector<HeadRef> foldHeadGates(ModelWeights& w, const ModelConfig& c, const at::Tensor& gates) {
   if (gates.dim() != 2 || gates.size(0) != c.n_layers || gates.size(1) != c.n_heads)
     fail("head gates: shape ", gates.sizes(), ", expected [", c.n_layers, ", ", c.n_heads, "]");
   const at::Tensor g = gates.detach().to(at::kDouble).cpu();
   const bool ownKv = c.n_kv_heads == c.n_heads;
   const int64_t dh = c.d_head;
-  int removed = 0;
+  std::vector<HeadRef> removed;
   at::NoGradGuard noGrad;
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[static_cast<size_t>(l)];
@@ -36,7 +36,7 @@ int foldHeadGates(ModelWeights& w, const ModelConfig& c, const at::Tensor& gates
       const double gate = g[l][h].item<double>();
       L.wo.narrow(1, h * dh, dh).mul_(gate);  // [d_model, d_head]
       if (gate != 0.0) continue;
-      ++removed;
+      removed.push_back({l, h});
       L.wq.narrow(0, h * dh, dh).zero_();  // [d_head, d_model]
       if (L.bq.defined()) L.bq.narrow(0, h * dh, dh).zero_();
       if (!ownKv) continue;

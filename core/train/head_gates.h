@@ -8,8 +8,11 @@
 // zeroed), which leaves an ordinary checkpoint of the same architecture.
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "model/config.h"
 #include "model/weights.h"
+#include "results/results.h"
 
 namespace hs {
 
@@ -32,7 +35,7 @@ at::Tensor hardConcreteDeterministic(const at::Tensor& logAlpha);
 
 // Folds gates [n_layers, n_heads] into the weights in place: W_O's columns of head h of layer l are scaled
 // by gates[l][h]; a head with gate 0 also gets zero q rows (and zero k, v rows when it has its own kv
-// head), so its pattern is uniform and it writes nothing. Returns the number of removed heads.
-int foldHeadGates(ModelWeights& w, const ModelConfig& c, const at::Tensor& gates);
+// head), so its pattern is uniform and it writes nothing. Returns the removed heads, layer-major.
+std::vector<HeadRef> foldHeadGates(ModelWeights& w, const ModelConfig& c, const at::Tensor& gates);
 
 }  // namespace hs

@@ -3,12 +3,12 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <array>
 #include <filesystem>
 #include <thread>
 
 #include "model/io/atomic_file.h"
 #include "model/io/safetensors.h"
+#include "results/results_json.h"
 #include "tasks/toy/curriculum.h"
 #include "tasks/toy/mixture.h"
 #include "tasks/toy/tasks.h"
@@ -88,9 +88,9 @@ TrainResult mainScheduleFrom(const std::string& dir, const ToyRecipe& mainRecipe
 
 struct PruningOutcome {
   TrainResult result;
-  at::Tensor gates;                         // [n_layers, n_heads] the folded (deterministic) gates
-  at::Tensor openProbability;               // [n_layers, n_heads] P(z > 0) at the end
-  std::vector<std::array<int, 2>> removed;  // (layer, head) of every head with gate 0
+  at::Tensor gates;              // [n_layers, n_heads] the folded (deterministic) gates
+  at::Tensor openProbability;    // [n_layers, n_heads] P(z > 0) at the end
+  std::vector<HeadRef> removed;  // every head with gate 0, layer-major
 };
 
 // The head-pruning stage: L0 gates on every head's hook_z, trained with the weights (in place) on the main
@@ -149,10 +149,7 @@ PruningOutcome pruneHeads(const ToyRecipe& recipe, const toy::ToyWorld& world, M
   const at::Tensor logAlpha = ext.params[0].detach();
   out.gates = hardConcreteDeterministic(logAlpha);
   out.openProbability = hardConcreteOpenProbability(logAlpha);
-  foldHeadGates(weights, c, out.gates);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_heads; ++h)
-      if (out.gates[l][h].item<double>() == 0.0) out.removed.push_back({l, h});
+  out.removed = foldHeadGates(weights, c, out.gates);
   return out;
 }
 
@@ -366,12 +363,9 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
     result.steps_done += pruned.result.steps_done;
     result.seconds += pruned.result.seconds;
     result.finished = pruned.result.finished;
-    nlohmann::json removed = nlohmann::json::array();
-    for (const auto& lh : pruned.removed)
-      removed.push_back({lh[0], lh[1]});
     pruningJson = {{"gates", matrixJson(pruned.gates)},
                    {"open_probability", matrixJson(pruned.openProbability)},
-                   {"removed_heads", removed}};
+                   {"removed_heads", pruned.removed}};  // [[layer, head], ...]
     stages.push_back({{"name", "head_pruning"}, {"steps", pruned.result.steps_done}});
   } else if (recipe.pruning.steps > 0) {
     result.finished = false;  // the pruning stage has not run yet

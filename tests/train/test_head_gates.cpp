@@ -80,7 +80,7 @@ class TestHeadGates : public QObject {
       expected = hs::Transformer(c, copy).run(gated).logits;  // [batch, pos, vocab]
     }
 
-    QCOMPARE(hs::foldHeadGates(w, c, gates), 2);
+    QCOMPARE(hs::foldHeadGates(w, c, gates), (std::vector<hs::HeadRef>{{0, 2}, {1, 0}}));
     hs::RunRequest plain;
     plain.tokens = tokens;
     plain.capture = {hs::attnPattern(0), hs::attnZ(0)};

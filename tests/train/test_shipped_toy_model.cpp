@@ -21,7 +21,7 @@
 
 #include "analysis/induction_scores.h"
 #include "model/load/model_loader.h"
-#include "model/silent_heads.h"
+#include "model/load/silent_heads.h"
 #include "results/rank_stats.h"
 #include "tasks/toy/rng.h"
 #include "tasks/toy/world.h"
@@ -108,8 +108,8 @@ class TestShippedToyModel : public QObject {
     QCOMPARE(silent.size(), removed.size());
     QVERIFY(!silent.empty());
     for (size_t i = 0; i < silent.size(); ++i) {
-      QCOMPARE(silent[i].first, removed[i][0].get<int>());
-      QCOMPARE(silent[i].second, removed[i][1].get<int>());
+      QCOMPARE(silent[i].layer, removed[i][0].get<int>());
+      QCOMPARE(silent[i].head, removed[i][1].get<int>());
     }
     const std::string expected = std::to_string(silent.size()) + " of 32 heads write nothing";
     QVERIFY2(std::any_of(model_.notes.begin(), model_.notes.end(),
@@ -159,16 +159,10 @@ class TestShippedToyModel : public QObject {
     const double base = inductionAcc(*model_.model, world_, {});
     const double topAcc = inductionAcc(*model_.model, world_, top4);
     const double randAcc = inductionAcc(*model_.model, world_, random4);
-    auto names = [](const std::vector<hs::HeadRef>& hs) {
-      std::string out;
-      for (const hs::HeadRef& h : hs)
-        out += (out.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
-      return out;
-    };
     qInfo(
         "induction_acc: baseline %.3f, top-4 prefix-matching heads (%s) ablated %.3f, 4 random heads (%s) "
         "%.3f",
-        base, names(top4).c_str(), topAcc, names(random4).c_str(), randAcc);
+        base, hs::headsText(top4).c_str(), topAcc, hs::headsText(random4).c_str(), randAcc);
     // The target. Measured: 1.000 -> 0.415 on these prompts (before the recipe's head-pruning
     // stage the seven layer-2 heads that share induction held 0.665 without their top four).
     QVERIFY2(base - topAcc >= 0.50,

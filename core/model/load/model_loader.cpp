@@ -13,7 +13,7 @@
 #include "model/io/safetensors.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
-#include "model/silent_heads.h"
+#include "model/load/silent_heads.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -295,14 +295,11 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
                                 " tokens but the model only ", out.config.vocab_size,
                                 ": ids >= ", out.config.vocab_size, " cannot be run"));
 
-  const std::vector<std::pair<int, int>> silent = silentHeads(out.model->weights(), out.config);
-  if (!silent.empty()) {
-    std::string heads;
-    for (const auto& [l, h] : silent)
-      heads += (heads.empty() ? "" : ", ") + std::to_string(l) + "." + std::to_string(h);
-    out.notes.push_back(hs::cat(silent.size(), " of ", out.config.n_layers * out.config.n_heads,
-                                " heads write nothing (all-zero W_O columns, e.g. pruned): ", heads));
-  }
+  const std::vector<HeadRef> silent = silentHeads(out.model->weights(), out.config);
+  if (!silent.empty())
+    out.notes.push_back(
+        hs::cat(silent.size(), " of ", out.config.n_layers * out.config.n_heads,
+                " heads write nothing (all-zero W_O columns, e.g. pruned): ", headsText(silent, ", ")));
 
   // Device last: weights were already cast while mapping.
   const at::Device device = [&] {
