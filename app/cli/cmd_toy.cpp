@@ -28,7 +28,7 @@ void addTrainToyCommand(CLI::App& app) {
   static double iclClsWeight = 0;
   static int64_t pruneSteps = -1;
   static double pruneL0 = -1, pruneLr = -1, pruneGateLr = -1;
-  static std::string mainFrom;
+  static std::string mainFrom, categorySep;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -58,6 +58,10 @@ void addTrainToyCommand(CLI::App& app) {
          "mixture weight of category-naming episodes (x = digit of its category) in every curriculum "
          "stage; 0 turns them off (default: the recipe's)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--category-sep", categorySep,
+                  "separator of the category-naming episodes: \"=\" or \":\" (the classification episodes' "
+                  "separator) (default: the recipe's)")
+      ->check(CLI::IsMember({"=", ":"}));
   cmd->add_option("--icl-cls-weight", iclClsWeight,
                   "mixture weight of the classification episodes in the ICL-weighted stage (default: the "
                   "recipe's)")
@@ -91,6 +95,7 @@ void addTrainToyCommand(CLI::App& app) {
     if (iclFrom > 0) recipe.curriculum.icl_from = iclFrom;
     if (categoryWeight >= 0) recipe.curriculum.category_weight = categoryWeight;
     if (iclClsWeight > 0) recipe.curriculum.icl_cls_weight = iclClsWeight;
+    if (!categorySep.empty()) recipe.curriculum.category_sep = categorySep;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;

@@ -239,6 +239,8 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
                         {"icl_from", r.curriculum.icl_from},
                         {"category_weight", r.curriculum.category_weight},
                         {"icl_cls_weight", r.curriculum.icl_cls_weight}}}};
+  // Written only where it matters, so recipes from before the option (which ran with "=") read the same.
+  if (r.curriculum.category_weight > 0) j["train"]["category_sep"] = r.curriculum.category_sep;
   if (r.pruning.steps > 0)
     j["head_pruning"] = {
         {"steps", r.pruning.steps},
@@ -290,6 +292,8 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.curriculum.icl_from = t.value("icl_from", defaults.icl_from);
     base.curriculum.category_weight = t.value("category_weight", defaults.category_weight);
     base.curriculum.icl_cls_weight = t.value("icl_cls_weight", defaults.icl_cls_weight);
+    base.curriculum.category_sep = t.value("category_sep", defaults.category_sep);
+    toy::categorySepToken(base.curriculum.category_sep);
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
     setLayerCount(base, m.at("num_hidden_layers").get<int64_t>());

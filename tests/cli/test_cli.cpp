@@ -128,10 +128,11 @@ class TestCli : public QObject {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
     const CliResult first =
-        runCli({"train-toy", "--out",         out, "--steps",    "6",   "--batch",
-                "2",         "--stop-after",  "3", "--n-layers", "2",   "--n-heads",
-                "3",         "--d-head",      "8", "--icl-from", "0.5", "--category-weight",
-                "1",         "--prune-steps", "2", "--prune-l0", "0.05"});
+        runCli({"train-toy", "--out",          out, "--steps",       "6",   "--batch",
+                "2",         "--stop-after",   "3", "--n-layers",    "2",   "--n-heads",
+                "3",         "--d-head",       "8", "--icl-from",    "0.5", "--category-weight",
+                "1",         "--category-sep", ":", "--prune-steps", "2",   "--prune-l0",
+                "0.05"});
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
     QVERIFY2(first.err.find("step 3") != std::string::npos, first.err.c_str());  // progress on stderr
@@ -142,6 +143,9 @@ class TestCli : public QObject {
     const CliResult otherMixture = runCli({"train-toy", "--resume", out, "--category-weight", "0"});
     QCOMPARE(otherMixture.exitCode, 1);
     QVERIFY2(otherMixture.err.find("recipe.json") != std::string::npos, otherMixture.err.c_str());
+    const CliResult otherSep = runCli({"train-toy", "--resume", out, "--category-sep", "="});
+    QCOMPARE(otherSep.exitCode, 1);
+    QVERIFY2(otherSep.err.find("recipe.json") != std::string::npos, otherSep.err.c_str());
     const CliResult otherPruning = runCli({"train-toy", "--resume", out, "--prune-l0", "0.2"});
     QCOMPARE(otherPruning.exitCode, 1);
     QVERIFY2(otherPruning.err.find("recipe.json") != std::string::npos, otherPruning.err.c_str());
@@ -160,6 +164,7 @@ class TestCli : public QObject {
     const json trained = readJsonFile(out + "/training.json")["recipe"]["train"];
     QCOMPARE(trained["icl_from"].get<double>(), 0.5);
     QCOMPARE(trained["category_weight"].get<double>(), 1.0);
+    QCOMPARE(trained["category_sep"].get<std::string>(), ":");
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
     QCOMPARE(resumed.parsed()["steps"].get<int>(), 8);
     const json training = readJsonFile(out + "/training.json");

@@ -113,12 +113,12 @@ class TestToyMixture : public QObject {
       return m;
     }
     if (kind == kKindCategory) {
-      // x = d <nl> ...; d is the digit of x's category, the same fixed naming in every episode.
+      // x = d <nl> ... (or x : d); d is the digit of x's category, the same fixed naming in every episode.
       if (ep.back() != tok::kNl) return {};
       size_t start = 1;
       for (size_t p = 1; p < ep.size(); ++p) {
         if (ep[p] != tok::kNl) continue;
-        if (p - start < 3 || ep[p - 2] != tok::kEq) return {};
+        if (p - start < 3 || ep[p - 2] != cat_sep_) return {};
         const std::vector<int> word(ep.begin() + static_cast<long>(start),
                                     ep.begin() + static_cast<long>(p - 2));
         const int l = hs::toy::test::languageOfWord(w_, word);
@@ -178,6 +178,7 @@ class TestToyMixture : public QObject {
 
   std::map<int, std::set<int>> cls_mappings_;          // category -> labels seen across episodes
   std::vector<int> cls_items_, fn_items_, cat_items_;  // demos + query per episode
+  int cat_sep_ = tok::kEq;                             // the category episodes' separator expected
 
  private Q_SLOTS:
   void streamIsDeterministicAndSeekable() {
@@ -310,6 +311,46 @@ class TestToyMixture : public QObject {
       QCOMPARE(st.config.w_category, 0.0);
     named.category_weight = -1.0;
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, named));
+  }
+
+  void categoryNamingCanUseTheClassificationSeparator() {
+    // "x : d": the same episodes with the classification episodes' ":" in place of "=".
+    MixtureConfig colon;
+    colon.w_category = 1.0;
+    colon.cat_sep = tok::kColon;
+    const MixtureSampler c(w_, colon, 9);
+    cat_sep_ = tok::kColon;
+    int category = 0, episodes = 0;
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      const Sample x = c.sampleAt(i);
+      if (x.kind != kKindCategory) continue;
+      ++category;
+      QVERIFY(std::count(x.tokens.begin(), x.tokens.end(), tok::kEq) == 0);
+      const std::string problem = episodeProblem(x, episodes);
+      QVERIFY2(problem.empty(), problem.c_str());
+    }
+    cat_sep_ = tok::kEq;
+    QVERIFY(category > kSamples / 12);
+    // The separator changes nothing else: the same samples are drawn, token for token but the separator.
+    MixtureConfig eq = colon;
+    eq.cat_sep = tok::kEq;
+    const MixtureSampler e(w_, eq, 9);
+    for (uint64_t i = 0; i < 50; ++i) {
+      Sample a = c.sampleAt(i), b = e.sampleAt(i);
+      if (a.kind == kKindCategory)
+        std::replace(a.tokens.begin(), a.tokens.end(), int(tok::kColon), int(tok::kEq));
+      QVERIFY(sameSample(a, b));
+    }
+    // The curriculum passes the option to every stage; anything but "=" and ":" is refused.
+    CurriculumOptions named;
+    named.category_weight = 1.0;
+    named.category_sep = ":";
+    for (const CurriculumStage& st : defaultCurriculum(1000, 256, named))
+      QCOMPARE(st.config.cat_sep, int(tok::kColon));
+    named.category_sep = "->";
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, named));
+    colon.cat_sep = tok::kArrow;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, colon, 9));
   }
 
   void unpackedSamplesHoldOneEpisode() {

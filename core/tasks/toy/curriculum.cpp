@@ -6,6 +6,12 @@
 
 namespace hs::toy {
 
+int categorySepToken(const std::string& sep) {
+  if (sep == "=") return tok::kEq;
+  if (sep == ":") return tok::kColon;
+  fail("toy curriculum: category separator \"", sep, "\", expected \"=\" or \":\"");
+}
+
 std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len,
                                                const CurriculumOptions& options) {
   const double icl_from = options.icl_from;
@@ -34,8 +40,11 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
   icl.w_icl_cls = options.icl_cls_weight;
   icl.w_function = 3.0;
 
-  for (MixtureConfig* c : {&warmup, &main, &icl})
+  const int sep = categorySepToken(options.category_sep);
+  for (MixtureConfig* c : {&warmup, &main, &icl}) {
     c->w_category = options.category_weight;
+    c->cat_sep = sep;
+  }
 
   return {{"warmup", total_samples * 15 / 100, warmup},
           {"main", static_cast<uint64_t>(std::llround(static_cast<double>(total_samples) * icl_from)), main},

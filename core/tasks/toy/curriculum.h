@@ -27,7 +27,13 @@ struct CurriculumOptions {
   double icl_from = 0.70;        // the icl stage serves this fraction of the samples onwards; in (0.15, 1]
   double category_weight = 0.0;  // > 0: category-naming episodes (episodes.h) in every stage, this weight
   double icl_cls_weight = 3.0;   // the classification episodes' weight in the icl stage; in (0, 20]
+  // The category-naming episodes' separator: "=" or ":" (the classification episodes' separator, so the
+  // category a word has is asked for at the position where classification reads it).
+  std::string category_sep = "=";
 };
+
+// The separator token of a category_sep string; fails on anything but "=" and ":".
+int categorySepToken(const std::string& sep);
 
 // Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to `icl_from` of the
 // samples), icl (classification and function episodes weighted up). The last stage extends past

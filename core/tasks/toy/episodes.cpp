@@ -130,14 +130,16 @@ Episode functionEpisode(const ToyWorld& w, Rng& rng, const std::string& task, in
   return e;
 }
 
-Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang) {
+Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int sep) {
   if (shots < 0 || shots + 1 > w.numConcepts()) fail("toy category episode: ", shots, " shots");
+  if (sep != tok::kEq && sep != tok::kColon)
+    fail("toy category episode: separator token ", sep, ", expected \"=\" or \":\"");
   if (w.numCategories() > 10)
     fail("toy category episode: ", w.numCategories(), " categories, the digits name at most 10");
   Episode e = begin();
   for (int c : rng.choose(w.numConcepts(), shots + 1)) {
     put(e, w.word(lang, c), 0);
-    put(e, tok::kEq, 0);
+    put(e, sep, 0);
     e.item_starts.push_back(e.tokens.size());
     put(e, tok::kDigit0 + w.category[static_cast<size_t>(c)], 1);
     put(e, tok::kNl, 0);

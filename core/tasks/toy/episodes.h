@@ -6,7 +6,8 @@
 //   translate list  <bos> w1 , .. wn → tr(w1) , .. tr(wn)          (A → B or B → A)
 //   classification  <bos> x1 : l(x1) <nl> .. xk : l(xk) <nl> q : l(q) <nl>
 //   function        <bos> x1 → f(x1) <nl> .. xk → f(xk) <nl> q → f(q) <nl>
-//   category        <bos> x1 = d(x1) <nl> .. q = d(q) <nl>           (d = the digit of a word's category)
+//   category        <bos> x1 = d(x1) <nl> .. q = d(q) <nl>           (d = the digit of a word's category;
+//                                                                     the separator may be ":" instead)
 // loss_mask[t] == 1 marks tokens[t] as a training target (the logits at t-1 predict it).
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +53,9 @@ Episode functionEpisode(const ToyWorld& w, Rng& rng, const std::string& task, in
 // Category naming: `shots` demonstrations then the query, each "x = d <nl>" with d the fixed digit token of
 // x's category (kDigit0 + category), all in language `lang`, distinct concepts. A fixed attribute, like a
 // fact from pre-training: it gives the model the category as a feature, over which the classification
-// episodes' fresh label mappings can then be learned in context. Mask: every digit. item_starts = digits.
-Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang);
+// episodes' fresh label mappings can then be learned in context. `sep` is "=" (tok::kEq) or ":"
+// (tok::kColon, the classification episodes' separator: the model then has to know a word's category at
+// the very position where a classification episode reads it). Mask: every digit. item_starts = digits.
+Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int sep = tok::kEq);
 
 }  // namespace hs::toy

@@ -65,6 +65,8 @@ MixtureSampler::MixtureSampler(const ToyWorld& world, MixtureConfig config, uint
   if (c.pack_attempts < 1) fail("toy mixture config: pack_attempts = ", c.pack_attempts, ", expected >= 1");
   if (c.cls_max_shots < 0 || c.fn_max_shots < 0 || c.cat_max_shots < 0)
     fail("toy mixture config: negative max shots");
+  if (c.cat_sep != tok::kEq && c.cat_sep != tok::kColon)
+    fail("toy mixture config: cat_sep = ", c.cat_sep, ", expected the \"=\" or the \":\" token");
   if (c.fn_tasks.empty()) fail("toy mixture config: fn_tasks is empty");
   for (const auto& t : c.fn_tasks)
     if (taskInfo(t).kind != TaskKind::Word)
@@ -103,7 +105,7 @@ Episode MixtureSampler::drawEpisode(const std::string& kind, Rng& rng) const {
   }
   if (kind == kKindCategory) {
     const int shots = drawShots(rng, c.cat_zero_shot, c.cat_max_shots);
-    return categoryEpisode(w, rng, shots, rng.bernoulli(0.5) ? Lang::A : Lang::B);
+    return categoryEpisode(w, rng, shots, rng.bernoulli(0.5) ? Lang::A : Lang::B, c.cat_sep);
   }
   const std::string& task = rng.pick(c.fn_tasks);
   return functionEpisode(w, rng, task, drawShots(rng, c.fn_zero_shot, c.fn_max_shots));

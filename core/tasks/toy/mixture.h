@@ -50,6 +50,7 @@ struct MixtureConfig {
   // category: shots = 0 with probability cat_zero_shot, else uniform in [1, cat_max_shots]; language uniform
   int cat_max_shots = 6;
   double cat_zero_shot = 0.3;
+  int cat_sep = tok::kEq;  // "x = d" (tok::kEq) or "x : d" (tok::kColon)
   std::vector<std::string> fn_tasks = {"translate_a_b", "translate_b_a", "antonym_a", "successor_a",
                                        "copy_a"};
 };
