@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "tasks/toy/world.h"
+#include "train/numeric_kernels.h"
 #include "train/toy_eval.h"
 #include "train/toy_recipe.h"
 #include "util/error.h"
@@ -110,7 +111,8 @@ void addTrainToyCommand(CLI::App& app) {
     progress("train-toy: " + recipeJson(recipe)["train"].dump() + " layers " +
              std::to_string(recipe.model.n_layers) + " heads " + std::to_string(recipe.model.n_heads) +
              " head_dim " + std::to_string(recipe.model.d_head) +
-             (recipe.pruning.steps > 0 ? " head_pruning " + recipeJson(recipe)["head_pruning"].dump() : ""));
+             (recipe.pruning.steps > 0 ? " head_pruning " + recipeJson(recipe)["head_pruning"].dump() : "") +
+             " numeric kernels " + numericKernels().dump());
     const TrainResult r = trainToy(
         recipe, dir,
         [](const TrainProgress& p) {
@@ -128,7 +130,13 @@ void addTrainToyCommand(CLI::App& app) {
                {"finished", r.finished},
                {"seconds", r.seconds},
                {"final_loss", r.curve.empty() ? 0.0 : r.curve.back().loss},
-               {"first_loss", r.curve.empty() ? 0.0 : r.curve.front().loss}});
+               {"first_loss", r.curve.empty() ? 0.0 : r.curve.front().loss},
+               {"numeric_kernels", r.numeric_kernels}});
+    if (r.numeric_kernels.size() > 1)
+      progress("train-toy: warning: the pieces of this run computed with different numeric kernels (" +
+               r.numeric_kernels.dump() +
+               "), so its weights are not bit for bit those of one uninterrupted " +
+               "run; set ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE to the first piece's to avoid that");
   });
 }
 

@@ -14,6 +14,7 @@
 #include "tasks/toy/tasks.h"
 #include "train/head_gates.h"
 #include "train/hf_export.h"
+#include "train/numeric_kernels.h"
 #include "util/error.h"
 #include "util/file_text.h"
 
@@ -76,6 +77,8 @@ TrainResult mainScheduleFrom(const std::string& dir, const ToyRecipe& mainRecipe
     result.seconds = t.at("seconds").get<double>();
     for (const auto& p : t.at("curve"))
       result.curve.push_back(progressFromJson(p));
+    // Folders trained before the record existed have none.
+    result.numeric_kernels = t.value("numeric_kernels", nlohmann::json::array());
     return 0;
   });
   weights = initWeights(mainRecipe.model, mainRecipe.train.seed);
@@ -367,6 +370,8 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
     result.steps_done += pruned.result.steps_done;
     result.seconds += pruned.result.seconds;
     result.finished = pruned.result.finished;
+    for (const auto& k : pruned.result.numeric_kernels)
+      addNumericKernels(result.numeric_kernels, k);
     pruningJson = {{"gates", matrixJson(pruned.gates)},
                    {"open_probability", matrixJson(pruned.openProbability)},
                    {"removed_heads", pruned.removed}};  // [[layer, head], ...]
@@ -383,6 +388,7 @@ TrainResult trainToy(const ToyRecipe& recipe, const std::string& outDir,
       {"steps", result.steps_done},
       {"seconds", result.seconds},
       {"threads", at::get_num_threads()},
+      {"numeric_kernels", result.numeric_kernels},
       {"final_loss",
        result.curve.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.curve.back().loss)},
       {"final_kind_loss",

@@ -15,6 +15,7 @@
 #include "model/io/safetensors.h"
 #include "model/transformer.h"
 #include "train/hf_export.h"
+#include "train/numeric_kernels.h"
 #include "util/error.h"
 #include "util/file_text.h"
 
@@ -156,9 +157,13 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
       secondsBefore = state.at("seconds");
       for (const auto& p : state.at("curve"))
         result.curve.push_back(progressFromJson(p));
+      // States written before the record existed have none.
+      result.numeric_kernels = state.value("numeric_kernels", nlohmann::json::array());
       return 0;
     });
   }
+
+  addNumericKernels(result.numeric_kernels, numericKernels());
 
   Transformer model(config, weights, Transformer::Weights::Trainable);  // shares the parameter tensors
   auto save = [&](int64_t stepsDone, double seconds) {
@@ -181,6 +186,7 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
                                   {"step", stepsDone},
                                   {"seconds", seconds},
                                   {"signature", configSignature(config, cfg, ext)},
+                                  {"numeric_kernels", result.numeric_kernels},
                                   {"curve", curve}};
     writeText(statePath, state.dump(1) + "\n");
   };

@@ -53,6 +53,10 @@ struct TrainResult {
   double seconds = 0;
   int64_t steps_done = 0;
   bool finished = false;  // steps_done == steps
+  // The numeric kernels (numeric_kernels.h) of every piece of the run, one entry per distinct record: more
+  // than one means the pieces ran on different kernels and the result is not bit for bit the uninterrupted
+  // run's.
+  nlohmann::json numeric_kernels = nlohmann::json::array();
 };
 
 // What a training stage adds to plain next-token training (the head-pruning stage of the toy recipe).

@@ -17,9 +17,12 @@ struct CliResult {
   nlohmann::json parsed() const { return nlohmann::json::parse(out); }
 };
 
-// Runs the CLI with `args` and waits for it (ctest's per-test timeout is the real bound).
-inline CliResult runCli(const QStringList& args) {
+// Runs the CLI with `args` (and `env`, the test's own environment unless given) and waits for it (ctest's
+// per-test timeout is the real bound).
+inline CliResult runCli(const QStringList& args,
+                        const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   QProcess p;
+  p.setProcessEnvironment(env);
   p.start(QString::fromStdString(cliPath()), args);
   p.waitForFinished(240000);
   CliResult r;

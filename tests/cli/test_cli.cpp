@@ -124,6 +124,48 @@ class TestCli : public QObject {
     QVERIFY2(bad.err.find("layer") != std::string::npos, bad.err.c_str());
   }
 
+  void trainToyRecordsItsNumericKernels() {
+    // The kernels decide the bits (numeric_kernels.h); a run records the ones it used, and a run whose pieces
+    // used different ones says so. The overrides name kernels every x86-64 CPU can run: ATen's scalar path
+    // and OpenBLAS's SSE3 ("Prescott") and SSSE3 ("Core2") GEMMs.
+    QTemporaryDir dir;
+    auto env = [](const QString& core) {
+      QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+      e.insert("ATEN_CPU_CAPABILITY", "default");
+      e.insert("OPENBLAS_CORETYPE", core);
+      return e;
+    };
+    const QStringList tiny = {"--steps",   "6", "--batch",  "2", "--n-layers",    "1",
+                              "--n-heads", "2", "--d-head", "8", "--prune-steps", "0"};
+    const QString same = dir.filePath("same");
+    const CliResult first =
+        runCli(QStringList{"train-toy", "--out", same, "--stop-after", "3"} + tiny, env("Prescott"));
+    QVERIFY2(first.exitCode == 0, first.err.c_str());
+    const json kernels = first.parsed()["numeric_kernels"];
+    QCOMPARE(kernels.size(), size_t(1));
+    QCOMPARE(kernels[0]["blas_core"].get<std::string>(), "Prescott");
+    QCOMPARE(kernels[0]["aten_cpu_capability"].get<std::string>(), "NO AVX");
+    QVERIFY2(kernels[0]["blas"].get<std::string>().rfind("OpenBLAS", 0) == 0, kernels.dump().c_str());
+    QCOMPARE(kernels[0]["intra_op_threads"].get<int>(), 1);
+    // Resumed on the same kernels: one record, no warning.
+    const CliResult resumed = runCli({"train-toy", "--resume", same}, env("Prescott"));
+    QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
+    QVERIFY2(resumed.err.find("warning") == std::string::npos, resumed.err.c_str());
+    QCOMPARE(readJsonFile(same + "/training.json")["numeric_kernels"], kernels);
+    // Resumed on other kernels: both records, and a warning that names the variables to set.
+    const QString mixed = dir.filePath("mixed");
+    QCOMPARE(runCli(QStringList{"train-toy", "--out", mixed, "--stop-after", "3"} + tiny, env("Prescott"))
+                 .exitCode,
+             0);
+    const CliResult other = runCli({"train-toy", "--resume", mixed}, env("Core2"));
+    QVERIFY2(other.exitCode == 0, other.err.c_str());
+    QVERIFY2(other.err.find("different numeric kernels") != std::string::npos, other.err.c_str());
+    QVERIFY2(other.err.find("OPENBLAS_CORETYPE") != std::string::npos, other.err.c_str());
+    const json both = readJsonFile(mixed + "/training.json")["numeric_kernels"];
+    QCOMPARE(both.size(), size_t(2));
+    QCOMPARE(both[1]["blas_core"].get<std::string>(), "Core2");
+  }
+
   void trainToyInPiecesThenEvaluate() {
     QTemporaryDir dir;
     const QString out = dir.filePath("toy");
