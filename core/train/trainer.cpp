@@ -163,8 +163,6 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
     });
   }
 
-  addNumericKernels(result.numeric_kernels, numericKernels());
-
   Transformer model(config, weights, Transformer::Weights::Trainable);  // shares the parameter tensors
   auto save = [&](int64_t stepsDone, double seconds) {
     if (checkpointDir.empty()) return;
@@ -199,6 +197,8 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
   int64_t windowSteps = 0;
   std::map<std::string, std::pair<double, int64_t>> windowKind;
   const int64_t end = cfg.stop_after > 0 ? std::min(cfg.steps, cfg.stop_after) : cfg.steps;
+  // Only a piece that computes steps adds its kernels: resuming a finished stage computes nothing.
+  if (start < end) addNumericKernels(result.numeric_kernels, numericKernels());
   for (int64_t step = start; step < end; ++step) {
     const double lr = learningRate(cfg, step);
     for (size_t g = 0; g < opt.param_groups().size(); ++g)

@@ -152,6 +152,11 @@ class TestCli : public QObject {
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
     QVERIFY2(resumed.err.find("warning") == std::string::npos, resumed.err.c_str());
     QCOMPARE(readJsonFile(same + "/training.json")["numeric_kernels"], kernels);
+    // Resuming the finished run on other kernels computes nothing, so it adds no record and no warning.
+    const CliResult again = runCli({"train-toy", "--resume", same}, env("Core2"));
+    QVERIFY2(again.exitCode == 0, again.err.c_str());
+    QVERIFY2(again.err.find("warning") == std::string::npos, again.err.c_str());
+    QCOMPARE(readJsonFile(same + "/training.json")["numeric_kernels"], kernels);
     // Resumed on other kernels: both records, and a warning that names the variables to set.
     const QString mixed = dir.filePath("mixed");
     QCOMPARE(runCli(QStringList{"train-toy", "--out", mixed, "--stop-after", "3"} + tiny, env("Prescott"))
