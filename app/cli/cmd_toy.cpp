@@ -27,6 +27,7 @@ void addTrainToyCommand(CLI::App& app) {
   static double iclFrom = 0;
   static double categoryWeight = -1;  // < 0: not given
   static double iclClsWeight = 0;
+  static double fuzzyListWeight = -1;  // < 0: not given
   static int64_t pruneSteps = -1;
   static double pruneL0 = -1, pruneLr = -1, pruneGateLr = -1;
   static std::string mainFrom, categorySep;
@@ -63,6 +64,11 @@ void addTrainToyCommand(CLI::App& app) {
                   "separator of the category-naming episodes: \"=\" or \":\" (the classification episodes' "
                   "separator) (default: the recipe's)")
       ->check(CLI::IsMember({"=", ":"}));
+  cmd->add_option("--fuzzy-list-weight", fuzzyListWeight,
+                  "mixture weight of category-level copying episodes (a word list, then other words of the "
+                  "same categories in the same order) in every curriculum stage; 0 turns them off (default: "
+                  "the recipe's)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--icl-cls-weight", iclClsWeight,
                   "mixture weight of the classification episodes in the ICL-weighted stage (default: the "
                   "recipe's)")
@@ -97,6 +103,7 @@ void addTrainToyCommand(CLI::App& app) {
     if (categoryWeight >= 0) recipe.curriculum.category_weight = categoryWeight;
     if (iclClsWeight > 0) recipe.curriculum.icl_cls_weight = iclClsWeight;
     if (!categorySep.empty()) recipe.curriculum.category_sep = categorySep;
+    if (fuzzyListWeight >= 0) recipe.curriculum.fuzzy_list_weight = fuzzyListWeight;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;

@@ -85,6 +85,31 @@ class TestToyMixture : public QObject {
         m[p] = 1;
       return m;
     }
+    if (kind == kKindFuzzyList) {
+      // w1 , .. wn | v1 , .. vn: v_i is another word of w_i's category, one language, 2n distinct words.
+      const auto it = std::find(ep.begin(), ep.end(), tok::kBar);
+      if (it == ep.end()) return {};
+      const size_t s = static_cast<size_t>(it - ep.begin());
+      const auto first = splitOn(ep, 1, s, tok::kComma);
+      const auto second = splitOn(ep, s + 1, ep.size(), tok::kComma);
+      if (first.size() != second.size() || first.size() < 3 || first.size() > 8) return {};
+      const int lang = hs::toy::test::languageOfWord(w_, first[0]);
+      if (lang < 0) return {};
+      std::set<int> concepts;
+      size_t p = s + 1;
+      for (size_t i = 0; i < first.size(); ++i) {
+        const int ca = w_.conceptOf(static_cast<Lang>(lang), first[i]);
+        const int cb = w_.conceptOf(static_cast<Lang>(lang), second[i]);
+        if (ca < 0 || cb < 0 || w_.category[static_cast<size_t>(ca)] != w_.category[static_cast<size_t>(cb)])
+          return {};
+        concepts.insert({ca, cb});
+        m[p] = 1;  // only the first syllable, which names the category, is a target
+        p += second[i].size() + 1;
+      }
+      if (concepts.size() != 2 * first.size()) return {};
+      ++fuzzy_lists_;
+      return m;
+    }
     if (kind == kKindIclCls) {
       // x : label <nl> ... ; every item ends with <nl>.
       if (ep.back() != tok::kNl) return {};
@@ -179,6 +204,7 @@ class TestToyMixture : public QObject {
   std::map<int, std::set<int>> cls_mappings_;          // category -> labels seen across episodes
   std::vector<int> cls_items_, fn_items_, cat_items_;  // demos + query per episode
   int cat_sep_ = tok::kEq;                             // the category episodes' separator expected
+  int fuzzy_lists_ = 0;                                // well-formed fuzzy lists seen
 
  private Q_SLOTS:
   void streamIsDeterministicAndSeekable() {
@@ -278,7 +304,7 @@ class TestToyMixture : public QObject {
     auto mix = [&](uint64_t v) { fingerprint = (fingerprint ^ v) * 1099511628211ULL; };
     for (uint64_t i = 0; i < kSamples; ++i) {
       const Sample x = plain.sampleAt(i);
-      QVERIFY(x.kind != kKindCategory);
+      QVERIFY(x.kind != kKindCategory && x.kind != kKindFuzzyList);
       for (char ch : x.kind)
         mix(static_cast<unsigned char>(ch));
       for (size_t p = 0; p < x.tokens.size(); ++p)
@@ -351,6 +377,35 @@ class TestToyMixture : public QObject {
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, named));
     colon.cat_sep = tok::kArrow;
     QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, colon, 9));
+  }
+
+  void fuzzyListsCopyCategoriesNotWords() {
+    // Off by default (categoryNamingEpisodesAreOptIn's fingerprint covers the default stream); a weight adds
+    // well-formed episodes whose only targets are the second list's first syllables.
+    MixtureConfig on;
+    on.w_fuzzy_list = 1.0;  // 1 of 7.5
+    const MixtureSampler f(w_, on, 9);
+    int fuzzy = 0, episodes = 0;
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      const Sample x = f.sampleAt(i);
+      QVERIFY(x.kind != kKindCategory);
+      if (x.kind != kKindFuzzyList) continue;
+      ++fuzzy;
+      const std::string problem = episodeProblem(x, episodes);
+      QVERIFY2(problem.empty(), problem.c_str());
+    }
+    QVERIFY2(fuzzy > kSamples / 12 && fuzzy < kSamples / 4, qPrintable(QString::number(fuzzy)));
+    QCOMPARE(fuzzy_lists_, episodes);
+    QVERIFY(episodes > 2 * fuzzy);  // packed
+    // The curriculum puts the weight in every stage; a negative weight is refused.
+    CurriculumOptions opts;
+    opts.fuzzy_list_weight = 2.0;
+    for (const CurriculumStage& st : defaultCurriculum(1000, 256, opts))
+      QCOMPARE(st.config.w_fuzzy_list, 2.0);
+    for (const CurriculumStage& st : defaultCurriculum(1000))
+      QCOMPARE(st.config.w_fuzzy_list, 0.0);
+    opts.fuzzy_list_weight = -1.0;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
   }
 
   void unpackedSamplesHoldOneEpisode() {

@@ -21,6 +21,8 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
     fail("toy curriculum: category weight ", options.category_weight, ", expected 0..10");
   if (!(options.icl_cls_weight > 0.0 && options.icl_cls_weight <= 20.0))
     fail("toy curriculum: icl-stage classification weight ", options.icl_cls_weight, ", expected (0, 20]");
+  if (!(options.fuzzy_list_weight >= 0.0 && options.fuzzy_list_weight <= 10.0))
+    fail("toy curriculum: fuzzy list weight ", options.fuzzy_list_weight, ", expected 0..10");
   MixtureConfig warmup;
   warmup.seq_len = seq_len;
   warmup.w_induction = 3.0;
@@ -44,6 +46,7 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
   for (MixtureConfig* c : {&warmup, &main, &icl}) {
     c->w_category = options.category_weight;
     c->cat_sep = sep;
+    c->w_fuzzy_list = options.fuzzy_list_weight;
   }
 
   return {{"warmup", total_samples * 15 / 100, warmup},

@@ -30,6 +30,9 @@ struct CurriculumOptions {
   // The category-naming episodes' separator: "=" or ":" (the classification episodes' separator, so the
   // category a word has is asked for at the position where classification reads it).
   std::string category_sep = "=";
+  // > 0: category-level (fuzzy) list copying (episodes.h fuzzyListEpisode) in every stage, this weight: the
+  // category match a classification query needs, trained where it is the only way to predict.
+  double fuzzy_list_weight = 0.0;
 };
 
 // The separator token of a category_sep string; fails on anything but "=" and ":".

@@ -149,4 +149,39 @@ Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int s
   return e;
 }
 
+Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang) {
+  if (n < 1 || 2 * n > w.numConcepts()) fail("toy fuzzy list episode: ", n, " words per list");
+  Episode e = begin();
+  const std::vector<int> first = rng.choose(w.numConcepts(), n);
+  std::vector<int> used = first;  // concepts, kept distinct so no word of the second list is a copy
+  std::vector<int> second;
+  for (int c : first) {
+    const auto& pool = w.concepts_of_category[static_cast<size_t>(w.category[static_cast<size_t>(c)])];
+    int v = rng.pick(pool);
+    for (int attempt = 0; std::find(used.begin(), used.end(), v) != used.end(); ++attempt) {
+      if (attempt > 10000)
+        fail("toy fuzzy list episode: category ", w.category[static_cast<size_t>(c)], " has ", pool.size(),
+             " words, too few for lists of ", n);
+      v = rng.pick(pool);
+    }
+    used.push_back(v);
+    second.push_back(v);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (i) put(e, tok::kComma, 0);
+    put(e, w.word(lang, first[static_cast<size_t>(i)]), 0);
+  }
+  put(e, tok::kBar, 0);
+  e.answer_pos = e.tokens.size();
+  for (int i = 0; i < n; ++i) {
+    if (i) put(e, tok::kComma, 0);
+    e.item_starts.push_back(e.tokens.size());
+    const std::vector<int>& v = w.word(lang, second[static_cast<size_t>(i)]);
+    put(e, v.front(), 1);
+    put(e, std::vector<int>(v.begin() + 1, v.end()), 0);
+  }
+  e.answer_len = e.tokens.size() - e.answer_pos;
+  return e;
+}
+
 }  // namespace hs::toy

@@ -8,6 +8,7 @@
 //   function        <bos> x1 → f(x1) <nl> .. xk → f(xk) <nl> q → f(q) <nl>
 //   category        <bos> x1 = d(x1) <nl> .. q = d(q) <nl>           (d = the digit of a word's category;
 //                                                                     the separator may be ":" instead)
+//   fuzzy list      <bos> w1 , .. wn | v1 , .. vn                    (v_i another word of w_i's category)
 // loss_mask[t] == 1 marks tokens[t] as a training target (the logits at t-1 predict it).
 #include <cstddef>
 #include <cstdint>
@@ -57,5 +58,12 @@ Episode functionEpisode(const ToyWorld& w, Rng& rng, const std::string& task, in
 // (tok::kColon, the classification episodes' separator: the model then has to know a word's category at
 // the very position where a classification episode reads it). Mask: every digit. item_starts = digits.
 Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int sep = tok::kEq);
+
+// Category-level (fuzzy) copying: a list of n words, "|", then n other words of the same categories in the
+// same order, all in language `lang`, all 2n concepts distinct. Only the category of the next word (its
+// first syllable) is predictable, and only by matching the current word's category to the first list's:
+// the match a classification query needs to find the demonstrations of its category. Mask: the first
+// syllable of every second-list word. item_starts = those positions; answer = the whole second list.
+Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang);
 
 }  // namespace hs::toy

@@ -21,7 +21,7 @@ void checkRange(const char* what, int lo, int hi, int min_lo) {
 size_t longestEpisode(const std::string& kind, const MixtureConfig& c) {
   const size_t words = static_cast<size_t>(c.list_max_words);
   if (kind == kKindInduction) return 1 + static_cast<size_t>(c.induction_max_span * c.induction_max_repeats);
-  if (kind == kKindCopyList || kind == kKindTranslateList)
+  if (kind == kKindCopyList || kind == kKindTranslateList || kind == kKindFuzzyList)
     return 1 + 2 * (words * kMaxWordLen + words - 1) + 1;
   if (kind == kKindIclCls) return 1 + static_cast<size_t>(c.cls_max_shots + 1) * (kMaxWordLen + 3);
   if (kind == kKindCategory) return 1 + static_cast<size_t>(c.cat_max_shots + 1) * (kMaxWordLen + 3);
@@ -29,7 +29,8 @@ size_t longestEpisode(const std::string& kind, const MixtureConfig& c) {
 }
 
 std::vector<double> kindWeights(const MixtureConfig& c) {
-  return {c.w_induction, c.w_copy_list, c.w_translate_list, c.w_icl_cls, c.w_function, c.w_category};
+  return {c.w_induction, c.w_copy_list, c.w_translate_list, c.w_icl_cls,
+          c.w_function,  c.w_category,  c.w_fuzzy_list};
 }
 
 int drawShots(Rng& rng, double zero_shot, int max_shots) {
@@ -41,7 +42,8 @@ int drawShots(Rng& rng, double zero_shot, int max_shots) {
 
 const std::vector<std::string>& mixtureKinds() {
   static const std::vector<std::string> kinds = {kKindInduction, kKindCopyList, kKindTranslateList,
-                                                 kKindIclCls,    kKindFunction, kKindCategory};
+                                                 kKindIclCls,    kKindFunction, kKindCategory,
+                                                 kKindFuzzyList};
   return kinds;
 }
 
@@ -55,7 +57,8 @@ MixtureSampler::MixtureSampler(const ToyWorld& world, MixtureConfig config, uint
   if (c.induction_max_span > 2 * static_cast<int>(world_.syllables[0].size()))
     fail("toy mixture config: induction spans of ", c.induction_max_span,
          " distinct syllables, the world has ", 2 * world_.syllables[0].size());
-  if (c.list_max_words > world_.numConcepts())
+  if (c.list_max_words > world_.numConcepts() ||
+      (c.w_fuzzy_list > 0 && 2 * c.list_max_words > world_.numConcepts()))
     fail("toy mixture config: lists of ", c.list_max_words, " distinct words, the world has ",
          world_.numConcepts());
   if (c.cls_max_labels > world_.numCategories())
@@ -102,6 +105,10 @@ Episode MixtureSampler::drawEpisode(const std::string& kind, Rng& rng) const {
     const int shots = drawShots(rng, c.cls_zero_shot, c.cls_max_shots);
     const Lang lang = rng.bernoulli(0.5) ? Lang::A : Lang::B;
     return clsEpisode(w, rng, labels, shots, lang);
+  }
+  if (kind == kKindFuzzyList) {
+    const int n = rng.uniformInt(c.list_min_words, c.list_max_words);
+    return fuzzyListEpisode(w, rng, n, rng.bernoulli(0.5) ? Lang::A : Lang::B);
   }
   if (kind == kKindCategory) {
     const int shots = drawShots(rng, c.cat_zero_shot, c.cat_max_shots);

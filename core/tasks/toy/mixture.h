@@ -22,7 +22,8 @@ inline constexpr const char* kKindTranslateList = "translate_list";
 inline constexpr const char* kKindIclCls = "icl_cls";
 inline constexpr const char* kKindFunction = "function";
 inline constexpr const char* kKindCategory = "category";
-const std::vector<std::string>& mixtureKinds();  // the six above, in this order
+inline constexpr const char* kKindFuzzyList = "fuzzy_list";
+const std::vector<std::string>& mixtureKinds();  // the seven above, in this order
 
 struct MixtureConfig {
   int seq_len = 256;
@@ -36,10 +37,12 @@ struct MixtureConfig {
   double w_function = 2.0;
   // Category naming, off by default. Last in the weights: a zero leaves the other kinds' draws unchanged.
   double w_category = 0.0;
+  // Category-level (fuzzy) list copying, off by default; after w_category for the same reason.
+  double w_fuzzy_list = 0.0;
   // induction: <bos> + a span of distinct syllables repeated several times
   int induction_min_span = 8, induction_max_span = 24;
   int induction_min_repeats = 2, induction_max_repeats = 4;
-  // copy_list / translate_list: lists of distinct words
+  // copy_list / translate_list / fuzzy_list: lists of distinct words
   int list_min_words = 3, list_max_words = 8;
   // icl_cls: shots = 0 with probability cls_zero_shot, else uniform in [1, cls_max_shots]
   int cls_min_labels = 2, cls_max_labels = 4, cls_max_shots = 12;
