@@ -30,7 +30,7 @@ void addTrainToyCommand(CLI::App& app) {
   static double fuzzyListWeight = -1;  // < 0: not given
   static int64_t pruneSteps = -1;
   static double pruneL0 = -1, pruneLr = -1, pruneGateLr = -1;
-  static std::string mainFrom, categorySep;
+  static std::string mainFrom, categorySep, fuzzyListSep;
   auto* cmd = app.add_subcommand("train-toy", "Train the toy ICL model (resumable; writes an HF folder)");
   cmd->add_option("--out", out, "output folder (HF layout + training.json; checkpoint/ inside is resumable)");
   cmd->add_option("--resume", resume, "continue the run whose output folder this is");
@@ -69,6 +69,10 @@ void addTrainToyCommand(CLI::App& app) {
                   "same categories in the same order) in every curriculum stage; 0 turns them off (default: "
                   "the recipe's)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--fuzzy-list-sep", fuzzyListSep,
+                  "separator between the words of those episodes: \",\" or \":\" (the classification "
+                  "episodes' separator) (default: the recipe's)")
+      ->check(CLI::IsMember({",", ":"}));
   cmd->add_option("--icl-cls-weight", iclClsWeight,
                   "mixture weight of the classification episodes in the ICL-weighted stage (default: the "
                   "recipe's)")
@@ -104,6 +108,7 @@ void addTrainToyCommand(CLI::App& app) {
     if (iclClsWeight > 0) recipe.curriculum.icl_cls_weight = iclClsWeight;
     if (!categorySep.empty()) recipe.curriculum.category_sep = categorySep;
     if (fuzzyListWeight >= 0) recipe.curriculum.fuzzy_list_weight = fuzzyListWeight;
+    if (!fuzzyListSep.empty()) recipe.curriculum.fuzzy_list_sep = fuzzyListSep;
     if (steps > 0) recipe.train.steps = steps;
     if (seedGiven) recipe.train.seed = seed;
     if (batch > 0) recipe.batch = batch;

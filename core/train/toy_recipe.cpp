@@ -245,6 +245,8 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
   // Written only where it matters, so recipes from before the option (which ran with "=") read the same.
   if (r.curriculum.category_weight > 0) j["train"]["category_sep"] = r.curriculum.category_sep;
   if (r.curriculum.fuzzy_list_weight > 0) j["train"]["fuzzy_list_weight"] = r.curriculum.fuzzy_list_weight;
+  if (r.curriculum.fuzzy_list_weight > 0 && r.curriculum.fuzzy_list_sep != ",")
+    j["train"]["fuzzy_list_sep"] = r.curriculum.fuzzy_list_sep;
   if (r.pruning.steps > 0)
     j["head_pruning"] = {
         {"steps", r.pruning.steps},
@@ -298,7 +300,11 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.curriculum.icl_cls_weight = t.value("icl_cls_weight", defaults.icl_cls_weight);
     base.curriculum.category_sep = t.value("category_sep", defaults.category_sep);
     toy::categorySepToken(base.curriculum.category_sep);
-    base.curriculum.fuzzy_list_weight = t.value("fuzzy_list_weight", defaults.fuzzy_list_weight);
+    // Written only when on (recipeJson), so a recipe without it ran without fuzzy lists, whatever the
+    // default.
+    base.curriculum.fuzzy_list_weight = t.value("fuzzy_list_weight", 0.0);
+    base.curriculum.fuzzy_list_sep = t.value("fuzzy_list_sep", defaults.fuzzy_list_sep);
+    toy::fuzzyListSepToken(base.curriculum.fuzzy_list_sep);
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());
     setLayerCount(base, m.at("num_hidden_layers").get<int64_t>());

@@ -178,7 +178,8 @@ class TestCli : public QObject {
     const CliResult first = runCli({"train-toy", "--out", out, "--steps", "6", "--batch", "2",
                                     "--stop-after", "3", "--n-layers", "2", "--n-heads", "3", "--d-head", "8",
                                     "--icl-from", "0.5", "--category-weight", "1", "--category-sep", ":",
-                                    "--fuzzy-list-weight", "0.5", "--prune-steps", "2", "--prune-l0", "0.05"});
+                                    "--fuzzy-list-weight", "0.5", "--fuzzy-list-sep", ":", "--prune-steps", "2",
+                                    "--prune-l0", "0.05"});
     // clang-format on
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     QCOMPARE(first.parsed()["finished"].get<bool>(), false);
@@ -196,6 +197,9 @@ class TestCli : public QObject {
     const CliResult otherFuzzy = runCli({"train-toy", "--resume", out, "--fuzzy-list-weight", "0"});
     QCOMPARE(otherFuzzy.exitCode, 1);
     QVERIFY2(otherFuzzy.err.find("recipe.json") != std::string::npos, otherFuzzy.err.c_str());
+    const CliResult otherFuzzySep = runCli({"train-toy", "--resume", out, "--fuzzy-list-sep", ","});
+    QCOMPARE(otherFuzzySep.exitCode, 1);
+    QVERIFY2(otherFuzzySep.err.find("recipe.json") != std::string::npos, otherFuzzySep.err.c_str());
     const CliResult otherPruning = runCli({"train-toy", "--resume", out, "--prune-l0", "0.2"});
     QCOMPARE(otherPruning.exitCode, 1);
     QVERIFY2(otherPruning.err.find("recipe.json") != std::string::npos, otherPruning.err.c_str());
@@ -216,6 +220,7 @@ class TestCli : public QObject {
     QCOMPARE(trained["category_weight"].get<double>(), 1.0);
     QCOMPARE(trained["category_sep"].get<std::string>(), ":");
     QCOMPARE(trained["fuzzy_list_weight"].get<double>(), 0.5);
+    QCOMPARE(trained["fuzzy_list_sep"].get<std::string>(), ":");
     QCOMPARE(resumed.parsed()["finished"].get<bool>(), true);
     QCOMPARE(resumed.parsed()["steps"].get<int>(), 8);
     const json training = readJsonFile(out + "/training.json");

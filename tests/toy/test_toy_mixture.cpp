@@ -86,12 +86,13 @@ class TestToyMixture : public QObject {
       return m;
     }
     if (kind == kKindFuzzyList) {
-      // w1 , .. wn | v1 , .. vn: v_i is another word of w_i's category, one language, 2n distinct words.
+      // w1 , .. wn | v1 , .. vn (or with ":" between the words): v_i is another word of w_i's category, one
+      // language, 2n distinct words.
       const auto it = std::find(ep.begin(), ep.end(), tok::kBar);
       if (it == ep.end()) return {};
       const size_t s = static_cast<size_t>(it - ep.begin());
-      const auto first = splitOn(ep, 1, s, tok::kComma);
-      const auto second = splitOn(ep, s + 1, ep.size(), tok::kComma);
+      const auto first = splitOn(ep, 1, s, fuzzy_sep_);
+      const auto second = splitOn(ep, s + 1, ep.size(), fuzzy_sep_);
       if (first.size() != second.size() || first.size() < 3 || first.size() > 8) return {};
       const int lang = hs::toy::test::languageOfWord(w_, first[0]);
       if (lang < 0) return {};
@@ -205,6 +206,7 @@ class TestToyMixture : public QObject {
   std::vector<int> cls_items_, fn_items_, cat_items_;  // demos + query per episode
   int cat_sep_ = tok::kEq;                             // the category episodes' separator expected
   int fuzzy_lists_ = 0;                                // well-formed fuzzy lists seen
+  int fuzzy_sep_ = tok::kComma;                        // the fuzzy lists' separator expected
 
  private Q_SLOTS:
   void streamIsDeterministicAndSeekable() {
@@ -406,6 +408,33 @@ class TestToyMixture : public QObject {
       QCOMPARE(st.config.w_fuzzy_list, 0.0);
     opts.fuzzy_list_weight = -1.0;
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
+
+    // ":" between the words: the same draws, token for token but the separator, and no "," left.
+    MixtureConfig colon = on;
+    colon.fuzzy_sep = tok::kColon;
+    const MixtureSampler fc(w_, colon, 9);
+    fuzzy_sep_ = tok::kColon;
+    int colon_episodes = 0;
+    for (uint64_t i = 0; i < kSamples; ++i) {
+      Sample x = fc.sampleAt(i);
+      if (x.kind == kKindFuzzyList) {
+        QCOMPARE(int(std::count(x.tokens.begin(), x.tokens.end(), tok::kComma)), 0);
+        const std::string problem = episodeProblem(x, colon_episodes);
+        QVERIFY2(problem.empty(), problem.c_str());
+        std::replace(x.tokens.begin(), x.tokens.end(), int(tok::kColon), int(tok::kComma));
+      }
+      QVERIFY(sameSample(x, f.sampleAt(i)));
+    }
+    fuzzy_sep_ = tok::kComma;
+    QCOMPARE(colon_episodes, episodes);
+    opts.fuzzy_list_weight = 1.0;
+    opts.fuzzy_list_sep = ":";
+    for (const CurriculumStage& st : defaultCurriculum(1000, 256, opts))
+      QCOMPARE(st.config.fuzzy_sep, int(tok::kColon));
+    opts.fuzzy_list_sep = ";";
+    QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
+    colon.fuzzy_sep = tok::kSemi;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, colon, 9));
   }
 
   void unpackedSamplesHoldOneEpisode() {

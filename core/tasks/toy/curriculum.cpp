@@ -12,6 +12,12 @@ int categorySepToken(const std::string& sep) {
   fail("toy curriculum: category separator \"", sep, "\", expected \"=\" or \":\"");
 }
 
+int fuzzyListSepToken(const std::string& sep) {
+  if (sep == ",") return tok::kComma;
+  if (sep == ":") return tok::kColon;
+  fail("toy curriculum: fuzzy list separator \"", sep, "\", expected \",\" or \":\"");
+}
+
 std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len,
                                                const CurriculumOptions& options) {
   const double icl_from = options.icl_from;
@@ -43,10 +49,12 @@ std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_l
   icl.w_function = 3.0;
 
   const int sep = categorySepToken(options.category_sep);
+  const int fuzzy_sep = fuzzyListSepToken(options.fuzzy_list_sep);
   for (MixtureConfig* c : {&warmup, &main, &icl}) {
     c->w_category = options.category_weight;
     c->cat_sep = sep;
     c->w_fuzzy_list = options.fuzzy_list_weight;
+    c->fuzzy_sep = fuzzy_sep;
   }
 
   return {{"warmup", total_samples * 15 / 100, warmup},

@@ -33,10 +33,14 @@ struct CurriculumOptions {
   // > 0: category-level (fuzzy) list copying (episodes.h fuzzyListEpisode) in every stage, this weight: the
   // category match a classification query needs, trained where it is the only way to predict.
   double fuzzy_list_weight = 0.0;
+  // The fuzzy lists' separator between words: "," (like the other lists) or ":" (like classification).
+  std::string fuzzy_list_sep = ",";
 };
 
 // The separator token of a category_sep string; fails on anything but "=" and ":".
 int categorySepToken(const std::string& sep);
+// The separator token of a fuzzy_list_sep string; fails on anything but "," and ":".
+int fuzzyListSepToken(const std::string& sep);
 
 // Warm-up (first 15%: induction and lists weighted up), main (default mixture, up to `icl_from` of the
 // samples), icl (classification and function episodes weighted up). The last stage extends past

@@ -149,8 +149,10 @@ Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int s
   return e;
 }
 
-Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang) {
+Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang, int sep) {
   if (n < 1 || 2 * n > w.numConcepts()) fail("toy fuzzy list episode: ", n, " words per list");
+  if (sep != tok::kComma && sep != tok::kColon)
+    fail("toy fuzzy list episode: separator token ", sep, ", expected \",\" or \":\"");
   Episode e = begin();
   const std::vector<int> first = rng.choose(w.numConcepts(), n);
   std::vector<int> used = first;  // concepts, kept distinct so no word of the second list is a copy
@@ -168,13 +170,13 @@ Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang) {
     second.push_back(v);
   }
   for (int i = 0; i < n; ++i) {
-    if (i) put(e, tok::kComma, 0);
+    if (i) put(e, sep, 0);
     put(e, w.word(lang, first[static_cast<size_t>(i)]), 0);
   }
   put(e, tok::kBar, 0);
   e.answer_pos = e.tokens.size();
   for (int i = 0; i < n; ++i) {
-    if (i) put(e, tok::kComma, 0);
+    if (i) put(e, sep, 0);
     e.item_starts.push_back(e.tokens.size());
     const std::vector<int>& v = w.word(lang, second[static_cast<size_t>(i)]);
     put(e, v.front(), 1);

@@ -8,7 +8,8 @@
 //   function        <bos> x1 → f(x1) <nl> .. xk → f(xk) <nl> q → f(q) <nl>
 //   category        <bos> x1 = d(x1) <nl> .. q = d(q) <nl>           (d = the digit of a word's category;
 //                                                                     the separator may be ":" instead)
-//   fuzzy list      <bos> w1 , .. wn | v1 , .. vn                    (v_i another word of w_i's category)
+//   fuzzy list      <bos> w1 , .. wn | v1 , .. vn                    (v_i another word of w_i's category;
+//                                                                     the separator may be ":" instead)
 // loss_mask[t] == 1 marks tokens[t] as a training target (the logits at t-1 predict it).
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,9 @@ Episode categoryEpisode(const ToyWorld& w, Rng& rng, int shots, Lang lang, int s
 // first syllable) is predictable, and only by matching the current word's category to the first list's:
 // the match a classification query needs to find the demonstrations of its category. Mask: the first
 // syllable of every second-list word. item_starts = those positions; answer = the whole second list.
-Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang);
+// `sep` separates the words of both lists: "," (tok::kComma) or ":" (tok::kColon, the classification
+// episodes' separator: the query's category is then matched from a ":" to what follows the earlier ":"s,
+// as a classification query matches its demonstrations' labels).
+Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang, int sep = tok::kComma);
 
 }  // namespace hs::toy

@@ -70,6 +70,8 @@ MixtureSampler::MixtureSampler(const ToyWorld& world, MixtureConfig config, uint
     fail("toy mixture config: negative max shots");
   if (c.cat_sep != tok::kEq && c.cat_sep != tok::kColon)
     fail("toy mixture config: cat_sep = ", c.cat_sep, ", expected the \"=\" or the \":\" token");
+  if (c.fuzzy_sep != tok::kComma && c.fuzzy_sep != tok::kColon)
+    fail("toy mixture config: fuzzy_sep = ", c.fuzzy_sep, ", expected the \",\" or the \":\" token");
   if (c.fn_tasks.empty()) fail("toy mixture config: fn_tasks is empty");
   for (const auto& t : c.fn_tasks)
     if (taskInfo(t).kind != TaskKind::Word)
@@ -108,7 +110,7 @@ Episode MixtureSampler::drawEpisode(const std::string& kind, Rng& rng) const {
   }
   if (kind == kKindFuzzyList) {
     const int n = rng.uniformInt(c.list_min_words, c.list_max_words);
-    return fuzzyListEpisode(w, rng, n, rng.bernoulli(0.5) ? Lang::A : Lang::B);
+    return fuzzyListEpisode(w, rng, n, rng.bernoulli(0.5) ? Lang::A : Lang::B, c.fuzzy_sep);
   }
   if (kind == kKindCategory) {
     const int shots = drawShots(rng, c.cat_zero_shot, c.cat_max_shots);

@@ -39,6 +39,7 @@ struct MixtureConfig {
   double w_category = 0.0;
   // Category-level (fuzzy) list copying, off by default; after w_category for the same reason.
   double w_fuzzy_list = 0.0;
+  int fuzzy_sep = tok::kComma;  // between the words of a fuzzy list: "," (tok::kComma) or ":" (tok::kColon)
   // induction: <bos> + a span of distinct syllables repeated several times
   int induction_min_span = 8, induction_max_span = 24;
   int induction_min_repeats = 2, induction_max_repeats = 4;
