@@ -20,6 +20,16 @@ void put(Episode& e, int id, uint8_t mask) {
   put(e, std::vector<int>{id}, mask);
 }
 
+// A concept of `pool` not in `used`, drawn until one is found; -1 after 10000 draws that all were used.
+int pickUnused(Rng& rng, const std::vector<int>& pool, const std::vector<int>& used) {
+  int c = rng.pick(pool);
+  for (int attempt = 0; std::find(used.begin(), used.end(), c) != used.end(); ++attempt) {
+    if (attempt > 10000) return -1;
+    c = rng.pick(pool);
+  }
+  return c;
+}
+
 Episode begin() {
   Episode e;
   put(e, tok::kBos, 0);
@@ -95,13 +105,10 @@ Episode clsEpisode(const ToyWorld& w, Rng& rng, int n_labels, int shots, Lang la
   std::vector<int> used;  // concepts, kept distinct so the query is never a copied demonstration
   for (int slot : slots) {
     const auto& pool = w.concepts_of_category[static_cast<size_t>(e.categories[static_cast<size_t>(slot)])];
-    int c = rng.pick(pool);
-    for (int attempt = 0; std::find(used.begin(), used.end(), c) != used.end(); ++attempt) {
-      if (attempt > 10000)
-        fail("toy classification episode: category ", e.categories[static_cast<size_t>(slot)], " has ",
-             pool.size(), " words, too few for ", shots, " shots");
-      c = rng.pick(pool);
-    }
+    const int c = pickUnused(rng, pool, used);
+    if (c < 0)
+      fail("toy classification episode: category ", e.categories[static_cast<size_t>(slot)], " has ",
+           pool.size(), " words, too few for ", shots, " shots");
     used.push_back(c);
     put(e, w.word(lang, c), 0);
     put(e, tok::kColon, 0);
@@ -159,13 +166,10 @@ Episode fuzzyListEpisode(const ToyWorld& w, Rng& rng, int n, Lang lang, int sep)
   std::vector<int> second;
   for (int c : first) {
     const auto& pool = w.concepts_of_category[static_cast<size_t>(w.category[static_cast<size_t>(c)])];
-    int v = rng.pick(pool);
-    for (int attempt = 0; std::find(used.begin(), used.end(), v) != used.end(); ++attempt) {
-      if (attempt > 10000)
-        fail("toy fuzzy list episode: category ", w.category[static_cast<size_t>(c)], " has ", pool.size(),
-             " words, too few for lists of ", n);
-      v = rng.pick(pool);
-    }
+    const int v = pickUnused(rng, pool, used);
+    if (v < 0)
+      fail("toy fuzzy list episode: category ", w.category[static_cast<size_t>(c)], " has ", pool.size(),
+           " words, too few for lists of ", n);
     used.push_back(v);
     second.push_back(v);
   }
