@@ -435,6 +435,22 @@ class TestToyMixture : public QObject {
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
     colon.fuzzy_sep = tok::kSemi;
     QVERIFY_THROWS_EXCEPTION(hs::Error, MixtureSampler(w_, colon, 9));
+
+    // A fuzzy list needs 2N distinct concepts: lists longer than half the world are refused, and the
+    // message says why; the same lists without fuzzy lists are fine.
+    MixtureConfig long_lists = on;
+    long_lists.list_min_words = 1;
+    long_lists.list_max_words = w_.numConcepts() / 2 + 1;
+    long_lists.seq_len = 4096;  // room for the longest lists
+    std::string message;
+    try {
+      MixtureSampler(w_, long_lists, 9);
+    } catch (const hs::Error& e) {
+      message = e.what();
+    }
+    QVERIFY2(message.find("fuzzy lists: 2 per word") != std::string::npos, message.c_str());
+    long_lists.w_fuzzy_list = 0.0;
+    MixtureSampler(w_, long_lists, 9);
   }
 
   void unpackedSamplesHoldOneEpisode() {

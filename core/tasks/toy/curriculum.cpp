@@ -6,16 +6,21 @@
 
 namespace hs::toy {
 
+namespace {
+// The token of `sep`, one of two allowed separators; fails naming `what` otherwise.
+int sepToken(const char* what, const std::string& sep, const char* a, int a_tok, const char* b, int b_tok) {
+  if (sep == a) return a_tok;
+  if (sep == b) return b_tok;
+  fail("toy curriculum: ", what, " separator \"", sep, "\", expected \"", a, "\" or \"", b, "\"");
+}
+}  // namespace
+
 int categorySepToken(const std::string& sep) {
-  if (sep == "=") return tok::kEq;
-  if (sep == ":") return tok::kColon;
-  fail("toy curriculum: category separator \"", sep, "\", expected \"=\" or \":\"");
+  return sepToken("category", sep, "=", tok::kEq, ":", tok::kColon);
 }
 
 int fuzzyListSepToken(const std::string& sep) {
-  if (sep == ",") return tok::kComma;
-  if (sep == ":") return tok::kColon;
-  fail("toy curriculum: fuzzy list separator \"", sep, "\", expected \",\" or \":\"");
+  return sepToken("fuzzy list", sep, ",", tok::kComma, ":", tok::kColon);
 }
 
 std::vector<CurriculumStage> defaultCurriculum(uint64_t total_samples, int seq_len,

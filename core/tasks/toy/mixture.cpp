@@ -57,9 +57,11 @@ MixtureSampler::MixtureSampler(const ToyWorld& world, MixtureConfig config, uint
   if (c.induction_max_span > 2 * static_cast<int>(world_.syllables[0].size()))
     fail("toy mixture config: induction spans of ", c.induction_max_span,
          " distinct syllables, the world has ", 2 * world_.syllables[0].size());
-  if (c.list_max_words > world_.numConcepts() ||
-      (c.w_fuzzy_list > 0 && 2 * c.list_max_words > world_.numConcepts()))
-    fail("toy mixture config: lists of ", c.list_max_words, " distinct words, the world has ",
+  // A fuzzy list needs 2N distinct concepts: N words and N other words of the same categories.
+  const int list_concepts = c.w_fuzzy_list > 0 ? 2 * c.list_max_words : c.list_max_words;
+  if (list_concepts > world_.numConcepts())
+    fail("toy mixture config: lists of ", c.list_max_words, " words need ", list_concepts,
+         " distinct concepts", c.w_fuzzy_list > 0 ? " (fuzzy lists: 2 per word)" : "", ", the world has ",
          world_.numConcepts());
   if (c.cls_max_labels > world_.numCategories())
     fail("toy mixture config: ", c.cls_max_labels, " labels per episode, the world has ",
