@@ -116,13 +116,9 @@ void CurveView::rebuild() {
   plot_->rescaleAxes();
   // A little air so that markers at the extremes are not cut by the frame.
   const QCPRange xr = plot_->xAxis->range();
-  const double xpad = xr.size() > 0 ? xr.size() * 0.03 : 0.5;
-  plot_->xAxis->setRange(xr.lower - xpad, xr.upper + xpad);
-  for (QCPAxis* axis : {plot_->yAxis, plot_->yAxis2}) {
-    const QCPRange yr = axis->range();
-    const double ypad = yr.size() > 0 ? yr.size() * 0.06 : std::max(std::abs(yr.center()) * 0.1, 0.5);
-    axis->setRange(yr.lower - ypad, yr.upper + ypad);
-  }
+  plotstyle::padAxisRange(*plot_->xAxis, 0.03);
+  for (QCPAxis* axis : {plot_->yAxis, plot_->yAxis2})
+    plotstyle::padAxisRange(*axis, 0.06);
   if (integerX) {
     const int span = static_cast<int>(std::ceil(xr.size())) + 1;
     plot_->xAxis->setTicker(plotstyle::integerTicker(span, 12));

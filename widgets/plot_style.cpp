@@ -86,6 +86,12 @@ void applyBaseStyle(QCustomPlot& plot) {
   plot.setBackground(Qt::white);
 }
 
+void padAxisRange(QCPAxis& axis, double fraction) {
+  const QCPRange r = axis.range();
+  const double pad = r.size() > 0 ? r.size() * fraction : std::max(std::abs(r.center()) * 0.1, 0.5);
+  axis.setRange(r.lower - pad, r.upper + pad);
+}
+
 bool placeLegendInEmptiestCorner(QCustomPlot& plot) {
   // The legend's share of the axis rect, from its size hint; at least a fifth in each direction.
   const QRect area = plot.axisRect()->rect();
@@ -94,11 +100,12 @@ bool placeLegendInEmptiestCorner(QCustomPlot& plot) {
   const bool laidOut = area.width() > 50 && area.height() > 50;
   const double fw = laidOut ? std::clamp(double(legend.width() + 10) / area.width(), 0.2, 1.0) : 0.4;
   const double fh = laidOut ? std::clamp(double(legend.height() + 10) / area.height(), 0.2, 1.0) : 0.3;
-  const QCPRange xr = plot.xAxis->range(), yr = plot.yAxis->range();
+  const QCPRange xr = plot.xAxis->range();
   const Qt::Alignment corners[4] = {Qt::AlignTop | Qt::AlignRight, Qt::AlignTop | Qt::AlignLeft,
                                     Qt::AlignBottom | Qt::AlignRight, Qt::AlignBottom | Qt::AlignLeft};
   int counts[4] = {0, 0, 0, 0};
   for (int g = 0; g < plot.graphCount(); ++g) {
+    const QCPRange yr = plot.graph(g)->valueAxis()->range();  // yAxis or yAxis2
     for (auto it = plot.graph(g)->data()->constBegin(); it != plot.graph(g)->data()->constEnd(); ++it) {
       if (!std::isfinite(it->key) || !std::isfinite(it->value)) continue;
       // Position in the axis rect as fractions: u from the left, v from the top.

@@ -28,6 +28,10 @@ QFont tickFont();
 // Axis labels, tick labels and title fonts of `plot` set to the fonts above; grid lines light.
 void applyBaseStyle(QCustomPlot& plot);
 
+// Widens the axis range by `fraction` of its size on each side, so that markers at the extremes are not cut
+// by the frame; a flat range gets 10 % of its centre (at least 0.5) instead.
+void padAxisRange(QCPAxis& axis, double fraction);
+
 // Puts the legend of the main axis rect into the corner where it covers the fewest data points of the
 // plot's graphs (ranges must already be final). Ties prefer top-right, top-left, bottom-right, bottom-left.
 // Returns true when the corner changed (the caller replots).

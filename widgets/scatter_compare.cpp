@@ -137,11 +137,8 @@ void ScatterCompare::rebuild() {
     if (g.x.isEmpty()) graph->removeFromLegend();
   }
   plot_->rescaleAxes();
-  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis}) {
-    const QCPRange r = axis->range();
-    const double pad = r.size() > 0 ? r.size() * 0.06 : 0.5;
-    axis->setRange(r.lower - pad, r.upper + pad);
-  }
+  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
+    plotstyle::padAxisRange(*axis, 0.06);
   plot_->replot();
 }
 

@@ -30,7 +30,17 @@ ProjectionView::ProjectionView(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   plot_ = new QCustomPlot;
   plotstyle::applyBaseStyle(*plot_);
+  // One legend entry per label word (up to a dozen): beside the axis rect, where it hides no point.
   plot_->legend->setVisible(true);
+  // Top-aligned: an empty element below the legend takes the column's spare height.
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  auto* side = new QCPLayoutGrid;
+  plot_->plotLayout()->addElement(0, 1, side);
+  plot_->plotLayout()->setColumnStretchFactor(1, 0.001);
+  side->addElement(0, 0, plot_->legend);
+  side->addElement(1, 0, new QCPLayoutElement(plot_));
+  side->setRowStretchFactor(0, 0.001);
+  side->setMargins(QMargins(4, 8, 8, 8));
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   layout->addWidget(plot_);
 }
@@ -62,7 +72,8 @@ bool ProjectionView::setTable(const Table& t) {
   plot_->xAxis->setLabel(QString::fromStdString(t.columns[static_cast<size_t>(cx)]));
   plot_->yAxis->setLabel(QString::fromStdString(t.columns[static_cast<size_t>(cy)]));
   plot_->rescaleAxes();
-  plotstyle::placeLegendInEmptiestCorner(*plot_);
+  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
+    plotstyle::padAxisRange(*axis, 0.05);
   plot_->replot();
   return true;
 }

@@ -437,6 +437,37 @@ class TestWidgets : public QObject {
     }
   }
 
+  // A series on the right axis counts where it is drawn: here its last point is the only one in the bottom
+  // right corner, which is the emptiest by the left axis alone.
+  void legendAvoidsPointsOfTheRightAxis() {
+    hs::Curve c;
+    c.id = "ltv.rotation";
+    c.x = {0, 1, 2, 3, 4};
+    c.series = {{"cos", {0.5, 0.5, 0.5, 0.5, 0.5}},
+                {"fit", {0.05, 0.05, 0.5, 0.95, 0.95}},
+                {"stretch", {2, 2, 2, 60, 2}}};  // ten times the others: the right axis
+    hs::CurveView view;
+    view.resize(600, 400);
+    view.setCurve(c);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCustomPlot* plot = view.plot();
+    QCOMPARE(plot->graph(2)->valueAxis(), plot->yAxis2);
+    plot->replot();
+    const QRect legend = plot->legend->outerRect();
+    for (int g = 0; g < plot->graphCount(); ++g) {
+      const QCPGraph* graph = plot->graph(g);
+      for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+        const QPoint p(int(plot->xAxis->coordToPixel(it->key)),
+                       int(graph->valueAxis()->coordToPixel(it->value)));
+        QVERIFY2(!legend.contains(p), qPrintable(QStringLiteral("legend covers %1 at (%2, %3)")
+                                                     .arg(graph->name())
+                                                     .arg(it->key)
+                                                     .arg(it->value)));
+      }
+    }
+  }
+
   void scatterCompareReportsRankAgreement() {
     const HeadGrid a = scrambledGrid();
     HeadGrid same = a;
