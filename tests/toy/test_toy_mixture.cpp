@@ -404,8 +404,10 @@ class TestToyMixture : public QObject {
     opts.fuzzy_list_weight = 2.0;
     for (const CurriculumStage& st : defaultCurriculum(1000, 256, opts))
       QCOMPARE(st.config.w_fuzzy_list, 2.0);
-    for (const CurriculumStage& st : defaultCurriculum(1000))
-      QCOMPARE(st.config.w_fuzzy_list, 0.0);
+    for (const CurriculumStage& st : defaultCurriculum(1000)) {  // the shipped recipe: on, with ":"
+      QCOMPARE(st.config.w_fuzzy_list, 1.0);
+      QCOMPARE(st.config.fuzzy_sep, int(tok::kColon));
+    }
     opts.fuzzy_list_weight = -1.0;
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
 
@@ -428,9 +430,9 @@ class TestToyMixture : public QObject {
     fuzzy_sep_ = tok::kComma;
     QCOMPARE(colon_episodes, episodes);
     opts.fuzzy_list_weight = 1.0;
-    opts.fuzzy_list_sep = ":";
+    opts.fuzzy_list_sep = ",";
     for (const CurriculumStage& st : defaultCurriculum(1000, 256, opts))
-      QCOMPARE(st.config.fuzzy_sep, int(tok::kColon));
+      QCOMPARE(st.config.fuzzy_sep, int(tok::kComma));
     opts.fuzzy_list_sep = ";";
     QVERIFY_THROWS_EXCEPTION(hs::Error, defaultCurriculum(1000, 256, opts));
     colon.fuzzy_sep = tok::kSemi;

@@ -1,5 +1,6 @@
 // The trainer: its schedule, that a miniature toy model actually learns, and that a run done in two
 // pieces (stop, resume) ends bit-identical to one uninterrupted run.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -194,6 +195,37 @@ class TestTrainer : public QObject {
     }
   }
 
+  // A checkpoint's recipe.json is read back as the recipe the run started with, also for runs from before
+  // fuzzy lists were the default: no fuzzy_list_weight key means none, no fuzzy_list_sep key means ",".
+  void olderRecipesReadBackAsTheyRan() {
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("checkpoint"));
+    const std::string out = dir.path().toStdString();
+    auto readBack = [&](const nlohmann::json& recipe) {
+      std::ofstream(out + "/checkpoint/recipe.json") << recipe.dump();
+      hs::ToyRecipe base = hs::defaultToyRecipe();
+      base.curriculum.fuzzy_list_weight = 7.0;  // must be replaced by what the file says
+      base.curriculum.fuzzy_list_sep = "?";
+      return hs::resumedRecipe(out, base).curriculum;
+    };
+    const nlohmann::json current = hs::recipeJson(hs::defaultToyRecipe());
+    QCOMPARE(current["train"]["fuzzy_list_sep"].get<std::string>(), ":");
+    hs::toy::CurriculumOptions c = readBack(current);
+    QCOMPARE(c.fuzzy_list_weight, 1.0);
+    QCOMPARE(c.fuzzy_list_sep, std::string(":"));
+    nlohmann::json commaEra = current;
+    commaEra["train"].erase("fuzzy_list_sep");
+    c = readBack(commaEra);
+    QCOMPARE(c.fuzzy_list_weight, 1.0);
+    QCOMPARE(c.fuzzy_list_sep, std::string(","));
+    nlohmann::json before = commaEra;
+    before["train"].erase("fuzzy_list_weight");
+    QCOMPARE(readBack(before).fuzzy_list_weight, 0.0);
+    hs::ToyRecipe off = hs::defaultToyRecipe();
+    off.curriculum.fuzzy_list_weight = 0.0;
+    QCOMPARE(readBack(hs::recipeJson(off)).fuzzy_list_weight, 0.0);
+  }
+
   void resumeWithOtherSettingsIsRefused() {
     QTemporaryDir dir;
     hs::ToyRecipe r = miniRecipe(8);
@@ -214,6 +246,8 @@ class TestTrainer : public QObject {
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.train.seed = 99; }));
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.icl_from = 0.5; }));
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.category_weight = 1.0; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.fuzzy_list_weight = 0.0; }));
+    QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.fuzzy_list_sep = ","; }));
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.curriculum.icl_cls_weight = 6.0; }));
     QVERIFY(refusedWith([](hs::ToyRecipe& o) { o.model.d_head = o.model.rotary_dim = 8; }));
     // The trainer's own check holds without the recipe file too.

@@ -32,9 +32,11 @@ struct CurriculumOptions {
   std::string category_sep = "=";
   // > 0: category-level (fuzzy) list copying (episodes.h fuzzyListEpisode) in every stage, this weight: the
   // category match a classification query needs, trained where it is the only way to predict.
-  double fuzzy_list_weight = 0.0;
-  // The fuzzy lists' separator between words: "," (like the other lists) or ":" (like classification).
-  std::string fuzzy_list_sep = ",";
+  // 0 turns them off.
+  double fuzzy_list_weight = 1.0;
+  // The fuzzy lists' separator between words: ":" (like classification, so the query's category is matched
+  // from a ":" to what follows the earlier ":"s) or "," (like the other lists).
+  std::string fuzzy_list_sep = ":";
 };
 
 // The separator token of a category_sep string; fails on anything but "=" and ":".
