@@ -120,6 +120,7 @@ void addTrainToyCommand(CLI::App& app) {
       fail("--main-from ", mainFrom, ": the recipe has no head-pruning stage to run after it");
     recipe.train.stop_after = stopAfter;
     if (threads > 0) recipe.train.threads = threads;
+    useThreads(recipe.train.threads);  // before the header reports the kernels
     progress("train-toy: " + recipeJson(recipe)["train"].dump() + " layers " +
              std::to_string(recipe.model.n_layers) + " heads " + std::to_string(recipe.model.n_heads) +
              " head_dim " + std::to_string(recipe.model.d_head) +

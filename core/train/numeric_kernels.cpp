@@ -31,6 +31,13 @@ std::string openblasString(const char* symbol) {
   return s ? std::string(s) : "unknown";
 }
 
+// OpenBLAS's thread count, -1 when the process's BLAS is not OpenBLAS.
+int openblasThreads() {
+  using Fn = int (*)();
+  const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return fn ? fn() : -1;
+}
+
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -53,8 +60,16 @@ nlohmann::json numericKernels() {
   return {{"aten_cpu_capability", configValue(at::show_config(), "CPU capability usage: ")},
           {"blas", blas},
           {"blas_core", openblasString("openblas_get_corename")},
+          {"blas_threads", openblasThreads()},
           {"cpu", cpuModel()},
           {"intra_op_threads", at::get_num_threads()}};
+}
+
+void useThreads(int threads) {
+  if (threads <= 0) return;
+  at::set_num_threads(threads);
+  using Fn = void (*)(int);
+  if (const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
 }
 
 void addNumericKernels(nlohmann::json& records, const nlohmann::json& record) {

@@ -101,7 +101,7 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
                   const std::function<TrainBatch(int64_t step)>& batchAt, const std::string& checkpointDir,
                   const std::function<void(const TrainProgress&)>& onProgress, ModelWeights* out,
                   TrainExtension* ext) {
-  if (cfg.threads > 0) at::set_num_threads(cfg.threads);
+  useThreads(cfg.threads);
   ModelWeights weights = initWeights(config, cfg.seed);
   auto table = llamaParameterTable(weights, config);
   if (ext && ext->start) {

@@ -147,6 +147,8 @@ class TestCli : public QObject {
     QCOMPARE(kernels[0]["aten_cpu_capability"].get<std::string>(), "NO AVX");
     QVERIFY2(kernels[0]["blas"].get<std::string>().rfind("OpenBLAS", 0) == 0, kernels.dump().c_str());
     QCOMPARE(kernels[0]["intra_op_threads"].get<int>(), 1);
+    // OpenBLAS's own pool follows the recipe's one thread, whatever the machine's cores.
+    QCOMPARE(kernels[0]["blas_threads"].get<int>(), 1);
     // Resumed on the same kernels: one record, no warning.
     const CliResult resumed = runCli({"train-toy", "--resume", same}, env("Prescott"));
     QVERIFY2(resumed.exitCode == 0, resumed.err.c_str());
