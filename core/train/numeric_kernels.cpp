@@ -22,19 +22,23 @@ std::string configValue(const std::string& config, const std::string& key) {
   return v.empty() ? "unknown" : v;
 }
 
-// OpenBLAS's own report, looked up in the running process: libtorch reaches BLAS through libblas.so.3,
-// which Debian's alternatives point at OpenBLAS or at the reference BLAS.
+// An OpenBLAS function looked up in the running process, nullptr when there is none: libtorch reaches BLAS
+// through libblas.so.3, which Debian's alternatives point at OpenBLAS or at the reference BLAS.
+template <class Fn>
+Fn openblasFunction(const char* symbol) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
+}
+
+// OpenBLAS's own report; "unknown" when the process's BLAS is not OpenBLAS.
 std::string openblasString(const char* symbol) {
-  using Fn = char* (*)();
-  const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, symbol));
+  const auto fn = openblasFunction<char* (*)()>(symbol);
   const char* s = fn ? fn() : nullptr;
   return s ? std::string(s) : "unknown";
 }
 
 // OpenBLAS's thread count, -1 when the process's BLAS is not OpenBLAS.
 int openblasThreads() {
-  using Fn = int (*)();
-  const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  const auto fn = openblasFunction<int (*)()>("openblas_get_num_threads");
   return fn ? fn() : -1;
 }
 
@@ -68,8 +72,7 @@ nlohmann::json numericKernels() {
 void useThreads(int threads) {
   if (threads <= 0) return;
   at::set_num_threads(threads);
-  using Fn = void (*)(int);
-  if (const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
+  if (const auto fn = openblasFunction<void (*)(int)>("openblas_set_num_threads")) fn(threads);
 }
 
 void addNumericKernels(nlohmann::json& records, const nlohmann::json& record) {

@@ -147,14 +147,21 @@ class TestShippedToyModel : public QObject {
     const hs::InductionScores s = hs::inductionScores(*model_.model, so);
     const std::vector<hs::HeadRef> top8 = hs::topHeads(s.induction, 8);
     const std::vector<hs::HeadRef> top4(top8.begin(), top8.begin() + 4);
+    auto contains = [](const std::vector<hs::HeadRef>& heads, const hs::HeadRef& h) {
+      return std::find(heads.begin(), heads.end(), h) != heads.end();
+    };
+    hs::toy::Rng rng(kFreshSeed);
+    auto draw4 = [&rng](const std::vector<hs::HeadRef>& pool) {
+      std::vector<hs::HeadRef> drawn;
+      for (int i : rng.choose(static_cast<int>(pool.size()), 4))
+        drawn.push_back(pool[static_cast<size_t>(i)]);
+      return drawn;
+    };
     std::vector<hs::HeadRef> others;
     for (int l = 0; l < model_.config.n_layers; ++l)
       for (int h = 0; h < model_.config.n_heads; ++h)
-        if (std::find(top8.begin(), top8.end(), hs::HeadRef{l, h}) == top8.end()) others.push_back({l, h});
-    hs::toy::Rng rng(kFreshSeed);
-    std::vector<hs::HeadRef> random4;
-    for (int i : rng.choose(static_cast<int>(others.size()), 4))
-      random4.push_back(others[static_cast<size_t>(i)]);
+        if (!contains(top8, {l, h})) others.push_back({l, h});
+    const std::vector<hs::HeadRef> random4 = draw4(others);
 
     const double base = inductionAcc(*model_.model, world_, {});
     const double topAcc = inductionAcc(*model_.model, world_, top4);
@@ -178,8 +185,7 @@ class TestShippedToyModel : public QObject {
       if (s.previous_token.values(h.layer, h.head) >= 0.9) prevTokenHeads.push_back(h);
     QVERIFY2(!prevTokenHeads.empty(), "no head attends to the previous token (score >= 0.9)");
     for (const hs::HeadRef& h : prevTokenHeads)
-      QVERIFY2(std::find(top8.begin(), top8.end(), h) == top8.end(),
-               "a previous-token head must not rank among the top prefix-matching heads");
+      QVERIFY2(!contains(top8, h), "a previous-token head must not rank among the top prefix-matching heads");
     const double prevAcc = inductionAcc(*model_.model, world_, prevTokenHeads);
     qInfo("induction_acc with the previous-token heads (%s) ablated: %.3f",
           hs::headsText(prevTokenHeads).c_str(), prevAcc);
@@ -192,13 +198,9 @@ class TestShippedToyModel : public QObject {
     const std::vector<hs::HeadRef> silent = hs::silentHeads(model_.model->weights(), model_.config);
     std::vector<hs::HeadRef> live;
     for (const hs::HeadRef& h : others)
-      if (std::find(silent.begin(), silent.end(), h) == silent.end() &&
-          std::find(prevTokenHeads.begin(), prevTokenHeads.end(), h) == prevTokenHeads.end())
-        live.push_back(h);
+      if (!contains(silent, h) && !contains(prevTokenHeads, h)) live.push_back(h);
     QVERIFY2(live.size() >= 4, "fewer than 4 live heads outside the circuit");
-    std::vector<hs::HeadRef> liveRandom4;
-    for (int i : rng.choose(static_cast<int>(live.size()), 4))
-      liveRandom4.push_back(live[static_cast<size_t>(i)]);
+    const std::vector<hs::HeadRef> liveRandom4 = draw4(live);
     const double liveAcc = inductionAcc(*model_.model, world_, liveRandom4);
     qInfo("induction_acc with 4 random live heads (%s of %zu) ablated: %.3f",
           hs::headsText(liveRandom4).c_str(), live.size(), liveAcc);
