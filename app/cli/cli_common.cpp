@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "analysis/registry.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"
 #include "session/session.h"
@@ -16,7 +17,8 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   auto* opt = cmd.add_option("model", args.model, "HF folder, llama2.c .bin, .gguf, or 'toy'");
   if (modelRequired) opt->required();
   cmd.add_option("--tokenizer", args.tokenizer,
-                 "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf");
+                 "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf")
+      ->default_str("the model's own");
   cmd.add_option("--dtype", args.dtype, "compute dtype")->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
 
@@ -66,22 +68,11 @@ std::vector<int64_t> parseIdList(const std::string& s) {
   return ids;
 }
 
-std::vector<std::pair<int, int>> parseHeadList(const std::string& s) {
-  std::vector<std::pair<int, int>> heads;
-  for (const std::string& item : splitList(s)) {
-    const auto dot = item.find('.');
-    int layer = -1, head = -1;
-    try {
-      size_t a = 0, b = 0;
-      if (dot == std::string::npos) throw std::invalid_argument("no dot");
-      layer = std::stoi(item.substr(0, dot), &a);
-      head = std::stoi(item.substr(dot + 1), &b);
-      if (a != dot || b != item.size() - dot - 1) throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      fail("head '", item, "' is not LAYER.HEAD (e.g. 3.5)");
-    }
-    heads.emplace_back(layer, head);
-  }
+std::vector<HeadRef> parseHeadList(const std::string& s) {
+  static const OptionSpec spec{"ablate", OptionType::HeadList, nlohmann::json::array(), {}, "", ""};
+  std::vector<HeadRef> heads;
+  for (const nlohmann::json& h : parseOptionText(spec, s))
+    heads.push_back({h[0].get<int>(), h[1].get<int>()});
   return heads;
 }
 
@@ -98,7 +89,8 @@ void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
                  "toy:<task> (category_label, translate_a_b, translate_b_a, antonym_a, successor_a, copy_a) "
                  "or a dataset file (FV .json, .csv, .tsv, SST-2, TREC)")
       ->capture_default_str();
-  cmd.add_option("--template", spec.template_id, "prompt template (default: the dataset's)");
+  cmd.add_option("--template", spec.template_id, "prompt template (default: the dataset's)")
+      ->default_str("the dataset's");
   cmd.add_option("--shots", spec.shots, "demonstrations per prompt")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -106,40 +98,35 @@ void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
   cmd.add_option("--seed", spec.seed, "seed of the split, the queries and the demonstrations")
       ->capture_default_str();
   cmd.add_option("--labels", spec.label_words, "classification label words (replace the dataset's)")
-      ->delimiter(',');
-  addSplitOption(cmd, "--split", spec.split, "queries from this split");
-}
-
-TaskSpec functionTaskSpec() {
-  TaskSpec s;
-  s.dataset = "toy:antonym_a";  // a function task
-  s.shots = 10;
-  return s;
-}
-
-CLI::Option* addSplitOption(CLI::App& cmd, const std::string& name, std::string& split,
-                            const std::string& help) {
-  return cmd.add_option(name, split, help)
+      ->delimiter(',')
+      ->default_str("the dataset's");
+  cmd.add_option("--split", spec.split, "queries from this split")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test"}));
 }
 
 void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args) {
   cmd.add_option("--out", args.out, "write the run as a HeadScope session (.hscope)")->required();
-  cmd.add_option("--json", args.json, "also write the run as JSON");
+  cmd.add_option("--json", args.json, "also write the run as JSON")->default_str("none");
+  cmd.add_option("--run-id", args.run_id, "the run's id in the session")->default_str("<method>-1");
+}
+
+std::string modelLabel(const LoadedModel& m, const ModelArgs& margs) {
+  return margs.model == "toy" ? "toy" : m.path;
 }
 
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args) {
   Session s;
   s.model = modelIdentity(m.files);
-  s.model["path"] = m.path;
+  s.model["path"] = modelLabel(m, margs);
   s.model["format"] = m.format;
   s.model["dtype"] = margs.dtype;
   s.tokenizer = {{"path", margs.tokenizer}};
   if (task) s.task = taskSpecToJson(*task);
   s.runs.push_back(output.run);
   s.tensors = output.tensors;
+  s.methods = methodRecords(s.runs);
   saveSession(args.out, s);
   nlohmann::json runJson = output.run;
   if (!args.json.empty()) {
@@ -148,34 +135,16 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
     f << runJson.dump(1) << "\n";
     if (!f) fail("writing ", args.json, " failed");
   }
+  nlohmann::json grids = nlohmann::json::array();
+  for (const auto& g : output.run.grids)
+    grids.push_back(g.id);
   printJson({{"run", output.run.id},
              {"method", output.run.method},
+             {"label", runLabel(output.run)},
              {"summary", output.run.summary},
-             {"grids",
-              [&] {
-                nlohmann::json ids = nlohmann::json::array();
-                for (const auto& g : output.run.grids)
-                  ids.push_back(g.id);
-                return ids;
-              }()},
+             {"grids", grids},
              {"out", args.out},
              {"json", args.json}});
-}
-
-void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                     const TaskAnalysis& analysis) {
-  const LoadedModel m = loadForCli(margs);
-  const AnalysisOutput out = analysis(m, requireTokenizer(m));
-  writeRunOutputs(m, margs, &spec, out, outArgs);
-}
-
-void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                        const IclTaskAnalysis& analysis) {
-  const LoadedModel m = loadForCli(margs);
-  const Tokenizer& tok = requireTokenizer(m);
-  const IclTask task = buildIclTask(tok, spec);
-  const AnalysisOutput out = analysis(m, tok, task);
-  writeRunOutputs(m, margs, &task.spec, out, outArgs);
 }
 
 AnalysisContext cliContext(const std::string& what) {

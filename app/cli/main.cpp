@@ -12,20 +12,7 @@ int main(int argc, char** argv) {
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
   app.require_subcommand(1);
-  hs::cli::addInfoCommand(app);
-  hs::cli::addTokenizeCommand(app);
-  hs::cli::addLogitsCommand(app);
-  hs::cli::addGenerateCommand(app);
-  hs::cli::addTrainToyCommand(app);
-  hs::cli::addEvalToyCommand(app);
-  hs::cli::addFvCommand(app);
-  hs::cli::addSiteCommand(app);
-  hs::cli::addPatchCommand(app);
-  hs::cli::addExportCommand(app);
-  hs::cli::addInductionCommand(app);
-  hs::cli::addLtvCommand(app);
-  hs::cli::addTslaCommand(app);
-  hs::cli::addGeometryCommand(app);
+  hs::cli::buildCli(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,16 +7,17 @@
 
 #include <map>
 
-#include "analysis/icl_eval.h"
 #include "analysis/icl_task.h"
-#include "analysis_jobs.h"
+#include "analysis/registry.h"
 #include "model/load/model_loader.h"
+#include "results/results_json.h"
 #include "util/error.h"
 
 namespace hs::gui {
 
 struct EngineWorker::State {
   std::unique_ptr<LoadedModel> model;
+  std::string label;  // the model as runs record it: "toy" for the embedded model, else its path
 };
 
 EngineWorker::EngineWorker() : state_(std::make_unique<State>()) {}
@@ -85,8 +86,18 @@ TaskSpec specFrom(const QString& json) {
   }
 }
 
-EvalNumbers numbers(const IclEval& e) {
-  return {e.n, e.accuracy, e.tr_ratio};
+EvalNumbers numbers(const nlohmann::json& e) {
+  return {e.at("n").get<int>(), doubleFromJson(e.at("accuracy"), "accuracy"),
+          doubleFromJson(e.at("tr_ratio"), "tr_ratio")};
+}
+
+nlohmann::json optionsFrom(const QString& json) {
+  if (json.isEmpty()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(json.toStdString());
+  } catch (const nlohmann::json::exception& e) {
+    fail("the analysis options are not valid JSON: ", e.what());
+  }
 }
 
 }  // namespace
@@ -119,6 +130,8 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer) {
                                        : "other";
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
+    state_->label = path == "toy" ? "toy" : m->path;
+    info.label = QString::fromStdString(state_->label);
     state_->model = std::move(m);
     Q_EMIT progress(1.0, "loaded " + info.path);
     Q_EMIT modelLoaded(info);
@@ -184,29 +197,20 @@ AnalysisContext EngineWorker::context() {
   return ctx;
 }
 
+AnalysisOutputPtr EngineWorker::run(const std::string& method, const TaskSpec& spec,
+                                    const nlohmann::json& options, const QString& runId) {
+  const LoadedModel& m = need(state_->model);
+  AnalysisContext ctx = context();
+  ctx.run_id = runId.toStdString();
+  ctx.model_path = state_->label;
+  const MethodInputs in{*m.model, m.tokenizer.get(), spec};
+  return std::make_shared<AnalysisOutput>(runMethod(requireMethod(method), in, options, ctx));
+}
+
 void EngineWorker::runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
                                const QString& runId) {
   job(method, [&] {
-    const LoadedModel& m = need(state_->model);
-    const auto& jobs = analysisJobs();
-    const auto it = jobs.find(method.toStdString());
-    if (it == jobs.end()) fail("no analysis \"", method.toStdString(), "\" in this build");
-    const TaskSpec spec = specFrom(taskJson);
-    const nlohmann::json options =
-        optionsJson.isEmpty() ? nlohmann::json::object() : nlohmann::json::parse(optionsJson.toStdString());
-    auto out = std::make_shared<AnalysisOutput>(it->second(m, spec, options, context()));
-    // Give the run the id the UI chose; its tensors are named "<run id>/<name>".
-    const std::string oldId = out->run.id, newId = runId.toStdString();
-    if (!newId.empty() && newId != oldId) {
-      std::map<std::string, at::Tensor> renamed;
-      for (auto& [name, t] : out->tensors)
-        renamed[name.rfind(oldId + "/", 0) == 0 ? newId + name.substr(oldId.size()) : name] = t;
-      for (std::string& name : out->run.tensors)
-        if (name.rfind(oldId + "/", 0) == 0) name = newId + name.substr(oldId.size());
-      out->tensors = std::move(renamed);
-      out->run.id = newId;
-    }
-    Q_EMIT analysisReady(out);
+    Q_EMIT analysisReady(run(method.toStdString(), specFrom(taskJson), optionsFrom(optionsJson), runId));
   });
 }
 
@@ -241,77 +245,27 @@ void EngineWorker::previewTask(const QString& taskJson) {
   Q_EMIT taskPreviewReady(v);
 }
 
-void EngineWorker::evaluate(const QString& taskJson, const std::vector<InterventionEntry>& entries) {
+void EngineWorker::evaluate(const QString& taskJson, const std::vector<InterventionEntry>& entries,
+                            const QString& runId) {
   job("evaluate", [&] {
-    const LoadedModel& m = need(state_->model);
-    if (!m.tokenizer) fail("evaluation needs a tokenizer; open the model with one");
+    nlohmann::json options = nlohmann::json::object();
+    for (InterventionKind k : kInterventionKinds)
+      options[kindKey(k)] = nlohmann::json::array();
+    for (const InterventionEntry& e : entries)
+      if (e.enabled) options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});
     const TaskSpec spec = specFrom(taskJson);
-    const AnalysisContext ctx = context();
-    ctx.report(0.0, "evaluate: building the prompts of " + spec.dataset);
-    const IclTask task = buildIclTask(*m.tokenizer, spec);
-
-    std::vector<HeadRef> zero, mean, patch, steer;
-    for (const InterventionEntry& e : entries) {
-      if (!e.enabled) continue;
-      if (e.head.layer < 0 || e.head.layer >= m.config.n_layers || e.head.head < 0 ||
-          e.head.head >= m.config.n_heads)
-        fail("intervention on head L", e.head.layer, ".H", e.head.head, " is outside the model (",
-             m.config.n_layers, " layers × ", m.config.n_heads, " heads)");
-      (e.kind == "zero_ablate"   ? zero
-       : e.kind == "mean_ablate" ? mean
-       : e.kind == "patch_clean" ? patch
-                                 : steer)
-          .push_back(e.head);
-    }
-    IclEvalOptions base;
-    base.label_tokens = task.label_tokens;
-
-    // The clean reference: hook_z at N averaged over the ICL prompts.
-    at::Tensor meanZ;  // [layers, heads, d_head]
-    if (!mean.empty() || !patch.empty() || !steer.empty())
-      meanZ = headZAtLast(*m.model, task.icl, base.pad_id, {}, ctx).mean(0);
-
+    const AnalysisOutputPtr out = run("evaluate", spec, options, runId);
+    const nlohmann::json& s = out->run.summary;
     EvalResult r;
     r.task = QString::fromStdString(spec.dataset);
-    r.icl = numbers(evaluateIcl(*m.model, task.icl, base, ctx));
-    r.iclIntervened = r.icl;
-    if (!zero.empty() || !mean.empty()) {
-      IclEvalOptions o = base;
-      if (!zero.empty()) o.interventions = headAblation(zero, false);
-      if (!mean.empty()) {
-        const auto mi = headAblation(mean, true, meanZ);
-        o.interventions.insert(o.interventions.end(), mi.begin(), mi.end());
-      }
-      r.iclIntervened = numbers(evaluateIcl(*m.model, task.icl, o, ctx));
-      r.nAblated = static_cast<int>(zero.size() + mean.size());
-    }
-
-    r.zeroShot = numbers(evaluateIcl(*m.model, task.zero_shot, base, ctx));
-    r.zeroShotIntervened = r.zeroShot;
-    if (!patch.empty() || !steer.empty()) {
-      IclEvalOptions o = base;
-      // Per layer: hook_z of the chosen heads at N ← (patch) or += (steer) the clean mean.
-      const std::vector<std::pair<std::vector<HeadRef>, InterventionOp>> groups = {
-          {patch, InterventionOp::Replace}, {steer, InterventionOp::Add}};
-      for (const auto& [heads, op] : groups) {
-        std::map<int, std::vector<int>> byLayer;
-        for (const HeadRef& h : heads)
-          byLayer[h.layer].push_back(h.head);
-        for (const auto& [layer, idx] : byLayer) {
-          Intervention iv;
-          iv.site = attnZ(layer);
-          iv.heads = idx;
-          iv.positions = {-1};
-          iv.op = op;
-          iv.tensor = meanZ[layer].index_select(0, at::tensor(std::vector<int64_t>(idx.begin(), idx.end()),
-                                                              at::kLong));  // [heads, d_head]
-          o.interventions.push_back(iv);
-        }
-      }
-      r.zeroShotIntervened = numbers(evaluateIcl(*m.model, task.zero_shot, o, ctx));
-      r.nPatched = static_cast<int>(patch.size() + steer.size());
-    }
-    ctx.report(1.0, "evaluate: done");
+    r.runId = runId;
+    r.icl = numbers(s.at("icl"));
+    r.iclIntervened = numbers(s.at("icl_intervened"));
+    r.zeroShot = numbers(s.at("zero_shot"));
+    r.zeroShotIntervened = numbers(s.at("zero_shot_intervened"));
+    r.nAblated = s.at("n_ablated").get<int>();
+    r.nPatched = s.at("n_patched").get<int>();
+    Q_EMIT analysisReady(out);
     Q_EMIT evaluationReady(r);
   });
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/analysis_context.h"
+#include "analysis/icl_task.h"
 #include "gui_types.h"
 
 namespace hs::gui {
@@ -27,15 +28,17 @@ class EngineWorker : public QObject {
   void loadModel(const QString& path, const QString& tokenizer);
   void runPrompt(const QString& text, int topK);
   void attentionPattern(const QString& text, int layer, int head);
-  // Runs the analysis registered under `method` (analysis_jobs.h) on the task (TaskSpec JSON) with
-  // `optionsJson`; the output's run gets the id `runId` (its tensors are renamed to match).
+  // Runs the method `method` of the registry (core/analysis/registry.h) on the task (TaskSpec JSON) with
+  // `optionsJson` (checked against the method's options); the run gets the id `runId`.
   void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
                    const QString& runId);
   // The first ICL prompt of the task, token by token (errors go into TaskPreview::error, no dialog).
   void previewTask(const QString& taskJson);
-  // ICL accuracy / TR ratio with the enabled ablations, zero-shot accuracy with the enabled patches and
-  // steering, each against its baseline.
-  void evaluate(const QString& taskJson, const std::vector<hs::gui::InterventionEntry>& entries);
+  // The `evaluate` method with the enabled entries: ICL accuracy / TR ratio with the ablations, zero-shot
+  // accuracy with the patches and steering, each against its baseline; the run (id `runId`) arrives
+  // through analysisReady, the numbers through evaluationReady.
+  void evaluate(const QString& taskJson, const std::vector<hs::gui::InterventionEntry>& entries,
+                const QString& runId);
 
  Q_SIGNALS:
   void modelLoaded(const hs::gui::ModelInfo& info);
@@ -52,6 +55,9 @@ class EngineWorker : public QObject {
 
  private:
   AnalysisContext context();  // progress → progress(), cancellation ← requestCancel()
+  // Runs a registry method on the loaded model (throws without one).
+  AnalysisOutputPtr run(const std::string& method, const TaskSpec& spec, const nlohmann::json& options,
+                        const QString& runId);
   template <typename F>
   void job(const QString& name, F&& body);
 

@@ -19,6 +19,7 @@ namespace hs::gui {
 
 struct ModelInfo {
   QString path, format, architecture, tokenizer;
+  QString label;  // the model as runs record it: "toy" for the embedded model, else its path
   int layers = 0, heads = 0, kvHeads = 0, dModel = 0, dHead = 0, dMlp = 0, vocab = 0, context = 0;
   long long params = 0;
   QString dtype;
@@ -61,12 +62,25 @@ struct TaskPreview {
   QString error;         // set when the task cannot be built (nothing else is then)
 };
 
-// One head intervention of the Interventions dock. Kinds: "zero_ablate", "mean_ablate" (hook_z at every
-// position ← 0 / the clean mean), "patch_clean" (hook_z at N ← the clean ICL mean, on zero-shot prompts),
-// "steer" (hook_z at N += the clean ICL mean, on zero-shot prompts: the head's mean output is added to the
-// residual stream, Function-Vector style).
+// What the Interventions dock does to a head (the `evaluate` method's options, core/analysis/evaluate.h).
+enum class InterventionKind {
+  ZeroAblate,  // hook_z at every position ← 0
+  MeanAblate,  // hook_z at every position ← the clean ICL mean
+  PatchClean,  // hook_z at N ← the clean ICL mean, on zero-shot prompts
+  Steer,       // hook_z at N += the clean ICL mean, on zero-shot prompts (Function-Vector style)
+};
+// "zero_ablate", "mean_ablate", "patch_clean", "steer": the session's and the evaluate method's key.
+const char* kindKey(InterventionKind k);
+// The inverse; throws hs::Error naming an unknown kind.
+InterventionKind parseInterventionKind(const std::string& key);
+QString kindLabel(InterventionKind k);  // "zero-ablate", "mean-ablate", "patch from clean", "steer"
+inline constexpr InterventionKind kInterventionKinds[] = {
+    InterventionKind::ZeroAblate, InterventionKind::MeanAblate, InterventionKind::PatchClean,
+    InterventionKind::Steer};
+
+// One head intervention of the Interventions dock.
 struct InterventionEntry {
-  QString kind;
+  InterventionKind kind = InterventionKind::ZeroAblate;
   HeadRef head;
   bool enabled = true;
   bool operator==(const InterventionEntry& o) const {
@@ -87,14 +101,12 @@ struct EvalResult {
   EvalNumbers icl, iclIntervened, zeroShot, zeroShotIntervened;
   int nAblated = 0, nPatched = 0;  // enabled heads applied to each prompt set
   QString task;
+  QString runId;  // the `evaluate` run these numbers are from
 };
 
 using AnalysisOutputPtr = std::shared_ptr<const hs::AnalysisOutput>;
 // The run inside an output, for code that must not include torch (defined in session_io.cpp).
 const AnalysisRun& runOf(const AnalysisOutputPtr& output);
-// The analyses this build can run (analysis_jobs.h), by method name.
-std::vector<std::string> analysisMethodNames();
-
 void registerMetaTypes();
 
 }  // namespace hs::gui

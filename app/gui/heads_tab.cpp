@@ -12,6 +12,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "analysis/registry.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
@@ -35,6 +36,9 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   metric_ = new QComboBox;
+  // Run labels are long (method · model · task · seed · grid): the box keeps its width and elides.
+  metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  metric_->setMinimumContentsLength(28);
   metric_->setMinimumContentsLength(30);
   metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   topK_ = new QSpinBox;
@@ -58,6 +62,8 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* bar2 = new QHBoxLayout;
   compare_ = new QCheckBox("Compare with");
   other_ = new QComboBox;
+  other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  other_->setMinimumContentsLength(20);
   other_->setMinimumContentsLength(30);
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   jaccardK_ = new QSpinBox;
@@ -116,7 +122,8 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
     for (const AnalysisRun& run : runs)
       for (const HeadGrid& g : run.grids) {
         const QString key = QString::fromStdString(run.id + "/" + g.id);
-        const QString label = QString::fromStdString(run.id + " · " + (g.name.empty() ? g.id : g.name));
+        const QString label =
+            QString::fromStdString(runLabel(run) + " · " + (g.name.empty() ? g.id : g.name));
         grids_.emplace_back(key, g);
         metric_->addItem(label, key);
         other_->addItem(label, key);

@@ -51,7 +51,7 @@ void InterventionsDock::append(const InterventionEntry& e) {
   entries_.push_back(e);
 }
 
-void InterventionsDock::add(const QString& kind, const std::vector<HeadRef>& heads) {
+void InterventionsDock::add(InterventionKind kind, const std::vector<HeadRef>& heads) {
   bool any = false;
   for (const HeadRef& h : heads) {
     bool found = false;

@@ -18,7 +18,7 @@ class InterventionsDock : public QWidget {
 
   // Adds one entry per head with `kind`; a head that already has that kind is not added twice (it is
   // re-enabled instead).
-  void add(const QString& kind, const std::vector<HeadRef>& heads);
+  void add(InterventionKind kind, const std::vector<HeadRef>& heads);
   std::vector<InterventionEntry> entries() const;
   void setEntries(const std::vector<InterventionEntry>& entries);
   void setEnabled(int row, bool on);

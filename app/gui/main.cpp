@@ -39,7 +39,7 @@ void scriptScreenshots(MainWindow& w, const QString& dir) {
         const hs::HeadGrid& g = w.headsView()->grid();
         w.headsTab()->setCompare(true);
         w.headsView()->selectTopK(1);  // one head: its pattern is requested
-        w.interventionsDock()->add("zero_ablate", hs::topHeads(g, 3));
+        w.interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, hs::topHeads(g, 3));
         w.evaluate();
       },
       Qt::SingleShotConnection);

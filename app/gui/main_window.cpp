@@ -26,13 +26,16 @@
 
 #include <set>
 
+#include "analysis/registry.h"
 #include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
+#include "method_dialog.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
+#include "runs_dock.h"
 #include "task_dock.h"
 
 namespace hs::gui {
@@ -204,14 +207,17 @@ void MainWindow::buildUi() {
   ivDock->setWidget(interventionsDock_);
   addDockWidget(Qt::RightDockWidgetArea, ivDock);
   connect(interventionsDock_, &InterventionsDock::changed, this, [this] { setDirty(true); });
-  connect(heads, &HeadGridView::zeroAblate, this,
-          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("zero_ablate", h); });
-  connect(heads, &HeadGridView::meanAblate, this,
-          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("mean_ablate", h); });
-  connect(heads, &HeadGridView::patchFromClean, this,
-          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("patch_clean", h); });
+  connect(heads, &HeadGridView::zeroAblate, this, [this](const std::vector<HeadRef>& h) {
+    interventionsDock_->add(InterventionKind::ZeroAblate, h);
+  });
+  connect(heads, &HeadGridView::meanAblate, this, [this](const std::vector<HeadRef>& h) {
+    interventionsDock_->add(InterventionKind::MeanAblate, h);
+  });
+  connect(heads, &HeadGridView::patchFromClean, this, [this](const std::vector<HeadRef>& h) {
+    interventionsDock_->add(InterventionKind::PatchClean, h);
+  });
   connect(heads, &HeadGridView::addToSteering, this,
-          [this](const std::vector<HeadRef>& h) { interventionsDock_->add("steer", h); });
+          [this](const std::vector<HeadRef>& h) { interventionsDock_->add(InterventionKind::Steer, h); });
 
   auto* evalDock = new QDockWidget("Evaluation", this);
   evalDock->setObjectName("EvaluationDock");
@@ -219,6 +225,13 @@ void MainWindow::buildUi() {
   evalDock->setWidget(evaluationDock_);
   addDockWidget(Qt::RightDockWidgetArea, evalDock);
   connect(evaluationDock_, &EvaluationDock::evaluateRequested, this, &MainWindow::evaluate);
+
+  auto* runsDockWidget = new QDockWidget("Runs", this);
+  runsDockWidget->setObjectName("RunsDock");
+  runsDock_ = new RunsDock;
+  runsDockWidget->setWidget(runsDock_);
+  addDockWidget(Qt::RightDockWidgetArea, runsDockWidget);
+  connect(runsDock_, &RunsDock::deleteRequested, this, &MainWindow::deleteRuns);
 
   // Bottom: log, progress, Cancel.
   auto* logDock = new QDockWidget("Log", this);
@@ -321,12 +334,20 @@ void MainWindow::buildMenus() {
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   auto* run = menuBar()->addMenu("&Run");
-  for (const std::string& method : analysisMethodNames()) {
-    auto* a = run->addAction(QString("Run &%1").arg(QString::fromStdString(method)));
-    if (method == "induction") a->setShortcut(QKeySequence("Ctrl+R"));
-    const QString m = QString::fromStdString(method);
-    connect(a, &QAction::triggered, this, [this, m] { runAnalysis(m); });
+  run->setObjectName("RunMenu");
+  for (const MethodInfo& method : methods()) {
+    if (method.name == "evaluate") continue;  // "Evaluate with interventions" below runs it
+    const QString m = QString::fromStdString(method.name);
+    auto* a = run->addAction(QString::fromStdString(method.title) + "…");
+    a->setObjectName("run:" + m);
+    a->setToolTip(QString::fromStdString(method.description));
+    if (method.name == "induction") a->setShortcut(QKeySequence("Ctrl+R"));
+    connect(a, &QAction::triggered, this, [this, m] {
+      std::unique_ptr<MethodDialog> d(createMethodDialog(m));
+      if (d && d->exec() == QDialog::Accepted) runAnalysis(m, d->options());
+    });
   }
+  run->addSeparator();
   auto* eval = run->addAction("&Evaluate with interventions");
   eval->setShortcut(QKeySequence("Ctrl+E"));
   connect(eval, &QAction::triggered, this, &MainWindow::evaluate);
@@ -370,25 +391,73 @@ nlohmann::json taskVectorStartTask() {
 }
 }  // namespace
 
-void MainWindow::runAnalysis(const QString& method, const nlohmann::json& options,
-                             const nlohmann::json& taskOverride) {
-  int n = 1;
+QString MainWindow::nextRunId(const QString& method) const {
+  std::vector<std::string> taken;
   for (const AnalysisOutputPtr& o : outputs_)
-    if (runOf(o).method == method.toStdString()) ++n;
-  QString id = QString("%1-%2").arg(method).arg(n);
-  for (bool taken = true; taken;) {  // unique even after runs were removed or loaded from a file
-    taken = false;
-    for (const AnalysisOutputPtr& o : outputs_)
-      if (QString::fromStdString(runOf(o).id) == id) {
-        taken = true;
-        id = QString("%1-%2").arg(method).arg(++n);
-      }
+    taken.push_back(runOf(o).id);
+  taken.insert(taken.end(), pendingIds_.begin(), pendingIds_.end());
+  return QString::fromStdString(uniqueRunId(method.toStdString(), taken));
+}
+
+QString MainWindow::taskProblem(const QString& method, const TaskSpec& spec) const {
+  const MethodInfo* m = findMethod(method.toStdString());
+  if (!m) return "no analysis method \"" + method + "\" in this build";
+  if (!m->takesTask()) return {};
+  try {
+    return QString::fromStdString(taskMismatch(*m, spec));
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
   }
-  const QString task = QString::fromStdString(
-      (taskOverride.is_null() ? taskSpecToJson(taskDock_->spec()) : taskOverride).dump());
+}
+
+MethodDialog* MainWindow::createMethodDialog(const QString& method) {
+  const MethodInfo* m = findMethod(method.toStdString());
+  if (!m) {
+    showError("run", "no analysis method \"" + method + "\" in this build");
+    return nullptr;
+  }
+  const TaskSpec spec = taskDock_->spec();
+  const QString task = QString("%1, %2 shots, %3 prompts, seed %4")
+                           .arg(QString::fromStdString(spec.dataset))
+                           .arg(spec.shots)
+                           .arg(spec.n_prompts)
+                           .arg(spec.seed);
+  return new MethodDialog(*m, task, taskProblem(method, spec), this);
+}
+
+bool MainWindow::runAnalysis(const QString& method, const nlohmann::json& options,
+                             const nlohmann::json& taskOverride) {
+  TaskSpec spec;
+  try {
+    spec = taskOverride.is_null() ? taskDock_->spec() : taskSpecFromJson(taskOverride);
+  } catch (const std::exception& e) {
+    showError(method, QString::fromStdString(e.what()));
+    return false;
+  }
+  if (const QString why = taskProblem(method, spec); !why.isEmpty()) {
+    showError(method, why);
+    return false;
+  }
+  const QString id = nextRunId(method);
+  pendingIds_.push_back(id.toStdString());
+  const QString task = QString::fromStdString(taskSpecToJson(spec).dump());
   const QString opts = QString::fromStdString(options.dump());
   log("running " + method + " as " + id);
   post(worker_, [w = worker_, method, task, opts, id] { w->runAnalysis(method, task, opts, id); });
+  return true;
+}
+
+void MainWindow::deleteRuns(const QStringList& ids) {
+  const size_t before = outputs_.size();
+  outputs_.erase(std::remove_if(outputs_.begin(), outputs_.end(),
+                                [&](const AnalysisOutputPtr& o) {
+                                  return ids.contains(QString::fromStdString(runOf(o).id));
+                                }),
+                 outputs_.end());
+  if (outputs_.size() == before) return;
+  log(QString("deleted %1 run(s): %2").arg(before - outputs_.size()).arg(ids.join(", ")));
+  refreshResults();
+  setDirty(true);
 }
 
 void MainWindow::computeHeadScores() {
@@ -398,8 +467,10 @@ void MainWindow::computeHeadScores() {
 void MainWindow::evaluate() {
   const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
   const std::vector<InterventionEntry> entries = interventionsDock_->entries();
-  log(QString("evaluating %1 with %2 interventions").arg(task).arg(entries.size()));
-  post(worker_, [w = worker_, task, entries] { w->evaluate(task, entries); });
+  const QString id = nextRunId("evaluate");
+  pendingIds_.push_back(id.toStdString());
+  log(QString("evaluating %1 with %2 interventions as %3").arg(task).arg(entries.size()).arg(id));
+  post(worker_, [w = worker_, task, entries, id] { w->evaluate(task, entries, id); });
 }
 
 void MainWindow::requestPreview() {
@@ -460,13 +531,22 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   requestPreview();
   if (!promptFromTask_) runPrompt();
   if (analyzeOnLoad_) {
-    const std::vector<std::string> names = analysisMethodNames();
-    const std::set<std::string> methods(names.begin(), names.end());
     for (const QString& method : startAnalyses_) {
-      if (!methods.count(method.toStdString())) continue;
+      if (!findMethod(method.toStdString())) continue;
       const bool taskVector = method == "fv" || method == "site" || method == "ltv";
       if (taskVector && !toy) continue;  // on a real model they take minutes to hours: the Run menu has them
-      runAnalysis(method, nlohmann::json::object(), taskVector ? taskVectorStartTask() : nlohmann::json());
+      const nlohmann::json task = taskVector ? taskVectorStartTask() : taskSpecToJson(taskDock_->spec());
+      // A start analysis that cannot run on this task is skipped with a line in the log, not a dialog.
+      const QString why = taskProblem(method, taskSpecFromJson(task));
+      if (!why.isEmpty()) {
+        log("skipped " + method + " at start: " + why);
+        continue;
+      }
+      // The first screen wants heatmaps quickly: induction starts with its scores only (the Run menu runs
+      // the whole dual route).
+      const nlohmann::json options =
+          method == "induction" ? nlohmann::json{{"stages", "scores"}} : nlohmann::json::object();
+      runAnalysis(method, options, task);
     }
   }
 }
@@ -483,9 +563,11 @@ void MainWindow::refreshResults() {
   headsTab_->setRuns(all);
   geometryTab_->setRuns(all);
   taskVectorsTab_->setRuns(all);
+  runsDock_->setRuns(all, info_.label);
 }
 
 void MainWindow::onAnalysis(const AnalysisOutputPtr& output) {
+  pendingIds_.erase(std::remove(pendingIds_.begin(), pendingIds_.end(), runOf(output).id), pendingIds_.end());
   outputs_.push_back(output);
   refreshResults();
   setDirty(true);

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "analysis/icl_task.h"
 #include "gui_types.h"
 #include "plot_export.h"
 
@@ -34,6 +35,8 @@ class EngineWorker;
 class EvaluationDock;
 class HeadsTab;
 class InterventionsDock;
+class MethodDialog;
+class RunsDock;
 class ResultsTab;
 class TaskDock;
 
@@ -53,10 +56,15 @@ class MainWindow : public QMainWindow {
   void openDefault();
   // The analyses a model load runs (default: induction and TSLA; those not built in are skipped).
   void setStartAnalyses(const QStringList& methods) { startAnalyses_ = methods; }
-  // Queues the analysis registered under `method` on the current task; its run id is "<method>-<n>".
-  // Runs `method` on the Task dock's task, or on `task` (a TaskSpec as JSON) when that is not null.
-  void runAnalysis(const QString& method, const nlohmann::json& options = nlohmann::json::object(),
+  // Queues the registry method `method` with `options` on the Task dock's task, or on `task` (a TaskSpec as
+  // JSON) when that is not null; its run id is "<method>-<n>", unique in the session. A method that cannot
+  // run on the task is refused with one error (false) before anything is queued.
+  bool runAnalysis(const QString& method, const nlohmann::json& options = nlohmann::json::object(),
                    const nlohmann::json& task = nullptr);
+  // The options form of `method` for the Task dock's task (the Run menu shows it); nullptr after an error.
+  MethodDialog* createMethodDialog(const QString& method);
+  // Removes runs (and their tensors) from the session.
+  void deleteRuns(const QStringList& runIds);
   // "Evaluate with interventions" on the current task.
   void evaluate();
 
@@ -90,6 +98,7 @@ class MainWindow : public QMainWindow {
   TaskDock* taskDock() const { return taskDock_; }
   InterventionsDock* interventionsDock() const { return interventionsDock_; }
   EvaluationDock* evaluationDock() const { return evaluationDock_; }
+  RunsDock* runsDock() const { return runsDock_; }
   QTabWidget* tabs() const { return tabs_; }
   QCustomPlot* attentionPlot() const { return attention_; }
   const PatternView& pattern() const { return pattern_; }
@@ -129,6 +138,9 @@ class MainWindow : public QMainWindow {
   void requestPattern(HeadRef head);
   void requestPreview();
   void refreshResults();
+  QString nextRunId(const QString& method) const;
+  // Why `method` cannot run on `spec` ("" when it can).
+  QString taskProblem(const QString& method, const TaskSpec& spec) const;
   void showError(const QString& title, const QString& message);
   void setDirty(bool on);
   void addRecent(const QString& path);
@@ -153,6 +165,7 @@ class MainWindow : public QMainWindow {
   PromptView prompt_;
   PatternView pattern_;
   std::vector<AnalysisOutputPtr> outputs_;
+  std::vector<std::string> pendingIds_;  // ids of runs queued on the worker, not yet arrived
 
   QTabWidget* tabs_ = nullptr;
   HeadsTab* headsTab_ = nullptr;
@@ -168,6 +181,7 @@ class MainWindow : public QMainWindow {
   TaskDock* taskDock_ = nullptr;
   InterventionsDock* interventionsDock_ = nullptr;
   EvaluationDock* evaluationDock_ = nullptr;
+  RunsDock* runsDock_ = nullptr;
   QPlainTextEdit* log_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_ = nullptr;

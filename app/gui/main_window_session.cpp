@@ -23,7 +23,7 @@ namespace hs::gui {
 
 bool MainWindow::saveSessionTo(const QString& path) {
   GuiSessionState s;
-  s.model = {{"path", info_.path.toStdString()},
+  s.model = {{"path", (info_.label.isEmpty() ? info_.path : info_.label).toStdString()},
              {"format", info_.format.toStdString()},
              {"dtype", info_.dtype.toStdString()}};
   s.tokenizer = {{"path", tokenizerPath_.toStdString()}, {"kind", info_.tokenizer.toStdString()}};
@@ -79,7 +79,7 @@ bool MainWindow::openSession(const QString& path) {
           .arg(s.interventions.size())
           .arg(model.isEmpty() ? QString("not recorded") : model));
   // The plots need no model; load the session's model (without analysing) only when none is open.
-  if (info_.path.isEmpty() && !model.isEmpty() && QFileInfo::exists(model))
+  if (info_.path.isEmpty() && !model.isEmpty() && (model == "toy" || QFileInfo::exists(model)))
     openModel(model, QString::fromStdString(s.tokenizer.value("path", std::string())), false);
   setDirty(false);
   Q_EMIT sessionOpened();

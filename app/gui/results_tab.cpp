@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/registry.h"
 #include "curve_view.h"
 #include "head_grid_view.h"
 #include "plot_style.h"
@@ -159,7 +160,7 @@ void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   for (Slot& s : panels_) {
     s.filled = false;
     const Provenance* from = nullptr;
-    std::string runId;
+    const AnalysisRun* fromRun = nullptr;
     for (auto run = runs.rbegin(); run != runs.rend() && !s.filled; ++run) {
       if (s.panel.kind == Kind::Curve) {
         for (const Curve& c : run->curves)
@@ -185,13 +186,12 @@ void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
             break;
           }
       }
-      if (s.filled) runId = run->id;
+      if (s.filled) fromRun = &*run;
     }
     // Which run and task the panel shows: the task-vector views may run on another task than the dock's.
     QString source = QString::fromStdString(s.panel.id);
     if (s.filled) {
-      source = QString::fromStdString(runId);
-      if (from && !from->task.empty()) source += " · " + QString::fromStdString(from->task);
+      source = QString::fromStdString(runLabel(*fromRun));
       if (from && from->n_prompts > 0) source += QString(" · %1 prompts").arg(from->n_prompts);
     }
     setTitle(s, source);

@@ -1,6 +1,7 @@
 #include "session_io.h"
 
 #include "analysis/analysis_output.h"
+#include "analysis/registry.h"
 #include "model/hooks.h"
 #include "session/session.h"
 #include "util/error.h"
@@ -11,12 +12,18 @@ using nlohmann::json;
 
 namespace {
 
-const char* opOfKind(const QString& kind) {
-  if (kind == "zero_ablate") return "zero";
-  if (kind == "mean_ablate") return "mean";
-  if (kind == "patch_clean") return "replace";
-  if (kind == "steer") return "add";
-  fail("unknown intervention kind \"", kind.toStdString(), "\"");
+const char* opOfKind(InterventionKind kind) {
+  switch (kind) {
+    case InterventionKind::ZeroAblate:
+      return "zero";
+    case InterventionKind::MeanAblate:
+      return "mean";
+    case InterventionKind::PatchClean:
+      return "replace";
+    case InterventionKind::Steer:
+      return "add";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -28,14 +35,14 @@ const AnalysisRun& runOf(const AnalysisOutputPtr& output) {
 json interventionsToJson(const std::vector<InterventionEntry>& entries) {
   json out = json::array();
   for (const InterventionEntry& e : entries) {
-    const bool atLast = e.kind == "patch_clean" || e.kind == "steer";
+    const bool atLast = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
     out.push_back({{"site", attnZ(e.head.layer).name()},
                    {"heads", {e.head.head}},
                    {"positions", atLast ? json::array({-1}) : json::array()},
                    {"rows", json::array()},
                    {"op", opOfKind(e.kind)},
                    {"scale", 1.0},
-                   {"kind", e.kind.toStdString()},
+                   {"kind", kindKey(e.kind)},
                    {"layer", e.head.layer},
                    {"head", e.head.head},
                    {"enabled", e.enabled}});
@@ -49,8 +56,7 @@ std::vector<InterventionEntry> interventionsFromJson(const json& j) {
   for (const json& e : j) {
     if (!e.is_object() || !e.contains("kind")) continue;
     InterventionEntry x;
-    x.kind = QString::fromStdString(e.at("kind").get<std::string>());
-    opOfKind(x.kind);  // validates
+    x.kind = parseInterventionKind(e.at("kind").get<std::string>());
     x.head = {e.at("layer").get<int>(), e.at("head").get<int>()};
     x.enabled = e.value("enabled", true);
     out.push_back(x);
@@ -68,6 +74,7 @@ void saveGuiSession(const QString& path, const GuiSessionState& s) {
     for (const auto& [name, t] : o->tensors)
       session.tensors[name] = t;
   }
+  session.methods = methodRecords(session.runs);
   json heads = json::array();
   for (const HeadRef& h : s.selectedHeads)
     heads.push_back({h.layer, h.head});

@@ -250,29 +250,4 @@ HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchS
   return mean;
 }
 
-at::Tensor meanHeadOutputs(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                           int position, const AnalysisContext& ctx) {
-  if (prompts.empty()) fail("meanHeadOutputs: no prompts given");
-  at::NoGradGuard noGrad;
-  const ModelConfig& c = model.config();
-  at::Tensor sum = at::zeros({c.n_layers, c.n_heads, c.d_head}, at::TensorOptions().dtype(at::kDouble));
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    ctx.checkCancelled();
-    const int64_t P = int64_t(prompts[i].size());
-    const int64_t a = position < 0 ? P + position : position;
-    if (P == 0 || a < 0 || a >= P)
-      fail("meanHeadOutputs: position ", position, " does not exist in prompt ", i, " of ", P, " tokens");
-    RunRequest req;
-    req.tokens = at::tensor(prompts[i], at::TensorOptions().dtype(at::kLong)).view({1, -1});  // [1, pos]
-    req.last_logits_only = true;
-    for (int l = 0; l < c.n_layers; ++l)
-      req.capture.insert(attnZ(l));
-    const RunResult r = model.run(req);
-    for (int l = 0; l < c.n_layers; ++l)
-      sum[l] += r.cache.at(attnZ(l))[0][a].to(at::kCPU, at::kDouble);  // [head, d_head]
-    ctx.report(double(i + 1) / prompts.size(), cat("mean z: prompt ", i + 1, "/", prompts.size()));
-  }
-  return (sum / double(prompts.size())).to(at::kFloat);  // [layers, heads, d_head]
-}
-
 }  // namespace hs

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <set>
 
 #include "model/io/safetensors.h"
@@ -53,6 +54,15 @@ const AnalysisRun* Session::findRun(const std::string& id) const {
   return nullptr;
 }
 
+bool Session::removeRun(const std::string& id) {
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const AnalysisRun& r) { return r.id == id; });
+  if (it == runs.end()) return false;
+  for (const std::string& t : it->tensors)
+    tensors.erase(t);
+  runs.erase(it);
+  return true;
+}
+
 json sessionToJson(const Session& s) {
   return json{{"format_version", kSessionFormatVersion},
               {"model", s.model},
@@ -61,7 +71,8 @@ json sessionToJson(const Session& s) {
               {"runs", s.runs},
               {"selections", s.selections},
               {"interventions", s.interventions},
-              {"view_state", s.view_state}};
+              {"view_state", s.view_state},
+              {"methods", s.methods}};
 }
 
 Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNames,
@@ -84,6 +95,7 @@ Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNam
   s.selections = memberOr(j, "selections", json::object());
   s.interventions = memberOr(j, "interventions", json::array());
   s.view_state = memberOr(j, "view_state", json::object());
+  s.methods = memberOr(j, "methods", json::object());
   for (const json* part : {&s.model, &s.tokenizer, &s.task})
     if (!part->is_object())
       fail(where, ": \"model\", \"tokenizer\" and \"task\" must be JSON objects, found a ",

@@ -21,6 +21,7 @@
 #include "analysis/icl_eval.h"
 #include "analysis/ltv.h"
 #include "analysis/ltv_mechanism.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
 #include "session/session.h"
@@ -80,7 +81,7 @@ class TestLtv : public QObject {
       o.prop_samples = m.config.d_model + 40;
       o.prop_prompts = 2;
       o.random_sets = 3;
-      toyRun_ = hs::runLtv(*m.model, *m.tokenizer, spec, o, m.path);
+      toyRun_ = hs::runLtv(*m.model, *m.tokenizer, spec, o, hs::test::modelContext(m.path));
     }
     return *toyRun_;
   }

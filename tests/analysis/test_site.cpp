@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "../engine/engine_fixtures.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
 #include "analysis/patching.h"
 #include "analysis/site.h"
@@ -45,7 +46,7 @@ at::Tensor tinyEmbedding(const hs::Transformer& m) {
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& e : tinyExamples(6, 99))
     prompts.push_back(e.ids);
-  return hs::meanHeadOutputs(m, prompts);  // [layers, heads, d_head]
+  return hs::meanZ(m, prompts, hs::ZMean::LastPosition);  // [layers, heads, d_head]
 }
 
 double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
@@ -174,7 +175,7 @@ class TestSite : public QObject {
     opt.n_embed = 20;
     opt.n_train = 60;
     opt.steps = 150;
-    const hs::AnalysisOutput out = hs::site(m, *toy_.tokenizer, spec, opt, {}, "toy");
+    const hs::AnalysisOutput out = hs::runSite(m, *toy_.tokenizer, spec, opt, hs::test::modelContext("toy"));
     QCOMPARE(out.run.grids.size(), size_t(1));
     QCOMPARE(out.run.grids[0].id, std::string("site.alpha"));
     QCOMPARE(out.run.curves[0].id, std::string("site.loss"));

@@ -15,6 +15,7 @@
 #include "model/load/config_json.h"
 #include "model/load/silent_heads.h"
 #include "util/error.h"
+#include "util/resources.h"
 
 namespace fs = std::filesystem;
 
@@ -37,13 +38,6 @@ bool hasGgufMagic(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   char magic[4] = {};
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
-}
-
-// The folder of the running executable, for an installed layout <prefix>/bin + <prefix>/share.
-fs::path executableDir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -214,9 +208,8 @@ std::vector<std::string> toyModelCandidates() {
 #ifdef HEADSCOPE_RESOURCE_DIR
   c.push_back(std::string(HEADSCOPE_RESOURCE_DIR) + "/models/toy-icl");
 #endif
-  const fs::path exe = executableDir();
-  if (!exe.empty()) c.push_back((exe.parent_path() / "share/headscope/models/toy-icl").string());
-  c.push_back("/usr/share/headscope/models/toy-icl");
+  for (const std::string& r : resourceCandidates("models/toy-icl"))
+    c.push_back(r);
   return c;
 }
 
