@@ -2,14 +2,11 @@
 // What every analysis receives besides its inputs: progress reporting and cooperative cancellation,
 // checked between forward passes. Throwing Cancelled unwinds without leaving state behind.
 #include <functional>
-#include <stdexcept>
 #include <string>
 
-namespace hs {
+#include "util/cancelled.h"
 
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("cancelled") {}
-};
+namespace hs {
 
 struct AnalysisContext {
   std::function<void(double fraction, const std::string& message)> progress;  // fraction in [0, 1]
