@@ -272,9 +272,9 @@ class TestCliAnalysis : public QObject {
     QVERIFY(std::abs(std::stod(table[1][2]) - run.tables[0].rows[0][2].get<double>()) <= 1e-12);
   }
 
-  // Issue #5: every analysis runs on stories260K (5 layers × 8 heads) with Function Vectors tasks from the
-  // shared data on these cores and produces finite grids of the model's shape (antonym.json for the task
-  // vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
+  // Every analysis runs on a real checkpoint: stories260K (5 layers × 8 heads) with Function Vectors tasks
+  // from the shared data on these cores and produces finite grids of the model's shape (antonym.json for the
+  // task vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
   void everyAnalysisRunsOnStoriesWithFvTasks() {
     const std::string fvDir = hs::test::sharedData("datasets/function_vectors/abstractive/");
     HS_REQUIRE_FILE(fvDir + "antonym.json");
