@@ -266,7 +266,7 @@ nlohmann::json ltvOptionsToJson(const LtvOptions& o) {
       {"ltv_site", "hook_resid_pre(l), last position"},
       {"tv_site", "hook_resid_post(l), last position; h_ICL averaged over ICL prompts of the train split"},
       {"fv_site", "hook_resid_post(l), last position"},
-      {"fv_source", "fvBaseline in ltv.cpp (top heads by AIE of mean-patching on shuffled-label prompts)"},
+      {"fv_source", "function vector: top heads by AIE of mean-patching on shuffled-label prompts"},
       {"train_prompts", o.train_prompts},
       {"valid_prompts", o.valid_prompts},
       {"icl_prompts", o.icl_prompts},

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 
 #include "analysis/attribution.h"
@@ -297,6 +298,11 @@ class TestCliAnalysis : public QObject {
       QVERIFY2(r.exitCode == 0, qPrintable(method + ": " + q(r.err)));
       std::ifstream f(base + ".json");
       const json j = json::parse(f);
+      // Saved results name no source file of HeadScope (options and provenance describe, not point to code).
+      std::smatch sourceFile;
+      const std::string text = j.dump();
+      QVERIFY2(!std::regex_search(text, sourceFile, std::regex(R"([A-Za-z0-9_/]+\.(cpp|h)\b)")),
+               qPrintable(method + " names " + q(sourceFile.str())));
       // geometry's results are per-layer curves (x = the model's 5 layers); every other method has grids
       if (method == "geometry") {
         QVERIFY(!j.at("curves").empty());
