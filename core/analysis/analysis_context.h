@@ -3,14 +3,11 @@
 // checked between forward passes, and what its provenance records about the run (its id in the session,
 // the model it ran on). Throwing Cancelled unwinds without leaving state behind.
 #include <functional>
-#include <stdexcept>
 #include <string>
 
-namespace hs {
+#include "util/cancelled.h"
 
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("cancelled") {}
-};
+namespace hs {
 
 struct AnalysisContext {
   std::function<void(double fraction, const std::string& message)> progress;  // fraction in [0, 1]

@@ -134,7 +134,7 @@ class TestSite : public QObject {
     for (int i = 0; i < 12; ++i)
       first += a.loss[size_t(i)], last += a.loss[a.loss.size() - 1 - size_t(i)];
     qInfo("tiny: loss over the first 12 steps %.3f, last 12 %.3f", first / 12, last / 12);
-    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // measured 5.06 -> 4.76 over 60 steps
+    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // at least 3 % (this model: 5.06 -> 4.76)
     const at::Tensor alpha = at::sigmoid(a.logit);
     QVERIFY((alpha - 0.5).abs().max().item<double>() > 0.2);
     QVERIFY(!a.logit.requires_grad());
