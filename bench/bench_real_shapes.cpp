@@ -66,7 +66,7 @@ int childForward(const std::string& dir, const std::string& dtype, int tokens, i
   const double loadS = seconds([&] { m = hs::loadModel(dir, o); });
   hs::RunRequest r;
   r.tokens = at::tensor(benchTokens(tokens, m.config.vocab_size), at::kLong).view({1, -1});  // [1, pos]
-  at::Tensor logits = m.model->run(r).logits;                                                  // warm-up
+  at::Tensor logits = m.model->run(r).logits;                                                // warm-up
   std::vector<double> t;
   for (int i = 0; i < runs; ++i)
     t.push_back(seconds([&] { logits = m.model->run(r).logits; }));
@@ -99,7 +99,8 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
   spec.clean = benchTokens(tokens, m.config.vocab_size);
   spec.corrupt = spec.clean;
   for (int p : {tokens / 6, tokens / 2, (tokens * 4) / 5})
-    spec.corrupt[static_cast<size_t>(p)] = (spec.corrupt[static_cast<size_t>(p)] + 12345) % m.config.vocab_size;
+    spec.corrupt[static_cast<size_t>(p)] =
+        (spec.corrupt[static_cast<size_t>(p)] + 12345) % m.config.vocab_size;
   spec.metric = hs::PatchMetric::LogitDiff;
   spec.mode = hs::PatchMode::FromClean;
   auto argmax = [&](const std::vector<int64_t>& ids) {
@@ -121,7 +122,9 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
   hs::RunRequest corrupt;
   corrupt.tokens = at::tensor(spec.corrupt, at::kLong).view({1, -1});  // [1, pos]
   corrupt.last_logits_only = true;
-  auto metric = [&](const at::Tensor& logits) { return hs::patchMetric(logits.select(1, 0), spec).item<double>(); };
+  auto metric = [&](const at::Tensor& logits) {
+    return hs::patchMetric(logits.select(1, 0), spec).item<double>();
+  };
   std::vector<at::Tensor> cleanZ;
   double base = 0;
   const double setup = seconds([&] {
@@ -204,8 +207,8 @@ int main(int argc, char** argv) {
   try {
     if (!fs::exists(dir + "/config.json")) {
       std::cerr << "bench_real_shapes: writing the " << shape << " checkpoint to " << dir << " (once)\n";
-      capture(python() + " " + HEADSCOPE_SOURCE_DIR + "/scripts/make_real_shape_checkpoint.py " + shape + " " +
-              dir);
+      capture(python() + " " + HEADSCOPE_SOURCE_DIR + "/scripts/make_real_shape_checkpoint.py " + shape +
+              " " + dir);
     }
     const hs::ModelProbe probe = hs::probeModel(dir);
     report["model"] = {{"shape", shape},
@@ -215,20 +218,22 @@ int main(int argc, char** argv) {
                        {"weights", "random bf16, HF layout"}};
     report["tokens"] = tokens;
     report["threads"] = threads;
-    const std::vector<std::string> dtypes =
-        shape == "llama-3.2-1b" ? std::vector<std::string>{"bfloat16", "float32"} : std::vector<std::string>{"bfloat16"};
+    const std::vector<std::string> dtypes = shape == "llama-3.2-1b"
+                                                ? std::vector<std::string>{"bfloat16", "float32"}
+                                                : std::vector<std::string>{"bfloat16"};
     for (const std::string& dt : dtypes) {
-      const nlohmann::json ours = nlohmann::json::parse(capture(
-          std::string(kMallocEnv) + selfPath() + " --child-forward " + dir + " " + dt + " " +
-          std::to_string(tokens) + " " + std::to_string(runs)));
-      const nlohmann::json torch = nlohmann::json::parse(capture(
-          std::string(kMallocEnv) + python() + " " + HEADSCOPE_SOURCE_DIR + "/bench/real_shapes_torch.py " + dir +
-          " " + dt + " --tokens " + std::to_string(tokens) + " --runs " + std::to_string(runs) + " --threads " +
-          std::to_string(threads)));
+      const nlohmann::json ours = nlohmann::json::parse(
+          capture(std::string(kMallocEnv) + selfPath() + " --child-forward " + dir + " " + dt + " " +
+                  std::to_string(tokens) + " " + std::to_string(runs)));
+      const nlohmann::json torch = nlohmann::json::parse(
+          capture(std::string(kMallocEnv) + python() + " " + HEADSCOPE_SOURCE_DIR +
+                  "/bench/real_shapes_torch.py " + dir + " " + dt + " --tokens " + std::to_string(tokens) +
+                  " --runs " + std::to_string(runs) + " --threads " + std::to_string(threads)));
       report["forward_" + dt] = {
           {"ours", ours},
           {"pytorch", torch},
-          {"ratio_forward_ours_vs_pytorch", ours["forward_s"].get<double>() / torch["forward_s"].get<double>()},
+          {"ratio_forward_ours_vs_pytorch",
+           ours["forward_s"].get<double>() / torch["forward_s"].get<double>()},
           {"ratio_peak_rss_ours_vs_pytorch",
            ours["peak_rss_bytes"].get<double>() / torch["peak_rss_bytes"].get<double>()},
           {"same_last_argmax", ours["logits_last_argmax"] == torch["logits_last_argmax"]}};

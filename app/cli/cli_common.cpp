@@ -23,7 +23,8 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
       ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
   cmd.add_option("--device", args.device, "cpu, cuda, cuda:N, or cuda:0,cuda:1 to split the layers")
       ->capture_default_str();
-  cmd.add_option("--gpu-layers", args.gpu_layers, "the last N layers and the head on --device, the rest on CPU")
+  cmd.add_option("--gpu-layers", args.gpu_layers,
+                 "the last N layers and the head on --device, the rest on CPU")
       ->check(CLI::NonNegativeNumber);
 }
 

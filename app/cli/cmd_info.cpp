@@ -1,7 +1,7 @@
 // headscope-cli info MODEL: architecture, sizes, files and the memory plan of a checkpoint (JSON).
-// Large checkpoints are read from their headers only (safetensors headers, GGUF metadata, the llama2.c header,
-// config.json): no weight is read or converted, so an 8B model answers in well under a second. Small ones
-// (up to 256 MB of weights, or any with --load) are loaded too, to find heads that write nothing.
+// Large checkpoints are read from their headers only (safetensors headers, GGUF metadata, the llama2.c
+// header, config.json): no weight is read or converted, so an 8B model answers in well under a second. Small
+// ones (up to 256 MB of weights, or any with --load) are loaded too, to find heads that write nothing.
 #include <ATen/ATen.h>
 
 #include "cli_common.h"
@@ -30,10 +30,11 @@ const char* ropeName(RopeLayout r) {
 nlohmann::json needsJson(const std::vector<DeviceNeed>& needs) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& n : needs)
-    out.push_back({{"device", n.device.str()},
-                   {"weights_bytes", n.weights},
-                   {"working_bytes", n.working},
-                   {"available_bytes", n.available >= 0 ? nlohmann::json(n.available) : nlohmann::json(nullptr)}});
+    out.push_back(
+        {{"device", n.device.str()},
+         {"weights_bytes", n.weights},
+         {"working_bytes", n.working},
+         {"available_bytes", n.available >= 0 ? nlohmann::json(n.available) : nlohmann::json(nullptr)}});
   return out;
 }
 
@@ -44,7 +45,8 @@ void addInfoCommand(CLI::App& app) {
   static bool load = false;
   auto* cmd = app.add_subcommand("info", "Architecture, sizes, files and memory plan of a checkpoint (JSON)");
   addModelArgs(*cmd, args);
-  cmd->add_flag("--load", load, "also load the weights (to list heads that write nothing) whatever their size");
+  cmd->add_flag("--load", load,
+                "also load the weights (to list heads that write nothing) whatever their size");
   cmd->callback([] {
     const ModelProbe probe = probeModel(args.model);
     const ModelConfig& c = probe.config;
@@ -64,8 +66,8 @@ void addInfoCommand(CLI::App& app) {
     } catch (const Error& e) {
       fits = false;
       dtype = args.dtype == "auto" ? c.dtype : dtypeName(parseDtype(args.dtype));
-      memory["devices"] = needsJson(memoryNeeds(c, probe.n_params, c10::elementSize(parseDtype(dtype)),
-                                                devices, budget));
+      memory["devices"] =
+          needsJson(memoryNeeds(c, probe.n_params, c10::elementSize(parseDtype(dtype)), devices, budget));
       notes.push_back(e.what());
     }
     memory["fits"] = fits;

@@ -103,8 +103,7 @@ ModelDialog::ModelDialog(QWidget* parent) : QDialog(parent) {
   gpuLayers_->setValue(remembered.gpuLayers);
   gpuLayers_->setToolTip("The last N layers and the head on the GPU device, the rest on the CPU");
   form->addRow("GPU layers", gpuLayers_);
-  if (!at::hasCUDA())
-    form->addRow("", new QLabel("<i>This build of libtorch has no CUDA: CPU only.</i>"));
+  if (!at::hasCUDA()) form->addRow("", new QLabel("<i>This build of libtorch has no CUDA: CPU only.</i>"));
 
   layout->addLayout(form);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);

@@ -22,6 +22,7 @@ std::vector<std::string> splitComma(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ','))
     out.push_back(trim(item));
+  if (!s.empty() && s.back() == ',') out.push_back("");  // "cpu," names an empty last device
   return out;
 }
 
@@ -107,9 +108,9 @@ DeviceMap parseDeviceMap(const std::string& spec, int gpuLayers, int nLayers) {
   }
   if (gpuLayers >= 0) {
     if (devices.size() != 1 || !devices.front().is_cuda())
-      fail("--gpu-layers ", gpuLayers, " needs one CUDA device (--device cuda or cuda:N), got \"", spec, "\"");
-    if (gpuLayers > nLayers)
-      fail("--gpu-layers ", gpuLayers, ": the model has only ", nLayers, " layers");
+      fail("--gpu-layers ", gpuLayers, " needs one CUDA device (--device cuda or cuda:N), got \"", spec,
+           "\"");
+    if (gpuLayers > nLayers) fail("--gpu-layers ", gpuLayers, ": the model has only ", nLayers, " layers");
     DeviceMap m = DeviceMap::all(c10::kCPU, nLayers);
     for (int l = nLayers - gpuLayers; l < nLayers; ++l)
       m.layers[static_cast<size_t>(l)] = devices.front();

@@ -21,9 +21,10 @@ struct DeviceMap {
   std::vector<c10::Device> layers;  // one per layer
   c10::Device head = c10::kCPU;
 
-  bool single() const;           // everything on one device
-  bool usesCuda() const;         // any part on a GPU
-  std::string describe() const;  // "cpu", "cuda:0", "cpu (embedding, layers 0-11) + cuda:0 (layers 12-15, head)"
+  bool single() const;    // everything on one device
+  bool usesCuda() const;  // any part on a GPU
+  std::string describe()
+      const;  // "cpu", "cuda:0", "cpu (embedding, layers 0-11) + cuda:0 (layers 12-15, head)"
 
   static DeviceMap all(c10::Device d, int nLayers);
 };

@@ -1,7 +1,8 @@
 #pragma once
 // The message of any exception as one line for the user, at the boundaries (CLI main, GUI worker): libtorch's
 // c10::Error appends the C++ stack ("\nException raised from ... frame #0: ...") to what(), also when an
-// hs::withContext wrapped it on the way up, and that tail is cut here; an allocation failure says so in words.
+// hs::withContext wrapped it on the way up, and that tail is cut here; an allocation failure says so in
+// words.
 #include <exception>
 #include <new>
 #include <string>

@@ -1,16 +1,18 @@
 // The C++ half of scripts/gpu_check.sh: loads a checkpoint with a device (map) and dtype, runs one forward
-// over the given tokens and writes all positions' logits (float32, row-major [pos, vocab]) to a raw file; with
+// over the given tokens and writes all positions' logits (float32, row-major [pos, vocab]) to a raw file;
+// with
 // --time also the forward's and the fast patching sweep's seconds (median of 3 after a warm-up), as JSON.
 //
-// usage: hs_gpu_probe MODEL --device D [--gpu-layers N] --dtype f32|bf16 --ids 1,2,3 --out logits.f32 [--time]
+// usage: hs_gpu_probe MODEL --device D [--gpu-layers N] --dtype f32|bf16 --ids 1,2,3 --out logits.f32
+// [--time]
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -50,13 +52,20 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
         return argv[++i];
       };
-      if (a == "--device") device = next();
-      else if (a == "--gpu-layers") gpuLayers = std::atoi(next().c_str());
-      else if (a == "--dtype") dtype = next();
-      else if (a == "--ids") ids = next();
-      else if (a == "--out") out = next();
-      else if (a == "--time") time = true;
-      else model = a;
+      if (a == "--device")
+        device = next();
+      else if (a == "--gpu-layers")
+        gpuLayers = std::atoi(next().c_str());
+      else if (a == "--dtype")
+        dtype = next();
+      else if (a == "--ids")
+        ids = next();
+      else if (a == "--out")
+        out = next();
+      else if (a == "--time")
+        time = true;
+      else
+        model = a;
     }
     at::NoGradGuard noGrad;
     hs::LoadOptions o;
@@ -70,7 +79,8 @@ int main(int argc, char** argv) {
       tok.push_back(std::stoll(x));
     hs::RunRequest r;
     r.tokens = at::tensor(tok, at::kLong).view({1, -1});  // [1, pos]
-    const at::Tensor logits = m.model->run(r).logits[0].to(at::kCPU, at::kFloat).contiguous();  // [pos, vocab]
+    const at::Tensor logits =
+        m.model->run(r).logits[0].to(at::kCPU, at::kFloat).contiguous();  // [pos, vocab]
     std::ofstream(out, std::ios::binary)
         .write(static_cast<const char*>(logits.data_ptr()), static_cast<std::streamsize>(logits.nbytes()));
     nlohmann::json j = {{"device", hs::deviceMapOf(m.model->weights()).describe()},

@@ -3,8 +3,8 @@
 // toy task and its first analysis shown.
 #include <QCoreApplication>
 #include <QSettings>
-#include <QStandardPaths>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include <memory>

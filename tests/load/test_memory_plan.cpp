@@ -1,5 +1,5 @@
-// The memory plan made before loading, the dtype `auto` picks, device maps, and reading an 8B-shaped checkpoint
-// from its headers only.
+// The memory plan made before loading, the dtype `auto` picks, device maps, and reading an 8B-shaped
+// checkpoint from its headers only.
 #include <ATen/ATen.h>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -92,12 +92,14 @@ class TestMemoryPlan : public QObject {
     QVERIFY(tight.devices.at(0).weights == uint64_t(p.n_params) * 2);
 
     // Asked for float32 on 24 GB: refused with the sizes and --dtype bf16 as the way out.
-    const std::string f32 = errorOf([&] { hs::planMemory("/m/8b", p.config, p.n_params, "f32", cpu, ram(24 * GB)); });
+    const std::string f32 =
+        errorOf([&] { hs::planMemory("/m/8b", p.config, p.n_params, "f32", cpu, ram(24 * GB)); });
     QVERIFY2(has(f32, "/m/8b: not enough memory to load it as float32") && has(f32, "32.1 GB") &&
                  has(f32, "24.0 GB available") && has(f32, "--dtype bf16") && has(f32, "--device cuda"),
              f32.c_str());
     // Nothing fits in 8 GB: auto is refused too (bf16 needs 16 GB).
-    const std::string none = errorOf([&] { hs::planMemory("m", p.config, p.n_params, "auto", cpu, ram(8 * GB)); });
+    const std::string none =
+        errorOf([&] { hs::planMemory("m", p.config, p.n_params, "auto", cpu, ram(8 * GB)); });
     QVERIFY2(has(none, "as bfloat16") && has(none, "16.1 GB") && !has(none, "--dtype bf16"), none.c_str());
   }
 

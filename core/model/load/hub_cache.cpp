@@ -23,7 +23,7 @@ bool isDir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-bool exists(const fs::path& p) {
+bool pathExists(const fs::path& p) {
   std::error_code ec;
   return fs::exists(p, ec);
 }
@@ -40,9 +40,8 @@ std::string readRef(const fs::path& file) {
 
 bool safeName(const std::string& s) {
   if (s.empty() || s.front() == '.' || s.front() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '-' || c == '_' || c == '.';
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 std::vector<std::string> snapshotsOf(const fs::path& repo) {
@@ -55,8 +54,8 @@ std::vector<std::string> snapshotsOf(const fs::path& repo) {
 }
 
 bool complete(const fs::path& snap) {
-  return exists(snap / "config.json") &&
-         (exists(snap / "model.safetensors") || exists(snap / "model.safetensors.index.json"));
+  return pathExists(snap / "config.json") &&
+         (pathExists(snap / "model.safetensors") || pathExists(snap / "model.safetensors.index.json"));
 }
 
 }  // namespace
@@ -95,14 +94,14 @@ std::optional<std::string> resolveHubId(const std::string& idIn, const std::stri
   if (!isDir(repo)) return std::nullopt;
 
   std::string hash = revision;
-  if (exists(repo / "refs" / revision)) hash = readRef(repo / "refs" / revision);
+  if (pathExists(repo / "refs" / revision)) hash = readRef(repo / "refs" / revision);
   const fs::path snap = repo / "snapshots" / hash;
   if (!hash.empty() && isDir(snap)) return snap.string();
 
   std::string have;
   for (const auto& s : snapshotsOf(repo))
     have += (have.empty() ? "" : ", ") + s;
-  if (exists(repo / "refs" / revision))
+  if (pathExists(repo / "refs" / revision))
     fail(idIn, ": the hub cache ", repo.string(), " says ", revision, " is revision ", hash,
          " but has no snapshot of it (snapshots: ", have.empty() ? "none" : have,
          "); nothing is downloaded: fetch it with huggingface-cli download ", id);
@@ -121,7 +120,7 @@ std::vector<CachedModel> listCachedModels(const std::string& cacheDir) {
     const size_t sep = rest.find("--");
     const std::string id = sep == std::string::npos ? rest : rest.substr(0, sep) + "/" + rest.substr(sep + 2);
     std::string hash;
-    if (exists(e.path() / "refs/main")) hash = readRef(e.path() / "refs/main");
+    if (pathExists(e.path() / "refs/main")) hash = readRef(e.path() / "refs/main");
     if (hash.empty() || !isDir(e.path() / "snapshots" / hash)) {
       // No main ref: the most recently written snapshot.
       fs::file_time_type newest{};

@@ -12,9 +12,9 @@
 namespace hs {
 
 struct CachedModel {
-  std::string id;        // "org/name"
-  std::string revision;  // the commit hash of the snapshot
-  std::string path;      // the snapshot folder
+  std::string id;         // "org/name"
+  std::string revision;   // the commit hash of the snapshot
+  std::string path;       // the snapshot folder
   bool complete = false;  // config.json and weights are there (a partial download lacks one of them)
 };
 

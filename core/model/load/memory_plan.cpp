@@ -79,10 +79,6 @@ const char* dtypeWord(c10::ScalarType t) {
   return t == c10::kFloat ? "float32" : t == c10::kBFloat16 ? "bfloat16" : t == c10::kHalf ? "float16" : "?";
 }
 
-std::string flagOf(c10::ScalarType t) {
-  return t == c10::kBFloat16 ? "bf16" : t == c10::kHalf ? "f16" : "f32";
-}
-
 // The checkpoint's own dtype when it is a 16-bit float, else float32.
 c10::ScalarType storedCompute(const ModelConfig& c) {
   if (c.dtype == "bfloat16") return c10::kBFloat16;
@@ -129,12 +125,18 @@ uint64_t parseByteSize(const std::string& text) {
   std::string unit = text.substr(std::min(used, text.size()));
   if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
   double scale = 0;
-  if (unit.empty()) scale = 1;
-  else if (unit == "K" || unit == "k") scale = 1e3;
-  else if (unit == "M" || unit == "m") scale = 1e6;
-  else if (unit == "G" || unit == "g") scale = 1e9;
-  else if (unit == "T" || unit == "t") scale = 1e12;
-  if (v < 0 || scale == 0) fail("\"", text, "\" is not a memory size (expected e.g. 600M, 8G or a byte count)");
+  if (unit.empty())
+    scale = 1;
+  else if (unit == "K" || unit == "k")
+    scale = 1e3;
+  else if (unit == "M" || unit == "m")
+    scale = 1e6;
+  else if (unit == "G" || unit == "g")
+    scale = 1e9;
+  else if (unit == "T" || unit == "t")
+    scale = 1e12;
+  if (v < 0 || scale == 0)
+    fail("\"", text, "\" is not a memory size (expected e.g. 600M, 8G or a byte count)");
   return static_cast<uint64_t>(v * scale);
 }
 
@@ -142,7 +144,8 @@ MemoryBudget currentMemoryBudget() {
   MemoryBudget b;
   int64_t room = procKb("/proc/meminfo", "MemAvailable");
   b.ram_source = "MemAvailable";
-  if (const int64_t cg = cgroupRoom(); cg >= 0 && (room < 0 || cg < room)) room = cg, b.ram_source = "cgroup memory.max";
+  if (const int64_t cg = cgroupRoom(); cg >= 0 && (room < 0 || cg < room))
+    room = cg, b.ram_source = "cgroup memory.max";
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const int64_t used = std::max<int64_t>(procKb("/proc/self/status", "VmSize"), 0);
@@ -150,8 +153,8 @@ MemoryBudget currentMemoryBudget() {
     if (room < 0 || left < room) room = left, b.ram_source = "RLIMIT_AS (ulimit -v)";
   }
   if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap) {
-    const auto limit = static_cast<int64_t>(
-        withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); }));
+    const auto limit =
+        static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); }));
     if (room < 0 || limit < room) room = limit, b.ram_source = "HEADSCOPE_MEMORY_LIMIT";
   }
   b.ram_available = room < 0 ? 0 : static_cast<uint64_t>(room);

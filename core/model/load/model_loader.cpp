@@ -165,9 +165,9 @@ void attachGgufTokenizer(const std::string& path, LoadedModel& out) {
 // Where the weights of a path are and what they are, from headers only.
 struct Source {
   ModelProbe probe;
-  fs::path weights;                                      // folder or file the safetensors checkpoint opens
-  std::shared_ptr<const SafetensorsCheckpoint> ckpt;    // safetensors: opened (headers parsed)
-  fs::path configPath;                                   // safetensors: config.json
+  fs::path weights;                                   // folder or file the safetensors checkpoint opens
+  std::shared_ptr<const SafetensorsCheckpoint> ckpt;  // safetensors: opened (headers parsed)
+  fs::path configPath;                                // safetensors: config.json
 };
 
 Source openSafetensors(const fs::path& folder, const fs::path& weights) {
@@ -194,9 +194,8 @@ Source openSafetensors(const fs::path& folder, const fs::path& weights) {
     src.probe.stored_bytes += fs::file_size(f, ec);
   }
   SafetensorsLookup lookup(src.ckpt);
-  src.probe.n_params = withContext(configPath.string(), [&] {
-    return checkWeights(src.probe.config, lookup, weights.string());
-  });
+  src.probe.n_params = withContext(configPath.string(),
+                                   [&] { return checkWeights(src.probe.config, lookup, weights.string()); });
   return src;
 }
 

@@ -28,8 +28,8 @@ struct LoadOptions {
   // "float32", "bfloat16", "float16" (also f32/fp32/bf16/fp16/f16).
   std::string dtype = "auto";
   std::string device = "cpu";  // "cpu", "cuda", "cuda:N", or a list "cuda:0,cuda:1" to split the layers over
-  int gpu_layers = -1;         // >= 0: the last N layers and the head on `device` (a GPU), the rest on the CPU
-  bool check_memory = true;    // refuse a model the memory plan says does not fit
+  int gpu_layers = -1;       // >= 0: the last N layers and the head on `device` (a GPU), the rest on the CPU
+  bool check_memory = true;  // refuse a model the memory plan says does not fit
 };
 
 struct LoadedModel {
