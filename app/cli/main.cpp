@@ -4,11 +4,13 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "model/thread_policy.h"
 #include "util/allocator.h"
 #include "util/error_text.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
+  hs::applyThreadPolicy();  // model/thread_policy.h
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
