@@ -19,15 +19,29 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   cmd.add_option("--tokenizer", args.tokenizer,
                  "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf")
       ->default_str("the model's own");
-  cmd.add_option("--dtype", args.dtype, "compute dtype")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  cmd.add_option("--dtype", args.dtype,
+                 "compute dtype; auto: f32 when that copy fits comfortably in memory, else the checkpoint's")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+  cmd.add_option("--device", args.device, "cpu, cuda, cuda:N, or cuda:0,cuda:1 to split the layers")
+      ->capture_default_str();
+  cmd.add_option("--gpu-layers", args.gpu_layers,
+                 "the last N layers and the head on --device, the rest on CPU")
+      ->default_str("all layers on --device")
+      ->check(CLI::NonNegativeNumber);
 }
 
 LoadedModel loadForCli(const ModelArgs& args) {
   LoadOptions opts;
   opts.tokenizer = args.tokenizer;
-  opts.dtype = args.dtype == "bf16" ? "bfloat16" : args.dtype == "f16" ? "float16" : "float32";
+  opts.dtype = args.dtype;
+  opts.device = args.device;
+  opts.gpu_layers = args.gpu_layers;
   progress("loading " + args.model);
-  return loadModel(args.model, opts);
+  LoadedModel m = loadModel(args.model, opts);
+  for (const auto& n : m.notes)
+    if (n.rfind("dtype auto:", 0) == 0 || n.rfind("devices:", 0) == 0) progress(n);
+  return m;
 }
 
 const Tokenizer& requireTokenizer(const LoadedModel& m) {
@@ -121,7 +135,7 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
   s.model = modelIdentity(m.files);
   s.model["path"] = modelLabel(m, margs);
   s.model["format"] = m.format;
-  s.model["dtype"] = margs.dtype;
+  s.model["dtype"] = dtypeName(m.model->dtype());  // what it ran at ("auto" resolved)
   s.tokenizer = {{"path", margs.tokenizer}};
   if (task) s.task = taskSpecToJson(*task);
   s.runs.push_back(output.run);

@@ -21,9 +21,11 @@ namespace hs::cli {
 
 // Options every model-using command shares.
 struct ModelArgs {
-  std::string model;      // HF folder, .bin, .gguf or "toy"
-  std::string tokenizer;  // optional override
-  std::string dtype = "f32";
+  std::string model;           // HF folder, .bin, .gguf or "toy"
+  std::string tokenizer;       // optional override
+  std::string dtype = "auto";  // auto: f32 when it fits comfortably, else the checkpoint's 16-bit dtype
+  std::string device = "cpu";  // cpu, cuda, cuda:N, or cuda:0,cuda:1 (layers split in order)
+  int gpu_layers = -1;         // >= 0: the last N layers and the head on --device, the rest on the CPU
 };
 void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired = true);
 

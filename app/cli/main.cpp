@@ -4,10 +4,13 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "model/thread_policy.h"
 #include "util/allocator.h"
+#include "util/error_text.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
+  hs::applyThreadPolicy();  // model/thread_policy.h
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
@@ -21,8 +24,8 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
     std::cerr << "error: " << e.what_without_backtrace() << std::endl;
     return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
+  } catch (const std::exception& e) {  // also wrapped torch errors and allocation failures: one line
+    std::cerr << "error: " << hs::errorText(e) << std::endl;
     return 1;
   }
   return 0;

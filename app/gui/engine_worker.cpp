@@ -9,9 +9,11 @@
 
 #include "analysis/icl_task.h"
 #include "analysis/registry.h"
+#include "model/device_map.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
 #include "util/error.h"
+#include "util/error_text.h"
 
 namespace hs::gui {
 
@@ -37,8 +39,8 @@ void EngineWorker::job(const QString& name, F&& body) {
     Q_EMIT cancelled(name);
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
     Q_EMIT failed(name, QString::fromStdString(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    Q_EMIT failed(name, QString::fromStdString(e.what()));
+  } catch (const std::exception& e) {  // wrapped torch errors and allocation failures: one line
+    Q_EMIT failed(name, QString::fromStdString(errorText(e)));
   }
   Q_EMIT busy(false);
 }
@@ -102,11 +104,15 @@ nlohmann::json optionsFrom(const QString& json) {
 
 }  // namespace
 
-void EngineWorker::loadModel(const QString& path, const QString& tokenizer) {
+void EngineWorker::loadModel(const QString& path, const QString& tokenizer, const QString& dtype,
+                             const QString& device, int gpuLayers) {
   job("load model", [&] {
     Q_EMIT progress(0.0, "loading " + path);
     LoadOptions opts;
     opts.tokenizer = tokenizer.toStdString();
+    opts.dtype = dtype.toStdString();
+    opts.device = device.toStdString();
+    opts.gpu_layers = gpuLayers;
     auto m = std::make_unique<LoadedModel>(hs::loadModel(path.toStdString(), opts));
     ModelInfo info;
     const ModelConfig& c = m->config;
@@ -128,6 +134,7 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer) {
                  : dt == at::kBFloat16 ? "bfloat16"
                  : dt == at::kHalf     ? "float16"
                                        : "other";
+    info.device = QString::fromStdString(deviceMapOf(m->model->weights()).describe());
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
     state_->label = path == "toy" ? "toy" : m->path;

@@ -25,7 +25,9 @@ class EngineWorker : public QObject {
   void requestCancel() { cancel_ = true; }
 
  public Q_SLOTS:
-  void loadModel(const QString& path, const QString& tokenizer);
+  // dtype: auto, f32, bf16, f16; device: cpu, cuda, cuda:N or a list; gpuLayers: see LoadOptions.
+  void loadModel(const QString& path, const QString& tokenizer, const QString& dtype = "auto",
+                 const QString& device = "cpu", int gpuLayers = -1);
   void runPrompt(const QString& text, int topK);
   void attentionPattern(const QString& text, int layer, int head);
   // Runs the method `method` of the registry (core/analysis/registry.h) on the task (TaskSpec JSON) with

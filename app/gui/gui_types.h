@@ -23,6 +23,7 @@ struct ModelInfo {
   int layers = 0, heads = 0, kvHeads = 0, dModel = 0, dHead = 0, dMlp = 0, vocab = 0, context = 0;
   long long params = 0;
   QString dtype;
+  QString device;  // "cpu", "cuda:0", or the device map ("cpu (embedding, layers 0-11) + cuda:0 (...)")
   QStringList notes;
 };
 

@@ -33,6 +33,7 @@
 #include "heads_tab.h"
 #include "interventions_dock.h"
 #include "method_dialog.h"
+#include "model_dialog.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
@@ -294,6 +295,12 @@ void MainWindow::buildMenus() {
       saveSessionTo(sessionPath_);
   });
   file->addSeparator();
+  auto* openDialog = file->addAction("Open mo&del…");  // path or hub id, dtype, device (model_dialog.h)
+  openDialog->setShortcut(QKeySequence("Ctrl+Shift+M"));
+  connect(openDialog, &QAction::triggered, this, [this] {
+    ModelDialog d(this);
+    if (d.exec() == QDialog::Accepted) openModel(d.path(), d.tokenizer());
+  });
   auto* openFolder = file->addAction("Open model &folder…");
   openFolder->setShortcut(QKeySequence("Ctrl+Shift+O"));
   connect(openFolder, &QAction::triggered, this, [this] {
@@ -372,7 +379,10 @@ void MainWindow::openModel(const QString& path, const QString& tokenizer, bool a
   log("opening " + path + (tokenizer.isEmpty() ? QString() : " with tokenizer " + tokenizer));
   analyzeOnLoad_ = analyze;
   tokenizerPath_ = tokenizer;
-  post(worker_, [w = worker_, path, tokenizer] { w->loadModel(path, tokenizer); });
+  const ModelOpenSettings how = ModelOpenSettings::remembered();  // the Open model dialog's choices
+  post(worker_, [w = worker_, path, tokenizer, how] {
+    w->loadModel(path, tokenizer, how.dtype, how.device, how.gpuLayers);
+  });
 }
 
 void MainWindow::openDefault() {
@@ -507,7 +517,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   QString text = QString(
                      "<b>%1</b><br>%2 · %3<br><br>"
                      "layers %4 · heads %5 (kv %6)<br>d_model %7 · d_head %8 · d_mlp %9<br>"
-                     "vocab %10 · context %11<br>parameters %12<br>dtype %13 · tokenizer %14")
+                     "vocab %10 · context %11<br>parameters %12<br>dtype %13 · tokenizer %14<br>device %15")
                      .arg(QFileInfo(i.path).fileName().toHtmlEscaped(), i.architecture, i.format)
                      .arg(i.layers)
                      .arg(i.heads)
@@ -518,7 +528,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
                      .arg(i.vocab)
                      .arg(i.context)
                      .arg(QLocale().toString(i.params))
-                     .arg(i.dtype, i.tokenizer);
+                     .arg(i.dtype, i.tokenizer, i.device.toHtmlEscaped());
   for (const QString& n : i.notes)
     text += "<br><i>" + n.toHtmlEscaped() + "</i>";
   modelLabel_->setText(text);

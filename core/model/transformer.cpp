@@ -70,8 +70,8 @@ at::Tensor perHeadResult(const at::Tensor& z, const at::Tensor& wo) {
 class SiteHooks {
  public:
   SiteHooks(const std::set<Site>& capture, const std::vector<ResolvedIntervention>& resolved,
-            ActivationCache& cache, std::vector<int64_t>& hits)
-      : capture_(capture), cache_(cache), hits_(hits) {
+            ActivationCache& cache, std::vector<int64_t>& hits, at::Device home)
+      : capture_(capture), cache_(cache), hits_(hits), home_(home) {
     for (const ResolvedIntervention& r : resolved)
       bySite_[r.iv->site].push_back(&r);
   }
@@ -80,6 +80,11 @@ class SiteHooks {
 
   at::Tensor operator()(const Site& s, at::Tensor x) {
     if (bySite_.empty() && capture_.empty()) return x;
+    if (x.device() != home_ && active(s)) {  // a layer on another device (device map): work on home
+      const at::Device here = x.device();
+      const at::Tensor y = (*this)(s, x.to(home_));
+      return intervened(s) ? y.to(here) : x;
+    }
     const auto it = bySite_.find(s);
     if (it != bySite_.end()) {
       bool owned = false;
@@ -97,6 +102,7 @@ class SiteHooks {
   std::map<Site, std::vector<const ResolvedIntervention*>> bySite_;
   ActivationCache& cache_;
   std::vector<int64_t>& hits_;
+  at::Device home_;
 };
 
 void expectShape(const at::Tensor& t, std::vector<int64_t> shape, const std::string& name) {
@@ -179,7 +185,7 @@ at::ScalarType Transformer::dtype() const {
   return weights_.tok_emb.scalar_type();
 }
 at::Device Transformer::device() const {
-  return weights_.tok_emb.device();
+  return weights_.unembed.device();
 }
 
 void Transformer::to(at::ScalarType dtype, at::Device device) {
@@ -208,7 +214,10 @@ at::Tensor Transformer::logitLens(const at::Tensor& resid) const {
 RunResult Transformer::run(const RunRequest& req) const {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
-  const at::Device dev = device();
+  // Inputs, masks and positions start on the embedding's device; with a device map (device_map.h) each
+  // layer gets them, and the residual stream, on its own device. Results live on the head's (home).
+  const at::Device dev = w.tok_emb.device();
+  const at::Device home = device();
   const at::ScalarType dt = dtype();
 
   // Inputs: tokens (or the residual entering start_layer), padding mask, cache extent. Everything is
@@ -276,11 +285,11 @@ RunResult Transformer::run(const RunRequest& req) const {
       fail("run: cannot capture ", s.name(), ": the run starts at layer ", L0);
   std::vector<ResolvedIntervention> resolved;
   for (size_t i = 0; i < req.interventions.size(); ++i)
-    resolved.push_back(resolveIntervention(req.interventions[i], i, c, RunExtent{B, T0, P}, dev));
+    resolved.push_back(resolveIntervention(req.interventions[i], i, c, RunExtent{B, T0, P}, home));
 
   RunResult out;
   out.hits.assign(req.interventions.size(), 0);
-  SiteHooks hook(req.capture, resolved, out.cache, out.hits);
+  SiteHooks hook(req.capture, resolved, out.cache, out.hits, home);
 
   // Positions count real tokens only (HF: cumsum(mask) − 1), so a left-padded row sees the same
   // positions as its unpadded prompt; with a cache they continue from each row's real-token count.
@@ -302,7 +311,7 @@ RunResult Transformer::run(const RunRequest& req) const {
     blocked = allowed.logical_not();
   }
   // Padded queries attend to nothing (their pattern row is 0, not NaN).
-  const at::Tensor queryReal = padQueries ? real.to(at::kFloat).view({B, 1, P, 1}) : at::Tensor();
+  at::Tensor queryReal = padQueries ? real.to(at::kFloat).view({B, 1, P, 1}) : at::Tensor();
 
   const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
   const double scale = 1.0 / std::sqrt(double(dh));
@@ -317,12 +326,19 @@ RunResult Transformer::run(const RunRequest& req) const {
     if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
   }
   RopeAngles angles;  // [batch, pos, 1, rot/2]
-  if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_, positionIds);
+  if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_.to(dev), positionIds);
 
   const bool extendKv = kv && !req.kv_read_only;
   std::vector<at::Tensor> newK, newV;  // committed to the cache only when the whole run succeeded
   for (int l = L0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
+    if (x.device() != lw.wq.device()) {  // device map: this layer lives on another device
+      const at::Device ld = lw.wq.device();
+      x = x.to(ld);
+      if (blocked.defined()) blocked = blocked.to(ld);
+      if (queryReal.defined()) queryReal = queryReal.to(ld);
+      if (angles.cos.defined()) angles = RopeAngles{angles.cos.to(ld), angles.sin.to(ld)};
+    }
     x = hook(residPre(l), x);  // [batch, pos, d_model]
 
     // ---- attention: projections, q/k norm, RoPE ----
@@ -420,6 +436,7 @@ RunResult Transformer::run(const RunRequest& req) const {
   }
 
   // ---- final norm and unembedding ----
+  if (x.device() != home) x = x.to(home);  // device map: the head lives elsewhere
   at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, pos, d_model]
   if (req.last_logits_only) normed = normed.narrow(1, P - 1, 1);                 // [batch, 1, d_model]
   out.logits = at::linear(normed, w.unembed, w.unembed_b).to(at::kFloat);        // [batch, pos, vocab]

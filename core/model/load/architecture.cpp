@@ -24,6 +24,12 @@ at::Tensor SafetensorsLookup::tensor(const std::string& name) const {
 std::string SafetensorsLookup::fileOf(const std::string& name) const {
   return ckpt_->has(name) ? ckpt_->fileOf(name) : ckpt_->path();
 }
+std::vector<int64_t> SafetensorsLookup::shape(const std::string& name) const {
+  return ckpt_->entry(name).shape;
+}
+void SafetensorsLookup::release(const std::string& name) const {
+  ckpt_->release(name);
+}
 
 MapLookup::MapLookup(std::map<std::string, at::Tensor> tensors, std::string path)
     : tensors_(std::move(tensors)), path_(std::move(path)) {}
@@ -284,8 +290,7 @@ std::vector<std::string> expectedKeys(const ModelConfig& config, const TensorLoo
   return keys;
 }
 
-ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
-                        at::ScalarType dtype) {
+long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, const std::string& origin) {
   const std::vector<std::string> names = lookup.names();
   const std::set<std::string> present(names.begin(), names.end());
   const Table table = tableFor(config, names);
@@ -319,23 +324,55 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
          family, " layout for this config (", config.n_layers, " layers",
          config.tied_embeddings ? ", tied embeddings" : "", config.qkv_bias ? ", q/k/v biases" : "", ")");
   }
+  long long params = 0;
+  for (const auto& spec : table.specs) {
+    if (!present.count(spec.key)) continue;  // an optional tensor that is absent
+    const std::vector<int64_t> stored = lookup.shape(spec.key);
+    if (stored != spec.shape)
+      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has shape ", shapeString(stored), ", expected ",
+           shapeString(spec.shape), " ", spec.meaning);
+    if (!spec.slots.empty()) {
+      long long n = 1;
+      for (int64_t s : stored)
+        n *= s;
+      params += n;
+    }
+  }
+  return params;
+}
+
+ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
+                        at::ScalarType dtype, const DeviceMap* devices) {
+  checkWeights(config, lookup, origin);
+  const std::vector<std::string> names = lookup.names();
+  const std::set<std::string> present(names.begin(), names.end());
+  const Table table = tableFor(config, names);
+  auto deviceOf = [&](const Slot& s) -> at::Device {
+    if (!devices) return at::kCPU;
+    if (s.layer >= 0) return devices->layers.at(static_cast<size_t>(s.layer));
+    const bool embedding = s.modelMember == &ModelWeights::tok_emb || s.modelMember == &ModelWeights::pos_emb;
+    return embedding ? devices->embed : devices->head;
+  };
 
   ModelWeights w;
   w.layers.resize(config.n_layers);
   for (const auto& spec : table.specs) {
     if (!present.count(spec.key)) continue;  // an optional tensor that is absent
     const at::Tensor stored = lookup.tensor(spec.key);
-    if (stored.sizes() != at::IntArrayRef(spec.shape))
-      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has shape ", shapeString(stored.sizes()),
-           ", expected ", shapeString(spec.shape), " ", spec.meaning);
     if (!at::isFloatingType(stored.scalar_type()))
       fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has dtype ", c10::toString(stored.scalar_type()),
            ", expected a floating-point type");
     const std::vector<at::Tensor> parts = transform(spec, stored, config);
-    for (size_t i = 0; i < spec.slots.size(); ++i)
-      store(w, spec.slots[i], parts.at(i).to(at::kCPU, dtype).contiguous());
+    bool aliased = false;  // some part still reads the stored bytes
+    for (size_t i = 0; i < spec.slots.size(); ++i) {
+      at::Tensor t = parts.at(i).to(deviceOf(spec.slots[i]), dtype).contiguous();
+      aliased = aliased || t.storage().is_alias_of(stored.storage());
+      store(w, spec.slots[i], std::move(t));
+    }
+    if (!aliased) lookup.release(spec.key);
   }
-  if (config.tied_embeddings) w.unembed = w.tok_emb;  // [vocab, d_model], same storage
+  if (config.tied_embeddings)  // [vocab, d_model], the same storage when on the same device
+    w.unembed = devices && devices->head != devices->embed ? w.tok_emb.to(devices->head) : w.tok_emb;
   return w;
 }
 
