@@ -95,10 +95,16 @@ class Transformer {
  private:
   // LayerNorm or RMSNorm as the config says (float32 inside, the input dtype outside).
   at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
+  // The family's RMSNorm (also for q/k norms and post-norms).
+  at::Tensor rms(const at::Tensor& x, const at::Tensor& w) const;
+  // Unembedding of final-normed activations [..., d_model] → float32 logits [..., vocab], soft-capped.
+  at::Tensor unembed(const at::Tensor& normed) const;
 
   ModelConfig config_;
   ModelWeights weights_;
   at::Tensor rope_inv_freq_;  // [rotary_dim / 2] float32, rope_scaling applied (undefined without RoPE)
+  at::Tensor
+      rope_local_inv_freq_;  // [rotary_dim / 2] float32 for sliding layers with their own base (Gemma-3)
 };
 
 }  // namespace hs
