@@ -1,10 +1,13 @@
 #include "cli_common.h"
 
+#include <ATen/Context.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "model/compute_dtype.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"
 #include "session/session.h"
@@ -17,7 +20,15 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   if (modelRequired) opt->required();
   cmd.add_option("--tokenizer", args.tokenizer,
                  "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf");
-  cmd.add_option("--dtype", args.dtype, "compute dtype")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  // f16 is offered only where it runs: with CUDA, or a libtorch with float16 CPU kernels (1.13 has none).
+  const bool f16 = at::hasCUDA() || computeDtypeProblem(at::kHalf, at::kCPU).empty();
+  std::vector<std::string> dtypes = {"f32", "bf16"};
+  if (f16) dtypes.push_back("f16");
+  cmd.add_option(
+         "--dtype", args.dtype,
+         std::string("compute dtype: f32, or bf16 (half the memory; norms, softmax, attention scores, ") +
+             "pattern·V, the residual stream and logits in float32)" + (f16 ? ", or f16" : ""))
+      ->check(CLI::IsMember(dtypes));
 }
 
 LoadedModel loadForCli(const ModelArgs& args) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "model/compute_dtype.h"
 #include "model/intervention_apply.h"
 #include "model/rope.h"
 #include "util/error.h"
@@ -29,38 +30,56 @@ std::string shapeOf(const at::Tensor& t) {
 
 // ---- building blocks -----------------------------------------------------------------------
 
-// RMSNorm as HF computes it: in float32, x · rsqrt(mean(x²) + eps), then the weight. Llama/Qwen cast back
-// to the input dtype before the weight; OLMo-2 and Gemma multiply the weight in float32, Gemma by (1 + w).
-at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w, double eps, bool weightInFloat, bool plusOne) {
+// RMSNorm as HF computes it: in float32, x · rsqrt(mean(x²) + eps), then the weight, the result in `out`
+// (the compute dtype). Llama/Qwen cast to `out` before the weight; OLMo-2 and Gemma multiply the weight in
+// float32, Gemma by (1 + w).
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w, double eps, bool weightInFloat, bool plusOne,
+                   at::ScalarType out) {
   const at::Tensor xf = x.to(at::kFloat);                                    // [..., d]
   const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);  // [..., d]
-  if (plusOne) return ((w.to(at::kFloat) + 1.0) * normed).to(x.scalar_type());
-  if (weightInFloat) return (w.to(at::kFloat) * normed).to(x.scalar_type());
-  return w * normed.to(x.scalar_type());
+  if (plusOne) return ((w.to(at::kFloat) + 1.0) * normed).to(out);
+  if (weightInFloat) return (w.to(at::kFloat) * normed).to(out);
+  return w * normed.to(out);
 }
 
-// LayerNorm (GPT-2, GPT-NeoX) in float32: ((x − mean) / sqrt(var + eps)) · w + b.
-at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
-  if (x.scalar_type() == at::kFloat) return at::layer_norm(x, {x.size(-1)}, w, b, eps);
+// LayerNorm (GPT-2, GPT-NeoX) in float32: ((x − mean) / sqrt(var + eps)) · w + b, the result in `out`.
+at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps,
+                     at::ScalarType out) {
+  if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat)
+    return at::layer_norm(x, {x.size(-1)}, w, b, eps).to(out);
   const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
-  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(x.scalar_type());
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(out);
 }
 
-// x · wᵀ + b with float32 inputs, accumulation and output whatever the weight's dtype. A bf16/f16 weight is
-// converted in blocks of rows (about 64 MB of float32 at a time), never as one whole float32 copy.
+// x · wᵀ + b with a float32 result for a bf16/f16 weight, without a float32 copy of the weight. The GEMM
+// accumulates in float32 but rounds its output to the compute dtype, so a second GEMM of the same inputs
+// computes that rounding, with the rounded result subtracted inside its float32 accumulator:
+// hi = round(x·wᵀ), lo = round(x·wᵀ − hi), result hi + lo. lo is at most 2⁻⁹·|x·wᵀ| (bf16), so its own
+// rounding leaves about 2⁻¹⁸ relative: float32 level. Two bf16 GEMMs cost less than one float32 GEMM
+// (2.5× a bf16 one on AVX-512-BF16 CPUs) and need no float32 copy of the weight. A backend that rounds
+// before adding (checked once) gets the weight converted to float32 in blocks of rows instead.
 at::Tensor linearFloat32(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const at::Tensor xf = x.to(at::kFloat);  // [..., in]
   const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
-  if (w.scalar_type() == at::kFloat) return at::linear(xf, w, bf);  // [..., out]
-  const int64_t out = w.size(0), in = w.size(1);
-  const int64_t rows = std::max<int64_t>(1, (int64_t(64) << 20) / (4 * std::max<int64_t>(in, 1)));
-  std::vector<at::Tensor> parts;
-  for (int64_t r = 0; r < out; r += rows) {
-    const int64_t n = std::min(rows, out - r);
-    const at::Tensor block = w.narrow(0, r, n).to(at::kFloat);                                 // [n, in]
-    parts.push_back(at::linear(xf, block, bf.defined() ? bf.narrow(0, r, n) : at::Tensor()));  // [..., n]
+  if (w.scalar_type() == at::kFloat) return at::linear(x.to(at::kFloat), w, bf);  // [..., out]
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  const at::Tensor x2 = x.reshape({-1, x.size(-1)});  // [rows, in]
+  at::Tensor y;                                       // [rows, out] float32
+  if (compensatedGemmWorks(w.scalar_type(), w.device())) {
+    const at::Tensor xw = x2.to(w.scalar_type());
+    const at::Tensor hi = at::mm(xw, w.t());          // [rows, out] rounded to the compute dtype
+    const at::Tensor lo = at::addmm(-hi, xw, w.t());  // [rows, out] what the rounding took
+    y = hi.to(at::kFloat) + lo.to(at::kFloat);
+  } else {
+    const int64_t out = w.size(0), rows = std::max<int64_t>(1, (int64_t(64) << 20) / (4 * x.size(-1)));
+    const at::Tensor xf = x2.to(at::kFloat);
+    std::vector<at::Tensor> parts;
+    for (int64_t r = 0; r < out; r += rows)
+      parts.push_back(at::mm(xf, w.narrow(0, r, std::min(rows, out - r)).to(at::kFloat).t()));  // [rows, n]
+    y = at::cat(parts, 1);
   }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, -1);  // [..., out]
+  if (bf.defined()) y = y + bf;
+  return y.view(shape);  // [..., out]
 }
 
 // Gemma-2 soft-capping: cap · tanh(x / cap), a smooth clamp to (−cap, cap). cap = 0: unchanged.
@@ -234,13 +253,13 @@ void Transformer::to(at::ScalarType dtype, at::Device device) {
 }
 
 at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
-  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps);
+  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps, dtype());
   return rms(x, w);
 }
 
 at::Tensor Transformer::rms(const at::Tensor& x, const at::Tensor& w) const {
   const ModelConfig& c = config_;
-  return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset);
+  return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset, dtype());
 }
 
 at::Tensor Transformer::unembed(const at::Tensor& normed) const {
@@ -250,7 +269,7 @@ at::Tensor Transformer::unembed(const at::Tensor& normed) const {
 }
 
 at::Tensor Transformer::logitLens(const at::Tensor& resid) const {
-  const at::Tensor x = resid.to(device(), dtype());                                 // [..., d_model]
+  const at::Tensor x = resid.to(device(), at::kFloat);                              // [..., d_model]
   const at::Tensor normed = norm(x, weights_.final_norm_w, weights_.final_norm_b);  // [..., d_model]
   return unembed(normed);                                                           // [..., vocab]
 }
@@ -371,16 +390,20 @@ RunResult Transformer::run(const RunRequest& req) const {
   const float lowest = std::numeric_limits<float>::lowest();
 
   // ---- embeddings (or the given residual entering start_layer) ----
-  at::Tensor x;  // [batch, pos, d_model]
+  // The residual stream is float32 whatever the compute dtype: it accumulates every layer's output, and
+  // rounding that sum to 8 significant bits after each layer is bf16's largest error. Each block reads it
+  // through its norm, which returns the compute dtype.
+  at::Tensor x;  // [batch, pos, d_model] float32
   if (fromResid) {
-    x = req.resid_in.to(dev, dt);
+    x = req.resid_in.to(dev, at::kFloat);
   } else {
-    x = at::embedding(w.tok_emb, tokens);                                  // [batch, pos, d_model]
-    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
-    // Gemma: × sqrt(d_model), the factor first rounded to the compute dtype as HF does (59.87 → 59.75 in
-    // bf16).
+    at::Tensor e = at::embedding(w.tok_emb, tokens);  // [batch, pos, d_model]
+    // Gemma: × sqrt(d_model) in the compute dtype, the factor rounded to it first, as HF does (√3584 =
+    // 59.87 is 59.75 in bf16).
     if (c.scale_embeddings)
-      x = x * at::scalar_tensor(std::sqrt(double(c.d_model)), at::TensorOptions().dtype(dt).device(dev));
+      e = e * at::scalar_tensor(std::sqrt(double(c.d_model)), at::TensorOptions().dtype(dt).device(dev));
+    x = e.to(at::kFloat);  // the residual stream
+    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds).to(at::kFloat);  // GPT-2 wpe
   }
   RopeAngles angles, anglesLocal;  // [batch, pos, 1, rot/2]; local: sliding layers with their own base
   if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_, positionIds);
@@ -395,10 +418,10 @@ RunResult Transformer::run(const RunRequest& req) const {
     // ---- attention: projections, q/k norm, RoPE ----
     const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
     const at::Tensor attnIn =
-        preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x;  // [batch, pos, d_model]
-    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);             // [batch, pos, head·d_head]
-    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);             // [batch, pos, kv_head·d_head]
-    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);             // [batch, pos, kv_head·d_head]
+        preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(dt);  // [batch, pos, d_model]
+    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);                    // [batch, pos, head·d_head]
+    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                    // [batch, pos, kv_head·d_head]
+    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                    // [batch, pos, kv_head·d_head]
     if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
       q = rms(q, lw.q_norm_w);
       k = rms(k, lw.k_norm_w);
@@ -485,8 +508,8 @@ RunResult Transformer::run(const RunRequest& req) const {
     // ---- MLP ----
     const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, pos, d_model]
     const at::Tensor mlpIn =
-        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid;  // [batch, pos, d_model]
-    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);       // [batch, pos, d_mlp]
+        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, pos, d_model]
+    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);              // [batch, pos, d_mlp]
     hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
                                       : activate(hidden, c.activation);          // [batch, pos, d_mlp]
     at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, pos, d_model]

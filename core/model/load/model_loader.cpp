@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/compute_dtype.h"
 #include "model/io/gguf.h"
 #include "model/io/llama2c.h"
 #include "model/io/safetensors.h"
@@ -238,6 +239,9 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
            " holds config.json (train it with `headscope-cli train-toy`)");
   }
   out.path = path;
+  // A compute dtype the CPU kernels lack (float16 on libtorch 1.13) is refused before any weight is read.
+  if (options.dtype != "auto" && options.device == "cpu")
+    requireComputeDtype(parseDtype(options.dtype), at::kCPU);
 
   std::error_code ec;
   const fs::path p(path);
@@ -312,6 +316,7 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
   if (device.is_cuda() && !at::hasCUDA())
     fail("device \"", options.device, "\" requested but this build of libtorch has no CUDA");
   if (!device.is_cpu()) out.model->to(out.model->dtype(), device);
+  requireComputeDtype(out.model->dtype(), out.model->device());  // e.g. "auto" on a float16 checkpoint
   return out;
 }
 
