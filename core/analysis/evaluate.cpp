@@ -144,7 +144,8 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
     e.interventions = replaceHeads(o.patch_clean, cleanMean, {-1});
     for (const Intervention& iv : addHeads(o.steer, cleanMean, {-1}, o.steer_scale))
       e.interventions.push_back(iv);
-    zsInt = evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
+    zsInt =
+        evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
   }
 
   // The random-heads control: the same number of heads and kinds, drawn from the heads not chosen.
@@ -159,12 +160,13 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   for (int d = 0; d < draws; ++d) {
     const std::vector<HeadRef> heads =
         randomHeads(c.n_layers, c.n_heads, nAblated, chosen, static_cast<uint64_t>(o.random_seed) * 7919 + d);
-    const std::vector<HeadRef> zero(heads.begin(), heads.begin() + std::min<size_t>(o.zero_ablate.size(), heads.size()));
+    const std::vector<HeadRef> zero(heads.begin(),
+                                    heads.begin() + std::min<size_t>(o.zero_ablate.size(), heads.size()));
     const std::vector<HeadRef> mean(heads.begin() + static_cast<long>(zero.size()), heads.end());
     IclEvalOptions e = base;
     e.interventions = ablations(zero, mean, cleanMean);
-    const IclEval r = evaluateIcl(model, task.icl, e,
-                                  subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
+    const IclEval r = evaluateIcl(
+        model, task.icl, e, subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
     std::string names;
     for (const HeadRef& h : heads)
       names += (names.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
@@ -188,8 +190,8 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   for (const auto& [cond, prompts, e, heads] : rows) {
     out.run.summary[cond] = evalJson(*e);
     const nlohmann::json& s = out.run.summary[cond];
-    t.rows.push_back({cond, prompts, e->n, heads, s["accuracy"], s["accuracy_lo"], s["accuracy_hi"],
-                      s["tr_ratio"]});
+    t.rows.push_back(
+        {cond, prompts, e->n, heads, s["accuracy"], s["accuracy_lo"], s["accuracy_hi"], s["tr_ratio"]});
   }
   out.run.summary["n_ablated"] = nAblated;
   out.run.summary["n_patched"] = nPatched;
@@ -208,7 +210,7 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   Table per;
   per.id = "evaluate.prompts";
   per.name = "Every prompt: answer, prediction and answer probability before / after the interventions";
-  per.columns = {"set", "index", "query", "answer", "prediction", "p_answer", "prediction_after",
+  per.columns = {"set",           "index", "query", "answer", "prediction", "p_answer", "prediction_after",
                  "p_answer_after"};
   auto pieceOf = [tok](int id) { return tok ? tok->piece(id) : std::to_string(id); };
   auto addRows = [&](const char* set, const std::vector<Prompt>& prompts, const IclEval& before,

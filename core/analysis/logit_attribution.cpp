@@ -47,9 +47,9 @@ LogitAttribution directLogitAttribution(const Transformer& model, const std::vec
   const at::Tensor resid = last(residPost(c.n_layers - 1));  // [d_model]
   const at::Tensor centred = layerNorm ? resid - resid.mean() : resid;
   const double s = std::sqrt(centred.pow(2).mean().item<double>() + c.norm_eps);
-  const at::Tensor u = w.unembed[answer].to(at::kCPU, at::kDouble);                      // [d_model]
-  const at::Tensor readout = w.final_norm_w.to(at::kCPU, at::kDouble) * u / s;            // [d_model]
-  auto contribution = [&](const at::Tensor& x) {                                          // x [d_model]
+  const at::Tensor u = w.unembed[answer].to(at::kCPU, at::kDouble);             // [d_model]
+  const at::Tensor readout = w.final_norm_w.to(at::kCPU, at::kDouble) * u / s;  // [d_model]
+  auto contribution = [&](const at::Tensor& x) {                                // x [d_model]
     const at::Tensor xc = layerNorm ? x - x.mean() : x;
     return at::dot(xc, readout).item<double>();
   };
@@ -65,9 +65,9 @@ LogitAttribution directLogitAttribution(const Transformer& model, const std::vec
   a.head.reserve(static_cast<size_t>(c.n_layers * c.n_heads));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    const at::Tensor z = last(attnZ(l));                                     // [head, d_head]
+    const at::Tensor z = last(attnZ(l));  // [head, d_head]
     const at::Tensor wo = lw.wo.to(at::kCPU, at::kDouble).reshape({c.d_model, c.n_heads, c.d_head});
-    const at::Tensor writes = at::einsum("mhd,hd->hm", {wo, z});              // [head, d_model]
+    const at::Tensor writes = at::einsum("mhd,hd->hm", {wo, z});  // [head, d_model]
     for (int h = 0; h < c.n_heads; ++h)
       a.head.push_back(contribution(writes[h]));
     a.attn_bias.push_back(lw.bo.defined() ? contribution(lw.bo.to(at::kCPU, at::kDouble)) : 0.0);

@@ -20,14 +20,14 @@
 namespace hs {
 
 struct LogitAttribution {
-  int64_t answer = -1;             // the token whose logit is attributed
+  int64_t answer = -1;  // the token whose logit is attributed
   int layers = 0, heads = 0;
-  double logit = 0;                // the model's logit of `answer` at the last position
-  std::vector<double> head;        // [layers * heads] layer-major: each head's W_O · z contribution
-  std::vector<double> mlp;         // [layers] each MLP's contribution
-  std::vector<double> attn_bias;   // [layers] the attention-output bias (zeros when the model has none)
-  double embed = 0;                // token (+ position) embeddings
-  double bias = 0;                 // the final norm's bias and the unembedding bias
+  double logit = 0;               // the model's logit of `answer` at the last position
+  std::vector<double> head;       // [layers * heads] layer-major: each head's W_O · z contribution
+  std::vector<double> mlp;        // [layers] each MLP's contribution
+  std::vector<double> attn_bias;  // [layers] the attention-output bias (zeros when the model has none)
+  double embed = 0;               // token (+ position) embeddings
+  double bias = 0;                // the final norm's bias and the unembedding bias
   double headAt(int l, int h) const { return head[static_cast<size_t>(l * heads + h)]; }
   // Σ of every contribution: equals `logit` up to float rounding.
   double total() const;

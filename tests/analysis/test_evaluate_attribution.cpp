@@ -48,11 +48,10 @@ class TestEvaluateAttribution : public QObject {
       for (int64_t answer : {int64_t(3), int64_t(44)}) {
         const hs::LogitAttribution a = hs::directLogitAttribution(m, kIds, answer);
         QCOMPARE(a.head.size(), size_t(m.config().n_layers * m.config().n_heads));
-        QVERIFY2(std::abs(a.total() - a.logit) < 1e-4,
-                 qPrintable(QString("%1: parts %2 vs logit %3")
-                                .arg(hs::toString(m.config().arch))
-                                .arg(a.total())
-                                .arg(a.logit)));
+        QVERIFY2(std::abs(a.total() - a.logit) < 1e-4, qPrintable(QString("%1: parts %2 vs logit %3")
+                                                                      .arg(hs::toString(m.config().arch))
+                                                                      .arg(a.total())
+                                                                      .arg(a.logit)));
         // The logit is the model's own.
         hs::RunRequest r;
         r.tokens = at::tensor(kIds, at::kLong).view({1, -1});
@@ -150,7 +149,8 @@ class TestEvaluateAttribution : public QObject {
       draws.insert(heads);
       QCOMPARE(std::count(heads.begin(), heads.end(), ','), 2L);
       for (const char* chosen : {"3.6", "3.5", "3.0"})
-        QVERIFY2(("," + heads + ",").find(std::string(",") + chosen + ",") == std::string::npos, heads.c_str());
+        QVERIFY2(("," + heads + ",").find(std::string(",") + chosen + ",") == std::string::npos,
+                 heads.c_str());
       mean += row[2].get<double>() / 3;
     }
     QVERIFY(draws.size() > 1);  // different draws
@@ -162,7 +162,8 @@ class TestEvaluateAttribution : public QObject {
     int rightBefore = 0, rightAfter = 0;
     for (const auto& row : prompts->rows)
       if (row[0] == "icl") {
-        const std::string answer = toy.tokenizer->piece(toy.tokenizer->encode(" " + row[3].get<std::string>(), false).front());
+        const std::string answer =
+            toy.tokenizer->piece(toy.tokenizer->encode(" " + row[3].get<std::string>(), false).front());
         rightBefore += row[4].get<std::string>() == answer;
         rightAfter += row[6].get<std::string>() == answer;
         QVERIFY(row[5].get<double>() >= 0 && row[5].get<double>() <= 1);

@@ -29,6 +29,8 @@
 #include "interventions_dock.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
+#include "engine_worker.h"
+#include "results_tab.h"
 #include "runs_dock.h"
 #include "test_paths.h"
 
