@@ -78,7 +78,7 @@ bool PromptTab::applyInterventions() const {
 }
 
 QString PromptTab::warning() const {
-  return warning_->isVisible() ? warning_->text() : QString();
+  return warning_->isHidden() ? QString() : warning_->text();
 }
 
 void PromptTab::setView(const PromptView& v) {
