@@ -50,6 +50,7 @@
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
+#include "study_view.h"
 #include "task_dock.h"
 
 namespace hs::gui {
@@ -393,6 +394,14 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getOpenFileName(this, "Open a HeadScope session", {},
                                                    "HeadScope sessions (*.hscope);;All files (*)");
     if (!f.isEmpty()) openSession(f);
+  });
+  auto* openBatch = file->addAction("Open &batch folder…");  // watched as it runs (study_view.h)
+  openBatch->setObjectName("openBatchFolder");
+  connect(openBatch, &QAction::triggered, this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, "Open a batch folder (headscope-cli batch --out DIR)");
+    QString error;
+    if (!dir.isEmpty() && !openStudyWindow(this, dir, &error)) showError("open batch folder", error);
   });
   recentMenu_ = file->addMenu("Open &recent");
   connect(recentMenu_, &QMenu::aboutToShow, this, [this] {

@@ -10,6 +10,7 @@
 
 #include <optional>
 
+#include "batch/merge.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "attention_tab.h"
@@ -20,6 +21,7 @@
 #include "results_tab.h"
 #include "session/export_csv.h"
 #include "session_io.h"
+#include "study_view.h"
 #include "task_dock.h"
 
 namespace hs::gui {
@@ -49,6 +51,16 @@ bool MainWindow::saveSessionTo(const QString& path) {
 }
 
 bool MainWindow::openSession(const QString& path) {
+  if (batch::isStudySession(path.toStdString())) {  // a merged batch opens in its own window (study_view.h)
+    QString error;
+    if (!openStudyWindow(this, path, &error)) {
+      showError("open study", error);
+      return false;
+    }
+    addRecent(path);
+    log("opened the study " + path);
+    return true;
+  }
   if (!maybeSave()) return false;
   GuiSessionState s;
   try {  // read and check everything before touching the window's state
