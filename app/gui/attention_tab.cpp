@@ -29,13 +29,14 @@ AttentionTab::AttentionTab(QWidget* parent) : QWidget(parent) {
   picker_ = new QComboBox;
   picker_->addItem(kPromptTabText);
   picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  picker_->setMinimumContentsLength(30);
+  picker_->setMinimumContentsLength(16);
   picker_->setToolTip(
       "The prompt the patterns are computed on: the Prompt tab's text or one of the task's "
       "ICL prompts");
   bar->addWidget(picker_, 1);
   note_ = new QLabel("Select heads in the Heads tab (Ctrl-click: up to four side by side)");
   note_->setStyleSheet("color:#555");
+  note_->setWordWrap(true);  // wraps instead of widening the window
   bar->addWidget(note_);
   layout->addLayout(bar);
   plot_ = new QCustomPlot;

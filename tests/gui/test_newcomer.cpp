@@ -258,12 +258,13 @@ class TestNewcomer : public QObject {
     QVERIFY2(hover.contains(QString("key '%1' (%2)").arg(p->pieces[k]).arg(k)), qPrintable(hover));
     QVERIFY(hover.endsWith(QString::number(p->weights[static_cast<size_t>(q * p->n + k)], 'f', 3)));
     // The picker: the third task prompt; both heads come again on it.
+    const QStringList firstPieces = p->pieces;  // p points into the tab, which the new prompt replaces
     w->attentionTab()->choosePrompt(2);
     const QString chosen = w->attentionTab()->chosenPrompt();
     QVERIFY(!chosen.isEmpty());
     QTRY_VERIFY_WITH_TIMEOUT(w->attentionTab()->shownCount() == 2 &&
                                  w->attentionTab()->patternOf({3, 6})->pieces.join("").size() > 0 &&
-                                 w->pattern().pieces != p->pieces,
+                                 w->pattern().pieces != firstPieces,
                              60000);
   }
 
