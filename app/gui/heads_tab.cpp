@@ -13,30 +13,12 @@
 #include <QVBoxLayout>
 
 #include "analysis/registry.h"
+#include "eliding_label.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
 
 namespace hs::gui {
-
-namespace {
-// A one-line label that ends in "…" instead of being cut off when its text is wider than the label.
-class ElidingLabel : public QLabel {
- public:
-  // Any width will do: the text is elided to fit, so the label never widens the window.
-  QSize minimumSizeHint() const override {
-    return {fontMetrics().horizontalAdvance(QStringLiteral("x…")), QLabel::minimumSizeHint().height()};
-  }
-
- protected:
-  void paintEvent(QPaintEvent*) override {
-    QPainter p(this);
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(contentsRect(), Qt::AlignLeft | Qt::AlignVCenter,
-               fontMetrics().elidedText(text(), Qt::ElideRight, contentsRect().width()));
-  }
-};
-}  // namespace
 
 HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -79,7 +61,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   jaccardK_->setSpecialValueText("k = 5 %");
   jaccardK_->setPrefix("k = ");
   jaccardK_->setToolTip("k of Jaccard@k (0: 5 % of the heads)");
-  summary_ = new ElidingLabel;
+  summary_ = new ElidedLabel;
   // Never widens the window: the run's first numbers are shown (elided with "…" when narrow), all of them
   // in the tooltip.
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
