@@ -51,6 +51,24 @@ QString interventionLabel(const InterventionEntry& e) {
   return label;
 }
 
+QStringList summaryNumbers(const nlohmann::json& summary) {
+  QStringList out;
+  if (!summary.is_object()) return out;
+  auto number = [](const QString& key, const nlohmann::json& v) {
+    return QString("%1 %2").arg(key).arg(v.get<double>(), 0, 'g', 4);
+  };
+  for (auto it = summary.begin(); it != summary.end(); ++it) {
+    const QString key = QString::fromStdString(it.key());
+    if (it->is_number()) {
+      out << number(key, *it);
+    } else if (it->is_object()) {
+      for (auto in = it->begin(); in != it->end(); ++in)
+        if (in->is_number()) out << number(key + "." + QString::fromStdString(in.key()), *in);
+    }
+  }
+  return out;
+}
+
 void registerMetaTypes() {
   qRegisterMetaType<ModelInfo>();
   qRegisterMetaType<PromptView>();

@@ -114,6 +114,10 @@ struct InterventionEntry {
 };
 QString interventionLabel(const InterventionEntry& e);  // "zero-ablate L2.H5"
 
+// A run's headline numbers, "key value" (4 significant digits), nested objects flattened one level
+// ("icl.accuracy 0.9375"); arrays, strings and deeper members are left out.
+QStringList summaryNumbers(const nlohmann::json& summary);
+
 // Accuracy of one prompt set under one condition.
 struct EvalNumbers {
   int n = 0;

@@ -14,6 +14,7 @@
 
 #include "analysis/registry.h"
 #include "eliding_label.h"
+#include "gui_types.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
@@ -102,12 +103,7 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   grids_.clear();
   summaries_.clear();
   for (const AnalysisRun& run : runs) {
-    QStringList numbers;
-    if (run.summary.is_object())
-      for (auto it = run.summary.begin(); it != run.summary.end(); ++it)
-        if (it->is_number())
-          numbers << QString("%1 %2").arg(QString::fromStdString(it.key())).arg(it->get<double>(), 0, 'g', 4);
-    summaries_[QString::fromStdString(run.id)] = numbers;
+    summaries_[QString::fromStdString(run.id)] = summaryNumbers(run.summary);
   }
   {
     const QSignalBlocker b1(metric_), b2(other_);

@@ -1,5 +1,7 @@
 #include "study_view.h"
 
+#include "gui_types.h"
+
 #include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
@@ -292,8 +294,9 @@ void StudyView::refresh() {
     const int row = table_->rowCount();
     table_->insertRow(row);
     const nlohmann::json& summary = r.run.summary;
-    QString text = QString::fromStdString(summary.empty() ? std::string() : summary.dump());
-    if (text.size() > 160) text = text.left(157) + "...";
+    const QStringList numbers = summaryNumbers(summary);
+    QString text = numbers.join(" · ");
+    if (text.size() > 160) text = text.left(157) + "…";
     const QString cells[7] = {r.model,
                               r.task,
                               r.method,
@@ -304,7 +307,7 @@ void StudyView::refresh() {
     for (int c = 0; c < 7; ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == SeedColumn || c == PromptsColumn) item->setData(Qt::DisplayRole, cells[c].toLongLong());
-      item->setToolTip(c == SummaryColumn ? QString::fromStdString(summary.dump(1)) : cells[c]);
+      item->setToolTip(c == SummaryColumn ? numbers.join("\n") : cells[c]);
       table_->setItem(row, c, item);
     }
     for (const HeadGrid& g : r.run.grids)

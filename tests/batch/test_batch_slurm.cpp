@@ -4,8 +4,8 @@
 // toy model) as an array of 4 shards; when every array task has completed, the merged study equals a
 // sequential batch of the same plan, run for run.
 //
-// Needs root and Debian's slurmctld, slurmd, slurm-client and munge (`scripts/setup.sh --with-slurm` installs them); skips,
-// saying why, without them. Label "slurm" (`make test-slurm` runs it alone).
+// Needs root and Debian's slurmctld, slurmd, slurm-client and munge (`scripts/setup.sh --with-slurm` installs
+// them); skips, saying why, without them. Label "slurm" (`make test-slurm` runs it alone).
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
