@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model/intervention_apply.h"
+#include "model/mlp.h"
 #include "model/rope.h"
 #include "util/error.h"
 
@@ -118,6 +119,13 @@ void expectOptional(const at::Tensor& t, bool wanted, std::vector<int64_t> shape
 }
 
 }  // namespace
+
+at::Tensor mlpForward(const ModelConfig& c, const LayerWeights& lw, const at::Tensor& x) {
+  at::Tensor hidden = at::linear(x, lw.w_up, lw.b_up);  // [..., d_mlp]
+  hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(x, lw.w_gate), c.activation) * hidden
+                                    : activate(hidden, c.activation);  // [..., d_mlp]
+  return at::linear(hidden, lw.w_down, lw.b_down);                     // [..., d_model]
+}
 
 // ---- construction ----------------------------------------------------------------------------
 
@@ -423,11 +431,8 @@ RunResult Transformer::run(const RunRequest& req) const {
     // ---- MLP ----
     const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, pos, d_model]
     const at::Tensor mlpIn =
-        c.post_norms ? mid : norm(mid, lw.mlp_norm_w, lw.mlp_norm_b);  // [batch, pos, d_model]
-    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);           // [batch, pos, d_mlp]
-    hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
-                                      : activate(hidden, c.activation);          // [batch, pos, d_mlp]
-    at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, pos, d_model]
+        c.post_norms ? mid : norm(mid, lw.mlp_norm_w, lw.mlp_norm_b);            // [batch, pos, d_model]
+    at::Tensor mlp = hook(mlpOut(l), mlpForward(c, lw, mlpIn));                  // [batch, pos, d_model]
     if (c.post_norms) mlp = rmsNorm(mlp, lw.post_mlp_norm_w, c.norm_eps, olmo);  // OLMo-2
 
     // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
