@@ -1,6 +1,7 @@
 #pragma once
 // A layer's MLP block as a function of its input, for analyses that apply it outside the forward (the LTV
-// MLP-reconstruction control). The forward (transformer.cpp) calls the same function.
+// MLP-reconstruction control). It mirrors the forward's MLP in transformer.cpp; test_ltv checks that it
+// reproduces hook_mlp_out for a SwiGLU and a GELU model.
 #include <ATen/core/Tensor.h>
 
 #include "model/config.h"
