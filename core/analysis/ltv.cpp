@@ -472,7 +472,9 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   Curve acc;
   acc.id = "ltv.accuracy_vs_layer";
   acc.name = "Zero-shot accuracy with a task vector at " + siteText + ", position N";
-  acc.x_label = "layer l";
+  const std::string siteAxis = opt.site == "post" ? "layer l (vectors at hook_resid_post(l))"
+                                                  : "layer l (vectors at hook_resid_pre(l))";
+  acc.x_label = siteAxis;
   acc.y_label = "accuracy";
   acc.provenance = prov;
   Curve rot;
@@ -480,7 +482,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   rot.name = "Linear propagation W = QΣ from " + siteText +
              " to the last layer: rotation cos(θ, Qθ) and "
              "stretch ‖Σθ‖/‖θ‖";
-  rot.x_label = "injection layer l";
+  rot.x_label = "injection " + siteAxis;
   rot.y_label = "cos / stretch";
   rot.provenance = prov;
   std::vector<double> yLtv, yTv, yTvAdd, yFv, yZs, yIcl, yCos, yStretch, yR2;

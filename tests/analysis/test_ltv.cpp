@@ -507,6 +507,7 @@ class TestLtv : public QObject {
     const hs::Curve& acc = out.run.curves[0];
     QVERIFY(acc.id == "ltv.accuracy_vs_layer");
     QVERIFY2(acc.name.find("hook_resid_post") != std::string::npos, acc.name.c_str());
+    QVERIFY2(acc.x_label.find("hook_resid_post") != std::string::npos, acc.x_label.c_str());
     QCOMPARE(seriesAt(acc, "ltv", mid), ltv);
     for (const char* name : {"tv_replace", "tv_add", "fv", "zero_shot", "icl"})
       QVERIFY2(!std::isnan(seriesAt(acc, name, mid)), name);
