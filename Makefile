@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test bench deb clean format
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format
 
 all: build
 
@@ -35,6 +35,10 @@ run-cli: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# Only the batch test on a real single-node Slurm (root; ./scripts/setup.sh --with-slurm installs Slurm).
+test-slurm: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -L slurm
 
 bench: build
 	@for b in $(BUILD)/bin/bench_*; do echo "== $$b"; $$b || exit 1; done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything HeadScope needs on Debian 12 (as root, or through sudo), skipping what is there.
 # libopenblas0-pthread matters: without it libtorch falls back to reference BLAS (~17x slower matmuls).
+#   ./scripts/setup.sh --with-slurm   also Slurm and munge, for the batch test on a real single-node Slurm
+#                                     (test_batch_slurm; it skips where they are missing)
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,12 @@ packages=(
   xvfb xauth             # GUI tests and screenshots without a display
   desktop-file-utils appstream   # packaging/check_deb.sh validates the shipped .desktop and metainfo files
 )
+if [ "${1:-}" = "--with-slurm" ]; then
+  packages+=(slurmctld slurmd slurm-client munge)
+elif [ -n "${1:-}" ]; then
+  echo "setup: unknown option $1 (only --with-slurm)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

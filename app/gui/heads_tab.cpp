@@ -13,24 +13,12 @@
 #include <QVBoxLayout>
 
 #include "analysis/registry.h"
+#include "eliding_label.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
 
 namespace hs::gui {
-
-namespace {
-// A one-line label that ends in "…" instead of being cut off when its text is wider than the label.
-class ElidingLabel : public QLabel {
- protected:
-  void paintEvent(QPaintEvent*) override {
-    QPainter p(this);
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(contentsRect(), Qt::AlignLeft | Qt::AlignVCenter,
-               fontMetrics().elidedText(text(), Qt::ElideRight, contentsRect().width()));
-  }
-};
-}  // namespace
 
 HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -38,9 +26,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   metric_ = new QComboBox;
   // Run labels are long (method · model · task · seed · grid): the box keeps its width and elides.
   metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  metric_->setMinimumContentsLength(28);
-  metric_->setMinimumContentsLength(30);
-  metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  metric_->setMinimumContentsLength(16);
   topK_ = new QSpinBox;
   topK_->setRange(1, 100000);
   topK_->setValue(3);
@@ -69,15 +55,13 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   compare_ = new QCheckBox("Compare with");
   other_ = new QComboBox;
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  other_->setMinimumContentsLength(20);
-  other_->setMinimumContentsLength(30);
-  other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  other_->setMinimumContentsLength(16);
   jaccardK_ = new QSpinBox;
   jaccardK_->setRange(0, 100000);
   jaccardK_->setSpecialValueText("k = 5 %");
   jaccardK_->setPrefix("k = ");
   jaccardK_->setToolTip("k of Jaccard@k (0: 5 % of the heads)");
-  summary_ = new ElidingLabel;
+  summary_ = new ElidedLabel;
   // Never widens the window: the run's first numbers are shown (elided with "…" when narrow), all of them
   // in the tooltip.
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);

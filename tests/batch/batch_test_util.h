@@ -65,7 +65,8 @@ inline void compareStudies(const Session& a, const Session& b) {
   for (size_t i = 0; i < a.runs.size(); ++i) {
     QCOMPARE(a.runs[i].id, b.runs[i].id);
     const nlohmann::json ra = withoutCreated(a.runs[i]), rb = withoutCreated(b.runs[i]);
-    QVERIFY2(ra == rb, ("run " + a.runs[i].id + " differs").c_str());
+    QVERIFY2(ra == rb, ("run " + a.runs[i].id + " differs: " + nlohmann::json::diff(ra, rb).dump().substr(0, 600))
+                           .c_str());
   }
   QCOMPARE(a.tensors.size(), b.tensors.size());
   for (const auto& [name, t] : a.tensors) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "load_error_util.h"
 #include "model/load/hub_cache.h"
 #include "model/load/model_loader.h"
 
@@ -18,17 +19,10 @@ namespace {
 const char* kMain = "0123456789abcdef0123456789abcdef01234567";
 const char* kOld = "fedcba9876543210fedcba9876543210fedcba98";
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using hs::test::errorOf;
 
 bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
+  return hs::test::contains(s, part);
 }
 
 // <cache>/models--<org>--<name>: every file of `from` as a blob, a snapshot of symlinks per revision, refs.

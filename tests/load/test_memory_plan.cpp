@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "load_error_util.h"
 #include "model/device_map.h"
 #include "model/load/memory_plan.h"
 #include "model/load/model_loader.h"
@@ -25,17 +26,10 @@ hs::MemoryBudget ram(uint64_t bytes) {
   return b;
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using hs::test::errorOf;
 
 bool has(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
+  return hs::test::contains(s, part);
 }
 
 }  // namespace
