@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -37,35 +38,98 @@ IclEval evalWith(const Transformer& model, const std::vector<Prompt>& prompts, s
   return evaluateIcl(model, prompts, eo, ctx);
 }
 
-// Every head ordered by a grid's values, largest first (ties: layer-major order).
+// Every head ordered by a grid's values, largest first (ties: layer-major order; NaN heads left out).
 std::vector<HeadRef> rankHeads(const HeadGrid& g) {
   return topHeads(g, g.layers() * g.heads());
 }
 
 }  // namespace
 
+// ---- injection sites ----
+
+Site injectionSite(const std::string& site, int layer) {
+  if (site == "post") return residPost(layer);
+  if (site == "pre") return residPre(layer);
+  fail("task-vector site \"", site, "\": expected post (hook_resid_post) or pre (hook_resid_pre)");
+}
+
+Site Injection::siteOf(int layer) const {
+  return injectionSite(site, layer);
+}
+
+int64_t Injection::slots() const {
+  return positions.empty() ? 1 : static_cast<int64_t>(positions.size());
+}
+
+std::string Injection::describe() const {
+  std::string where = site == "post" ? "blocks.{l}.hook_resid_post (the output of layer l)"
+                                     : "blocks.{l}.hook_resid_pre (the residual entering layer l)";
+  if (positions.empty()) return where + ", every position";
+  if (positions == std::vector<int>{-1}) return where + ", position N";
+  std::string ps;
+  for (int p : positions)
+    ps += (ps.empty() ? "" : ",") + std::to_string(p);
+  return where + ", positions " + ps + " from the end";
+}
+
+std::vector<Intervention> injectionInterventions(const Injection& where, const at::Tensor& theta,
+                                                 InterventionOp op) {
+  const int64_t nl = static_cast<int64_t>(where.layers.size());
+  if (!theta.defined() || theta.dim() != 3 || theta.size(0) != nl || theta.size(1) != where.slots())
+    fail("task-vector injection: θ must be [", nl, ", ", where.slots(), ", d_model], got ",
+         theta.defined() ? theta.sizes() : at::IntArrayRef{});
+  std::vector<Intervention> out;
+  for (int64_t i = 0; i < nl; ++i) {
+    Intervention iv;
+    iv.site = where.siteOf(where.layers[static_cast<size_t>(i)]);
+    iv.positions = where.positions;
+    iv.op = op;
+    iv.tensor = theta[i];  // [slots, d_model], broadcast over [rows, positions, d_model]
+    out.push_back(std::move(iv));
+  }
+  return out;
+}
+
+at::Tensor fillSlots(const Injection& where, const at::Tensor& v) {
+  const int64_t nl = static_cast<int64_t>(where.layers.size());
+  const at::Tensor perLayer = v.dim() == 1 ? v.unsqueeze(0).expand({nl, v.size(0)}) : v;  // [layers, d]
+  if (perLayer.dim() != 2 || perLayer.size(0) != nl)
+    fail("task-vector injection: expected one vector or one per layer (", nl, "), got ", v.sizes());
+  return perLayer.unsqueeze(1)
+      .expand({nl, where.slots(), perLayer.size(1)})
+      .contiguous();  // [layers, slots, d]
+}
+
 // ---- LTV training ----
 
 LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
-                     const std::vector<Prompt>& valid, int layer, const LtvTrainOptions& opt,
+                     const std::vector<Prompt>& valid, const Injection& where, const LtvTrainOptions& opt,
                      const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
-  if (layer < 0 || layer >= c.n_layers)
-    fail("LTV: layer ", layer, " does not exist (", c.n_layers, " layers)");
+  if (where.layers.empty()) fail("LTV: no injection layer");
+  for (int layer : where.layers)
+    if (layer < 0 || layer >= c.n_layers)
+      fail("LTV: layer ", layer, " does not exist (", c.n_layers, " layers)");
+  injectionSite(where.site, where.layers.front());  // refuses an unknown site name
+  const int layer = where.layers.front();           // names the seeds (and the live loss curve)
+  const std::string lossCurve =
+      opt.loss_curve.empty() ? "ltv.loss_l" + std::to_string(layer) : opt.loss_curve;
   if (train.empty()) fail("LTV: no training prompts");
   if (opt.steps <= 0 || opt.batch <= 0 || opt.eval_every <= 0)
     fail("LTV: steps (", opt.steps, "), batch (", opt.batch, ") and eval_every (", opt.eval_every,
          ") must be positive");
   if (!(opt.lr > 0)) fail("LTV: learning rate must be positive, got ", opt.lr);
-  const int64_t d = c.d_model;
+  const int64_t d = c.d_model, nl = static_cast<int64_t>(where.layers.size()), slots = where.slots();
 
   // θ ~ U(−r, r), drawn portably (toy::Rng), then the only leaf that requires grad.
   toy::Rng initRng(toy::deriveSeed(opt.seed, kStreamInit, static_cast<uint64_t>(layer)));
-  std::vector<float> init(static_cast<size_t>(d));
+  std::vector<float> init(static_cast<size_t>(nl * slots * d));
   for (float& x : init)
     x = static_cast<float>((2.0 * initRng.unit() - 1.0) * opt.init_range);
-  at::Tensor theta =
-      at::tensor(init, at::kFloat).to(model.device(), model.dtype()).requires_grad_(true);  // [d]
+  at::Tensor theta = at::tensor(init, at::kFloat)
+                         .view({nl, slots, d})
+                         .to(model.device(), model.dtype())
+                         .requires_grad_(true);  // [layers, slots, d]
 
   torch::optim::AdamW optim(std::vector<at::Tensor>{theta},
                             torch::optim::AdamWOptions(opt.lr).weight_decay(opt.weight_decay));
@@ -81,7 +145,7 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
     }
   };
   auto validate = [&](int step) {
-    eo.interventions = {ltvInjection(layer, theta.detach())};
+    eo.interventions = injectionInterventions(where, theta.detach());
     const IclEval e = evaluateIcl(model, valid, eo);
     double loss = 0;
     for (double lp : e.answer_logprob)
@@ -91,7 +155,7 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
     out.valid_accuracy.push_back(e.accuracy);
     return Score{e.accuracy, loss};
   };
-  at::Tensor best = theta.detach().clone();  // [d]
+  at::Tensor best = theta.detach().clone();  // [layers, slots, d]
   Score bestScore;
   int sinceBest = 0;
   if (!valid.empty()) {
@@ -122,7 +186,7 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
     req.tokens = pb.tokens.to(model.device());
     req.attention_mask = pb.attention_mask.to(model.device());
     req.last_logits_only = true;
-    req.interventions = {ltvInjection(layer, theta)};
+    req.interventions = injectionInterventions(where, theta);
     const at::Tensor logits = model.run(req).logits.select(1, -1).to(at::kFloat);  // [batch, vocab]
     std::vector<int64_t> answers;
     for (const Prompt& p : batch)
@@ -136,7 +200,7 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(opt.lr * (1.0 - double(step) / opt.steps));
     optim.step();
     out.loss.push_back(loss.item<double>());
-    ctx.reportPoint("ltv.loss_l" + std::to_string(layer), step + 1, out.loss.back());
+    ctx.reportPoint(lossCurve, step + 1, out.loss.back());
     out.steps_run = step + 1;
     ctx.report(double(step + 1) / opt.steps, "LTV step " + std::to_string(step + 1));
 
@@ -191,97 +255,123 @@ FvBaselineResult fvBaseline(const Transformer& model, const std::vector<Prompt>&
 
 const OptionTable<LtvOptions>& ltvOptionTable() {
   using O = LtvOptions;
-  static const OptionTable<O> table =
-      OptionTable<O>()
-          .add("layer", &O::layer, "layer of the summary and the mechanism views (-1: n_layers / 2)",
-               OptionCheck::atLeast(-1))
-          .add(
-              "layers", &O::layers,
-              "layers of the accuracy and rotation curves (empty or all: every layer; the chosen one always)",
-              OptionCheck::atLeast(0))
-          .add(
-              "steps", [](O& o) -> int& { return o.train.steps; }, "AdamW steps at most per layer",
-              OptionCheck::atLeast(1))
-          .add(
-              "lr", [](O& o) -> double& { return o.train.lr; }, "peak learning rate (linear decay to 0)",
-              OptionCheck::positive())
-          .add(
-              "weight_decay", [](O& o) -> double& { return o.train.weight_decay; }, "AdamW weight decay",
-              OptionCheck::atLeast(0))
-          .add(
-              "batch", [](O& o) -> int& { return o.train.batch; }, "zero-shot prompts per step",
-              OptionCheck::atLeast(1))
-          .add(
-              "init_range", [](O& o) -> double& { return o.train.init_range; }, "θ starts uniform in (-r, r)",
-              OptionCheck::atLeast(0))
-          .add(
-              "eval_every", [](O& o) -> int& { return o.train.eval_every; },
-              "steps between validation evaluations", OptionCheck::atLeast(1))
-          .add(
-              "patience", [](O& o) -> int& { return o.train.patience; },
-              "validations without improvement before stopping", OptionCheck::atLeast(1))
-          .add(
-              "train_seed", [](O& o) -> uint64_t& { return o.train.seed; },
-              "seed of θ's start and the training order")
-          .add("train_prompts", &O::train_prompts, "zero-shot training prompts (train split)",
-               OptionCheck::atLeast(1))
-          .add("valid_prompts", &O::valid_prompts,
-               "zero-shot validation prompts for early stopping (0: none)", OptionCheck::atLeast(0))
-          .add("icl_prompts", &O::icl_prompts, "ICL prompts averaged into h_ICL, h_ZS and the FV means",
-               OptionCheck::atLeast(1))
-          .add("fv_prompts", &O::fv_prompts, "shuffled-label prompts for the FV heads' AIE",
-               OptionCheck::atLeast(1))
-          .add("fv_heads", &O::fv_heads, "heads summed into the FV", OptionCheck::atLeast(1))
-          .add("ov_include_layer", &O::ov_include_layer, "OV reconstruction over l' >= l (default l' > l)")
-          .add("ov_inject", &O::ov_inject,
-               "where θ_OV is added: final (the last layer's output) or layer (where θ was)",
-               OptionCheck::oneOf({"final", "layer"}))
-          .add("key_head_fraction", &O::key_head_fraction, "share of heads ablated as key heads",
-               OptionCheck::range(0, 1).openBelow(), "key-fraction")
-          .add("random_sets", &O::random_sets, "random head sets of the same size (control)",
-               OptionCheck::atLeast(0))
-          .add("ablate_mean", &O::ablate_mean, "mean- instead of zero-ablate key and random heads",
-               OptionCheck{}, "mean-ablation")
-          .add("prop_samples", &O::prop_samples, "perturbations for the propagation fit (-1: 2 d_model)",
-               OptionCheck::atLeast(-1))
-          .add("prop_lambda", &O::prop_lambda, "perturbation length relative to ‖θ‖", OptionCheck::positive())
-          .add("prop_prompts", &O::prop_prompts, "zero-shot prompts the hidden-state change is averaged over",
-               OptionCheck::atLeast(1))
-          .add("eval_batch", &O::eval_batch, "prompts per forward in the evaluations",
-               OptionCheck::atLeast(1));
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t;
+    t.add("layer", &O::layer, "layer of the summary and the mechanism views (-1: n_layers / 2)",
+          OptionCheck::atLeast(-1))
+        .add("layers", &O::layers,
+             "layers of the accuracy and rotation curves (empty or all: every layer; the chosen one always)",
+             OptionCheck::atLeast(0))
+        .add("site", &O::site,
+             "where every vector enters at layer l: post = the output of layer l (hook_resid_post, the "
+             "paper's and the FV's site), pre = the residual entering layer l (hook_resid_pre)",
+             OptionCheck::oneOf({"post", "pre"}))
+        .add(
+            "steps", [](O& o) -> int& { return o.train.steps; }, "AdamW steps at most per layer",
+            OptionCheck::atLeast(1))
+        .add(
+            "lr", [](O& o) -> double& { return o.train.lr; }, "peak learning rate (linear decay to 0)",
+            OptionCheck::positive())
+        .add(
+            "weight_decay", [](O& o) -> double& { return o.train.weight_decay; }, "AdamW weight decay",
+            OptionCheck::atLeast(0))
+        .add(
+            "batch", [](O& o) -> int& { return o.train.batch; }, "training prompts per step",
+            OptionCheck::atLeast(1))
+        .add(
+            "init_range", [](O& o) -> double& { return o.train.init_range; }, "θ starts uniform in (-r, r)",
+            OptionCheck::atLeast(0))
+        .add(
+            "eval_every", [](O& o) -> int& { return o.train.eval_every; },
+            "steps between validation evaluations", OptionCheck::atLeast(1))
+        .add(
+            "patience", [](O& o) -> int& { return o.train.patience; },
+            "validations without improvement before stopping", OptionCheck::atLeast(1))
+        .add(
+            "train_seed", [](O& o) -> uint64_t& { return o.train.seed; },
+            "seed of θ's start and the training order")
+        .add("train_prompts", &O::train_prompts, "zero-shot training prompts (train split)",
+             OptionCheck::atLeast(1))
+        .add("valid_prompts", &O::valid_prompts, "zero-shot validation prompts for early stopping (0: none)",
+             OptionCheck::atLeast(0))
+        .add("icl_prompts", &O::icl_prompts, "ICL prompts averaged into h_ICL, h_ZS and the FV means",
+             OptionCheck::atLeast(1))
+        .add("fv_prompts", &O::fv_prompts, "shuffled-label prompts for the FV heads' AIE",
+             OptionCheck::atLeast(1))
+        .add("fv_heads", &O::fv_heads, "heads summed into the FV", OptionCheck::atLeast(1))
+        .add("configs", &O::configs,
+             "also train LTVs at several positions, several layers, both, and in few-shot prompts "
+             "(table ltv.injection_configs)")
+        .add("config_positions", &O::config_positions,
+             "positions of the several-position configurations: the last last_k, or all (one shared θ)",
+             OptionCheck::oneOf({"last_k", "all"}))
+        .add("last_k", &O::last_k,
+             "positions of last_k: N and the ones before it, one θ each (at most the shortest prompt)",
+             OptionCheck::atLeast(1))
+        .add("config_layers", &O::config_layers,
+             "layers of the several-layer configurations (empty: 0, s, 2s, ... with s = max(1, L/8))",
+             OptionCheck::atLeast(0))
+        .add("ov_inject", &O::ov_inject,
+             "where θ_OV and θ_MLP are added: final (the last layer's output) or layer (where θ was)",
+             OptionCheck::oneOf({"final", "layer"}))
+        .add("key_head_fraction", &O::key_head_fraction,
+             "share of all heads ablated as key heads (chosen among the heads after the site)",
+             OptionCheck::range(0, 1).openBelow(), "key-fraction")
+        .add("random_sets", &O::random_sets, "random head sets of the same size after the site (control)",
+             OptionCheck::atLeast(0))
+        .add("ablate_mean", &O::ablate_mean, "mean- instead of zero-ablate key and random heads",
+             OptionCheck{}, "mean-ablation");
+    addMeanSourceOptions(t, &O::mean)
+        .add("prop_directions", &O::prop_directions,
+             "random directions the propagation fit spans with θ (W restricted to them; >= d_model: full W)",
+             OptionCheck::atLeast(1))
+        .add("prop_samples", &O::prop_samples, "perturbations for the propagation fit (-1: 2 x directions)",
+             OptionCheck::atLeast(-1))
+        .add("prop_lambda", &O::prop_lambda, "perturbation length relative to ‖θ‖", OptionCheck::positive())
+        .add("prop_prompts", &O::prop_prompts, "zero-shot prompts the hidden-state change is averaged over",
+             OptionCheck::atLeast(1))
+        .add("eval_batch", &O::eval_batch, "prompts per forward in the evaluations", OptionCheck::atLeast(1));
+    return t;
+  }();
   return table;
 }
-
 MethodInfo ltvMethod() {
   MethodInfo m;
   m.name = "ltv";
   m.title = "Learned task vectors (LTV) vs extracted task and function vectors";
   m.paper =
       "Yang, Cho, Ding, Inoue: Task Vectors, Learned Not Extracted: Performance Gains and Mechanistic "
-      "Insights "
-      "(ICLR 2026)";
+      "Insights (ICLR 2026)";
   m.description =
       "Trains a task vector θ directly: added to the residual stream at the last position of zero-shot "
       "prompts, the frozen model is asked to produce the answer, and θ is optimised (AdamW, early stop on "
       "validation accuracy). Per layer it is compared with the vanilla task vector (the ICL hidden state), "
-      "its additive variant and the function vector. At the chosen layer: the OV reconstruction of θ "
-      "through the later heads, the key heads by saliency and their ablation against random heads, and "
-      "the linear propagation W = QΣ to the last layer (rotation cos(θ, Qθ) and stretch).";
+      "its additive variant and the function vector, all at one site (the output of layer l by default). "
+      "At the chosen layer: LTVs at several positions, several layers and in few-shot prompts; the OV "
+      "reconstruction of θ through the later heads beside the MLP reconstruction; the key heads after the "
+      "site by saliency and their ablation against random heads; and the linear propagation W = QΣ to the "
+      "last layer on a random subspace (rotation cos(θ, Qθ) and stretch).";
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.default_task.dataset = "toy:antonym_a";
   m.default_task.shots = 10;
   m.options = ltvOptionTable().specs();
   m.outputs = {
       {OutputSpec::Kind::Curve, "ltv.accuracy_vs_layer", "layer → accuracy",
-       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer"},
+       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer, one site"},
       {OutputSpec::Kind::Curve, "ltv.rotation_stretch", "layer → cos / stretch",
        "how θ's effect propagates: rotation early, stretch late"},
-      {OutputSpec::Kind::Grid, "ltv.key_heads", "|a·∂p/∂a|", "saliency of each head for the LTV's effect"},
+      {OutputSpec::Kind::Grid, "ltv.key_heads", "|a·∂p/∂a|",
+       "saliency of each head after the site for the LTV's effect (NaN before it)"},
       {OutputSpec::Kind::Grid, "ltv.fv_aie", "ΔP", "the FV baseline's average indirect effect"},
+      {OutputSpec::Kind::Table, "ltv.injection_configs", "accuracy",
+       "LTV vs extracted vectors at several positions, several layers and in few-shot prompts"},
       {OutputSpec::Kind::Table, "ltv.key_head_ablation", "accuracy", "key heads ablated vs random heads"},
-      {OutputSpec::Kind::Table, "ltv.ov_reconstruction", "accuracy", "θ_OV re-injected instead of θ"},
+      {OutputSpec::Kind::Table, "ltv.ov_reconstruction", "accuracy",
+       "θ_OV (and the MLP control θ_MLP) re-injected instead of θ"},
       {OutputSpec::Kind::Tensor, "theta_l*", "", "[d_model] the learned vector of each layer"},
-      {OutputSpec::Kind::Tensor, "W", "", "[d_model, d_model] the propagation fit at the chosen layer"},
+      {OutputSpec::Kind::Tensor, "W_map", "", "[d_model, r] the propagation fit W on span(W_basis)"},
+      {OutputSpec::Kind::Tensor, "W_basis", "",
+       "[d_model, r] orthonormal: θ/‖θ‖ and r − 1 random directions"},
   };
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     return runLtv(in.model, *in.tokenizer, in.task, ltvOptionTable().read(options), ctx);
@@ -304,6 +394,17 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
     if (l < 0 || l >= L) fail("ltv: layer ", l, " in --layers does not exist (", L, " layers)");
   if (opt.ov_inject != "final" && opt.ov_inject != "layer")
     fail("ltv: ov_inject \"", opt.ov_inject, "\", expected final or layer");
+  injectionSite(opt.site, chosen);  // refuses an unknown site
+  if (opt.config_positions != "last_k" && opt.config_positions != "all")
+    fail("ltv: config_positions \"", opt.config_positions, "\", expected last_k or all");
+  std::vector<int> configLayers = opt.config_layers;
+  if (configLayers.empty())
+    for (int l = 0; l < L; l += std::max(1, L / 8))
+      configLayers.push_back(l);
+  for (int l : configLayers)
+    if (l < 0 || l >= L) fail("ltv: layer ", l, " in --config-layers does not exist (", L, " layers)");
+  Site (*const siteFn)(int) = opt.site == "post" ? residPost : residPre;
+  const Injection atN = {{chosen}, opt.site, {-1}};
 
   // Prompt sets: test = the spec's split; train / valid splits of the same seed and dataset.
   const Dataset data = loadTaskDataset(spec);
@@ -329,108 +430,204 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   out.run.method = "ltv";
   out.run.options = ltvOptionTable().write(opt);
   out.run.options["task"] = taskSpecToJson(spec);
-  out.run.options["ltv_site"] = residPre(0).name() + " of the layer, last position";
-  out.run.options["tv_site"] = residPost(0).name() + " of the layer, last position";
+  out.run.options["injection_site"] = atN.describe();
+  if (opt.ablate_mean) out.run.options["mean_ablation_source"] = describeMeanSource(opt.mean);
   const Provenance prov =
       makeProvenance("ltv", ctx, spec.dataset, spec.seed, spec.n_prompts, out.run.options);
+  const std::string siteText = opt.site == "post" ? "blocks.l.hook_resid_post (the output of layer l)"
+                                                  : "blocks.l.hook_resid_pre (the input of layer l)";
 
-  // Baselines without any vector.
+  // Baselines without any vector; the extracted vectors at the site.
   ctx.report(0.0, "baselines");
-  const double zsAcc = evalWith(model, test.zero_shot, {}, opt).accuracy;
+  const IclEval zsEval = evalWith(model, test.zero_shot, {}, opt);
+  const double zsAcc = zsEval.accuracy;
   const double iclAcc = evalWith(model, test.icl, {}, opt).accuracy;
-  const at::Tensor hIcl = captureAtLast(model, tokenSeqs(iclTrain), residPost).mean(0);  // [L, d]
-  const at::Tensor hZs = captureAtLast(model, tokenSeqs(zsTrain), residPost).mean(0);    // [L, d]
+  const at::Tensor hIcl = captureAtLast(model, tokenSeqs(iclTrain), siteFn).mean(0);  // [L, d]
+  const at::Tensor hZs = captureAtLast(model, tokenSeqs(zsTrain), siteFn).mean(0);    // [L, d]
   const FvBaselineResult fv = fvBaseline(model, iclTrain, shuffled, std::min(opt.fv_heads, L * H),
                                          subContext(ctx, 0.0, 0.1, "FV baseline"));
+  // The three extracted vectors at an injection (each layer's own h_ICL / h_ZS, the same FV everywhere).
+  struct Extracted {
+    double tvReplace, tvAdd, fv;
+  };
+  auto extracted = [&](const Injection& where, const std::vector<Prompt>& prompts) {
+    at::Tensor hi =
+        hIcl.index_select(0, at::tensor(std::vector<int64_t>(where.layers.begin(), where.layers.end())));
+    at::Tensor hz =
+        hZs.index_select(0, at::tensor(std::vector<int64_t>(where.layers.begin(), where.layers.end())));
+    Extracted e;
+    e.tvReplace = evalWith(model, prompts,
+                           injectionInterventions(where, fillSlots(where, hi), InterventionOp::Replace), opt)
+                      .accuracy;
+    e.tvAdd =
+        evalWith(model, prompts, injectionInterventions(where, fillSlots(where, hi - hz)), opt).accuracy;
+    e.fv = evalWith(model, prompts, injectionInterventions(where, fillSlots(where, fv.vector)), opt).accuracy;
+    return e;
+  };
+  LtvTrainOptions to = opt.train;
+  to.eval_batch = opt.eval_batch;
+  to.pad_id = opt.pad_id;
 
-  // Per layer: LTV and the three extracted vectors, and the rotation / stretch of W at that layer.
+  // Per layer: LTV and the three extracted vectors at the same site, and the rotation / stretch of W.
   Curve acc;
   acc.id = "ltv.accuracy_vs_layer";
-  acc.name = "Zero-shot accuracy with a task vector at layer l";
-  acc.x_label = "layer";
+  acc.name = "Zero-shot accuracy with a task vector at " + siteText + ", position N";
+  const std::string siteAxis = opt.site == "post" ? "layer l (vectors at hook_resid_post(l))"
+                                                  : "layer l (vectors at hook_resid_pre(l))";
+  acc.x_label = siteAxis;
   acc.y_label = "accuracy";
   acc.provenance = prov;
   Curve rot;
   rot.id = "ltv.rotation_stretch";
-  rot.name = "Linear propagation W = QΣ: rotation cos(θ, Qθ) and stretch ‖Σθ‖/‖θ‖";
-  rot.x_label = "injection layer";
+  rot.name = "Linear propagation W = QΣ from " + siteText +
+             " to the last layer: rotation cos(θ, Qθ) and "
+             "stretch ‖Σθ‖/‖θ‖";
+  rot.x_label = "injection " + siteAxis;
   rot.y_label = "cos / stretch";
   rot.provenance = prov;
   std::vector<double> yLtv, yTv, yTvAdd, yFv, yZs, yIcl, yCos, yStretch, yR2;
   std::map<int, LtvTraining> trained;
   PropagationFit chosenFit;
-  const int samples = opt.prop_samples > 0 ? opt.prop_samples : 2 * c.d_model;
-  const double span = 0.75 / layerSet.size();
+  const int directions = std::min(opt.prop_directions, c.d_model);
+  const int samples = opt.prop_samples > 0 ? opt.prop_samples : 2 * directions;
+  const double span = 0.6 / layerSet.size();
   int li = 0;
   for (int l : layerSet) {
     const double p0 = 0.1 + span * li++;
-    LtvTrainOptions to = opt.train;
-    to.eval_batch = opt.eval_batch;
-    to.pad_id = opt.pad_id;
-    LtvTraining t =
-        trainLtv(model, trainZs, validZs, l, to, subContext(ctx, p0, p0 + 0.8 * span, cat("LTV layer ", l)));
+    const Injection inj = {{l}, opt.site, {-1}};
+    LtvTraining t = trainLtv(model, trainZs, validZs, inj, to,
+                             subContext(ctx, p0, p0 + 0.8 * span, cat("LTV layer ", l)));
     ctx.checkCancelled();
     acc.x.push_back(l);
-    yLtv.push_back(evalWith(model, test.zero_shot, {ltvInjection(l, t.theta)}, opt).accuracy);
-    yTv.push_back(evalWith(model, test.zero_shot, {replaceResidual(residPost(l), hIcl[l])}, opt).accuracy);
-    yTvAdd.push_back(
-        evalWith(model, test.zero_shot, {addToResidual(residPost(l), hIcl[l] - hZs[l])}, opt).accuracy);
-    yFv.push_back(evalWith(model, test.zero_shot, {addToResidual(residPost(l), fv.vector)}, opt).accuracy);
+    yLtv.push_back(evalWith(model, test.zero_shot, injectionInterventions(inj, t.theta), opt).accuracy);
+    const Extracted e = extracted(inj, test.zero_shot);
+    yTv.push_back(e.tvReplace);
+    yTvAdd.push_back(e.tvAdd);
+    yFv.push_back(e.fv);
     yZs.push_back(zsAcc);
     yIcl.push_back(iclAcc);
+    const at::Tensor theta = t.theta[0][0];  // [d_model]
     const PropagationFit fit =
-        fitLinearPropagation(model, propPrompts, l, t.theta, samples, opt.prop_lambda,
+        fitLinearPropagation(model, propPrompts, inj.siteOf(l), theta, directions, samples, opt.prop_lambda,
                              toy::deriveSeed(spec.seed, kStreamProp, static_cast<uint64_t>(l)), opt.pad_id,
                              subContext(ctx, p0 + 0.8 * span, p0 + span, cat("propagation layer ", l)));
-    const RotationStretch rs = rotationStretch(polarDecompose(fit.W), toEigenVector(t.theta));
+    const RotationStretch rs = rotationStretch(fit, toEigenVector(theta));
     rot.x.push_back(l);
     yCos.push_back(rs.cos_theta_Qtheta);
     yStretch.push_back(rs.stretch);
     yR2.push_back(fit.r2);
     if (l == chosen) chosenFit = fit;
-    out.addTensor(cat("theta_l", l), t.theta);
+    out.addTensor(cat("theta_l", l), theta);
     trained[l] = std::move(t);
   }
   acc.series = {{"ltv", yLtv}, {"tv_replace", yTv}, {"tv_add", yTvAdd},
                 {"fv", yFv},   {"zero_shot", yZs},  {"icl", yIcl}};
   rot.series = {{"cos_theta_Qtheta", yCos}, {"stretch", yStretch}, {"fit_r2", yR2}};
+  const size_t ci = static_cast<size_t>(std::distance(layerSet.begin(), layerSet.find(chosen)));
+
+  // ---- injection configurations at the chosen layer ----
+  Table configs;
+  configs.id = "ltv.injection_configs";
+  configs.name = "LTV vs extracted vectors at several positions, several layers and in few-shot prompts (" +
+                 siteText + ")";
+  configs.columns = {"config",     "layers", "positions", "prompts",  "ltv",
+                     "tv_replace", "tv_add", "fv",        "no_vector"};
+  configs.provenance = prov;
+  auto listText = [](const std::vector<int>& v) {
+    std::string s;
+    for (int x : v)
+      s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s.empty() ? std::string("all") : s;
+  };
+  configs.rows.push_back(
+      {"baseline", std::to_string(chosen), "-1", "zero_shot", yLtv[ci], yTv[ci], yTvAdd[ci], yFv[ci], zsAcc});
+  std::vector<Prompt> fewTrain, fewValid;
+  if (opt.configs) {
+    // The last k positions, k capped by the shortest zero-shot prompt (every slot a real position of every
+    // prompt); empty = every position.
+    int shortest = std::numeric_limits<int>::max();
+    for (const std::vector<Prompt>* set : {&trainZs, &validZs, &test.zero_shot})
+      for (const Prompt& p : *set)
+        shortest = std::min(shortest, p.length());
+    std::vector<int> positions;
+    if (opt.config_positions == "last_k")
+      for (int k = std::min(opt.last_k, shortest); k >= 1; --k)
+        positions.push_back(-k);
+    fewTrain = firstN(trainTask.icl, opt.train_prompts);
+    if (opt.valid_prompts > 0) fewValid = validTask.icl;
+    struct Config {
+      const char* id;
+      Injection where;
+      bool fewShot;
+    };
+    const std::vector<Config> cfgs = {{"positions", {{chosen}, opt.site, positions}, false},
+                                      {"layers", {configLayers, opt.site, {-1}}, false},
+                                      {"layers_positions", {configLayers, opt.site, positions}, false},
+                                      {"few_shot", atN, true}};
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+      const Config& cf = cfgs[i];
+      const double p0 = 0.7 + 0.15 * i / cfgs.size();
+      LtvTrainOptions tcfg = to;
+      tcfg.loss_curve = cat("ltv.loss_", cf.id);
+      const LtvTraining t =
+          trainLtv(model, cf.fewShot ? fewTrain : trainZs, cf.fewShot ? fewValid : validZs, cf.where, tcfg,
+                   subContext(ctx, p0, p0 + 0.15 / cfgs.size(), cat("LTV ", cf.id)));
+      const std::vector<Prompt>& evalSet = cf.fewShot ? test.icl : test.zero_shot;
+      const double ltvAcc = evalWith(model, evalSet, injectionInterventions(cf.where, t.theta), opt).accuracy;
+      const Extracted e = extracted(cf.where, evalSet);
+      configs.rows.push_back({cf.id, listText(cf.where.layers), listText(cf.where.positions),
+                              cf.fewShot ? "few_shot" : "zero_shot", ltvAcc, e.tvReplace, e.tvAdd, e.fv,
+                              cf.fewShot ? iclAcc : zsAcc});
+      out.addTensor(cat("theta_", cf.id), t.theta);
+    }
+  }
 
   // ---- mechanism at the chosen layer ----
   ctx.report(0.85, "mechanism");
+  const Site site = atN.siteOf(chosen);
   const LtvTraining& tc = trained.at(chosen);
-  const at::Tensor theta = tc.theta;  // [d_model]
-  const std::vector<Intervention> inject = {ltvInjection(chosen, theta)};
+  const at::Tensor theta = tc.theta[0][0];  // [d_model]
+  const std::vector<Intervention> inject = {addToResidual(site, theta)};
   const IclEval withLtv = evalWith(model, test.zero_shot, inject, opt);
 
-  // OV reconstruction re-injected instead of θ.
-  const at::Tensor thetaOv = ovReconstruction(model, theta, chosen, opt.ov_include_layer);  // [d_model]
-  const Intervention ovIv =
-      opt.ov_inject == "final" ? addToResidual(residPost(L - 1), thetaOv) : ltvInjection(chosen, thetaOv);
+  // OV reconstruction and the MLP control, re-injected instead of θ.
+  auto reinjected = [&](const at::Tensor& v) {
+    return opt.ov_inject == "final" ? addToResidual(residPost(L - 1), v) : addToResidual(site, v);
+  };
+  const at::Tensor thetaOv = ovReconstruction(model, theta, site);    // [d_model]
+  const at::Tensor thetaMlp = mlpReconstruction(model, theta, site);  // [d_model]
+  const Intervention ovIv = reinjected(thetaOv), mlpIv = reinjected(thetaMlp);
   const IclEval withOv = evalWith(model, test.zero_shot, {ovIv}, opt);
+  const IclEval withMlp = evalWith(model, test.zero_shot, {mlpIv}, opt);
   Table ovTable;
   ovTable.id = "ltv.ov_reconstruction";
-  ovTable.name = "OV reconstruction θ_OV = Σ W_O W_V θ re-injected";
+  ovTable.name =
+      "OV reconstruction θ_OV = Σ W_O W_V θ and the MLP control θ_MLP = Σ (MLP(θ) − MLP(0)) "
+      "over the layers after the site, re-injected";
   ovTable.columns = {"condition", "site", "accuracy", "mean_answer_prob", "vector_norm"};
-  ovTable.rows = {{"zero_shot", "", zsAcc, evalWith(model, test.zero_shot, {}, opt).mean_answer_prob, 0.0},
-                  {"ltv", residPre(chosen).name(), withLtv.accuracy, withLtv.mean_answer_prob,
-                   theta.norm().item<double>()},
-                  {"ov_reconstruction", ovIv.site.name(), withOv.accuracy, withOv.mean_answer_prob,
-                   thetaOv.norm().item<double>()}};
+  ovTable.rows = {
+      {"zero_shot", "", zsAcc, zsEval.mean_answer_prob, 0.0},
+      {"ltv", site.name(), withLtv.accuracy, withLtv.mean_answer_prob, theta.norm().item<double>()},
+      {"ov_reconstruction", ovIv.site.name(), withOv.accuracy, withOv.mean_answer_prob,
+       thetaOv.norm().item<double>()},
+      {"mlp_reconstruction", mlpIv.site.name(), withMlp.accuracy, withMlp.mean_answer_prob,
+       thetaMlp.norm().item<double>()}};
   ovTable.provenance = prov;
 
-  // Key heads and their ablation.
+  // Key heads (after the site only) and their ablation.
   HeadGrid key;
   key.id = "ltv.key_heads";
-  key.name = "LTV key-head saliency |a · ∂p(y*)/∂a| at N";
+  key.name = "LTV key-head saliency |a · ∂p(y*)/∂a| at N, heads after " + site.name();
   key.unit = "|a·∂p/∂a|";
-  key.values = keyHeadSaliency(model, zsTrain, chosen, theta, opt.eval_batch, opt.pad_id,
+  key.values = keyHeadSaliency(model, zsTrain, site, theta, opt.eval_batch, opt.pad_id,
                                subContext(ctx, 0.87, 0.93, "key heads"));
   key.provenance = prov;
+  const std::vector<HeadRef> ranked = rankHeads(key);  // the heads after the site, best first
   const int k = std::max(1, static_cast<int>(std::lround(opt.key_head_fraction * L * H)));
-  const std::vector<HeadRef> ranked = rankHeads(key);
   const std::vector<HeadRef> top(ranked.begin(), ranked.begin() + std::min<size_t>(k, ranked.size()));
   at::Tensor meanZ;  // [layers, head, d_head]
-  if (opt.ablate_mean) meanZ = hs::meanZ(model, tokenSeqs(iclTrain), ZMean::LastPosition);
+  if (opt.ablate_mean)
+    meanZ = resolveMeanZ(model, &tok, opt.mean, tokenSeqs(iclTrain), subContext(ctx, 0.93, 0.95, "mean z"));
   auto ablated = [&](const std::vector<HeadRef>& heads) {
     std::vector<Intervention> ivs = inject;
     for (const Intervention& iv : ablateHeads(heads, meanZ))
@@ -439,20 +636,24 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   };
   Table abl;
   abl.id = "ltv.key_head_ablation";
-  abl.name = "LTV with the top key heads ablated vs random heads";
+  abl.name = std::string("LTV with the top key heads ") + (opt.ablate_mean ? "mean" : "zero") +
+             "-ablated vs random heads after the site";
   abl.columns = {"condition", "n_heads", "heads", "accuracy", "mean_answer_prob"};
   abl.rows.push_back({"ltv", 0, "", withLtv.accuracy, withLtv.mean_answer_prob});
   const IclEval keyAbl = ablated(top);
   abl.rows.push_back({"ltv_ablate_key", static_cast<int>(top.size()), headsText(top), keyAbl.accuracy,
                       keyAbl.mean_answer_prob});
-  // Random sets of the same size, disjoint from the key heads.
-  const std::set<HeadRef> keySet(top.begin(), top.end());
+  // Random sets of the same size among the heads after the site, disjoint from the key heads.
+  std::set<HeadRef> excluded(top.begin(), top.end());
+  for (int l = 0; l < firstReadingLayer(site); ++l)
+    for (int h = 0; h < H; ++h)
+      excluded.insert({l, h});
   double randAcc = 0, randProb = 0;
   int nSets = 0;
   for (int s = 0; s < opt.random_sets && ranked.size() >= 2 * top.size(); ++s) {
     ctx.checkCancelled();
     const std::vector<HeadRef> set =
-        randomHeads(L, H, static_cast<int>(top.size()), keySet,
+        randomHeads(L, H, static_cast<int>(top.size()), excluded,
                     toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(s)));
     const IclEval r = ablated(set);
     abl.rows.push_back({cat("ltv_ablate_random_", s), static_cast<int>(set.size()), headsText(set),
@@ -470,21 +671,34 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
 
   out.run.grids = {key, fvGrid};
   out.run.curves = {acc, rot};
-  out.run.tables = {abl, ovTable};
-  out.addTensor("W", [&] {
-    at::Tensor w = at::empty({c.d_model, c.d_model}, at::kDouble);  // [d_model, d_model]
-    auto a = w.accessor<double, 2>();
-    for (int i = 0; i < c.d_model; ++i)
-      for (int j = 0; j < c.d_model; ++j)
-        a[i][j] = chosenFit.W(i, j);
-    return w.to(at::kFloat);
-  }());
+  out.run.tables = {configs, abl, ovTable};
+  auto matrixTensor = [](const Eigen::MatrixXd& m) {
+    at::Tensor t = at::empty({m.rows(), m.cols()}, at::kDouble);  // [rows, cols]
+    auto a = t.accessor<double, 2>();
+    for (int64_t i = 0; i < m.rows(); ++i)
+      for (int64_t j = 0; j < m.cols(); ++j)
+        a[i][j] = m(i, j);
+    return t.to(at::kFloat);
+  };
+  out.addTensor("W_map", matrixTensor(chosenFit.map));
+  out.addTensor("W_basis", matrixTensor(chosenFit.basis));
   out.addTensor("fv", fv.vector);
   out.addTensor("h_icl", hIcl);
   out.addTensor("h_zs", hZs);
 
-  const size_t ci = static_cast<size_t>(std::distance(layerSet.begin(), layerSet.find(chosen)));
+  recordPrompts(out, "train", trainZs);
+  recordPrompts(out, "valid", validZs);
+  recordPrompts(out, "icl_train", iclTrain);
+  recordPrompts(out, "zero_shot_train", zsTrain);
+  recordPrompts(out, "fv_shuffled", shuffled);
+  recordPrompts(out, "propagation", propPrompts);
+  recordPrompts(out, "zero_shot", test.zero_shot);
+  recordPrompts(out, "icl", test.icl);
+  recordPrompts(out, "fewshot_train", fewTrain);
+  recordPrompts(out, "fewshot_valid", fewValid);
+
   out.run.summary = {{"layer", chosen},
+                     {"site", site.name()},
                      {"ltv_accuracy", yLtv[ci]},
                      {"tv_accuracy", yTv[ci]},
                      {"tv_add_accuracy", yTvAdd[ci]},
@@ -492,12 +706,14 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
                      {"zero_shot_accuracy", zsAcc},
                      {"icl_accuracy", iclAcc},
                      {"ov_reconstruction_accuracy", withOv.accuracy},
+                     {"mlp_reconstruction_accuracy", withMlp.accuracy},
                      {"key_heads", headsText(top)},
                      {"key_ablation_accuracy", keyAbl.accuracy},
                      {"random_ablation_accuracy", nSets > 0 ? randAcc / nSets : withLtv.accuracy},
                      {"cos_theta_Qtheta", yCos[ci]},
                      {"stretch", yStretch[ci]},
                      {"propagation_r2", yR2[ci]},
+                     {"propagation_directions", chosenFit.directions},
                      {"ltv_steps_run", tc.steps_run},
                      {"ltv_best_step", tc.best_step},
                      {"ltv_valid_accuracy", tc.best_valid_accuracy},

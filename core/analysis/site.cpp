@@ -12,13 +12,18 @@
 #include <random>
 
 #include "analysis/head_toolkit.h"
+#include "analysis/icl_eval.h"
 #include "analysis/patching.h"
 #include "results/results_json.h"
+#include "tasks/split.h"
+#include "tasks/toy/rng.h"
 #include "util/error.h"
 
 namespace hs {
 
 namespace {
+
+constexpr uint64_t kStreamSiteDraws = 0x517e;
 
 void checkShapes(const Transformer& model, const at::Tensor& t, const at::Tensor& alpha, const char* who) {
   const ModelConfig& c = model.config();
@@ -44,10 +49,14 @@ const OptionTable<SiteOptions>& siteOptionTable() {
           .add("steps", &SiteOptions::steps, "Adam steps", OptionCheck::atLeast(1))
           .add("lr", &SiteOptions::lr, "Adam learning rate on the head logits", OptionCheck::positive())
           .add("batch", &SiteOptions::batch, "zero-shot prompts per step", OptionCheck::atLeast(1))
-          .add("n_train", &SiteOptions::n_train, "distinct zero-shot training prompts (cycled)",
-               OptionCheck::atLeast(1))
-          .add("max_new_tokens", &SiteOptions::max_new_tokens, "greedy tokens generated at most",
-               OptionCheck::atLeast(1), "max-new")
+          .add("n_train", &SiteOptions::n_train,
+               "queries of the train split the steps draw their prompts from (0: the whole split)",
+               OptionCheck::atLeast(0))
+          .add("exact_match", &SiteOptions::exact_match,
+               "score by greedy generation, lower-cased string prefix (official --exact_match) instead of "
+               "first-token match")
+          .add("max_new_tokens", &SiteOptions::max_new_tokens,
+               "greedy tokens generated at most (exact match)", OptionCheck::atLeast(1), "max-new")
           .add("train_split", &SiteOptions::train_split, "split of the embedding and training queries",
                OptionCheck::oneOf({"train", "valid", "test"}));
   return table;
@@ -64,9 +73,10 @@ MethodInfo siteMethod() {
       "Learns one weight α per head (a sigmoid of a trained logit) that mixes the head's task embedding — "
       "its mean output at the last position over ICL prompts — into its output on zero-shot prompts, "
       "z ← (1 − α) z + α t, at the last position of every layer. The model is frozen; the loss is the "
-      "cross-entropy of the first answer token. Heads with α near 1 are the ones the task needs; accuracy "
-      "is measured by greedy generation with the injection in the prefill pass, also for the high-α and "
-      "low-α heads alone.";
+      "cross-entropy of the first answer token, each step on a zero-shot prompt drawn afresh from the "
+      "train split. Heads with α near 1 are the ones the task needs. Accuracy is first-token match (or, "
+      "with exact_match, the lower-cased string prefix of greedy generation, the injection in the prefill "
+      "pass), also for the high-α and low-α heads alone.";
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.default_task.dataset = "toy:antonym_a";
   m.default_task.shots = 10;
@@ -74,7 +84,8 @@ MethodInfo siteMethod() {
   m.outputs = {
       {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets"},
       {OutputSpec::Kind::Curve, "site.loss", "step → loss", "training loss"},
-      {OutputSpec::Kind::Table, "site.accuracy", "accuracy", "zero-shot, ICL, SITE, high-α and low-α heads"},
+      {OutputSpec::Kind::Table, "site.accuracy", "accuracy",
+       "zero-shot, ICL, SITE, high-α and low-α heads (first-token or exact match)"},
       {OutputSpec::Kind::Tensor, "alpha", "", "[layers, heads] α"},
       {OutputSpec::Kind::Tensor, "t", "", "[layers, heads, d_head] the task embedding"},
   };
@@ -142,21 +153,17 @@ SiteTraining trainSite(const Transformer& model, const std::vector<SiteExample>&
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   const at::Tensor tc = t.detach();  // the embedding is a constant, never learned
 
-  std::mt19937_64 rng(seed);
-  std::vector<size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), size_t(0));
-  size_t cursor = order.size();  // reshuffle at the first step
+  // Every prompt of every step is drawn afresh, uniformly with replacement (portable draws).
+  toy::Rng rng(toy::deriveSeed(seed, kStreamSiteDraws));
 
   SiteTraining out;
   for (int step = 1; step <= opt.steps; ++step) {
     ctx.checkCancelled();
     std::vector<SiteExample> batch;
     for (int b = 0; b < opt.batch; ++b) {
-      if (cursor == order.size()) {
-        std::shuffle(order.begin(), order.end(), rng);
-        cursor = 0;
-      }
-      batch.push_back(examples[order[cursor++]]);
+      const int i = static_cast<int>(rng.uniform(examples.size()));
+      out.drawn.push_back(i);
+      batch.push_back(examples[static_cast<size_t>(i)]);
     }
     const at::Tensor loss = siteLoss(model, batch, tc, logit);
     loss.backward();
@@ -179,24 +186,69 @@ SiteTraining trainSite(const Transformer& model, const std::vector<SiteExample>&
   return out;
 }
 
-double generationAccuracy(const Transformer& model, const std::vector<Prompt>& prompts, int maxNew,
-                          int64_t stopToken, int64_t eos, const std::vector<Intervention>& interventions,
-                          const AnalysisContext& ctx) {
-  if (prompts.empty()) fail("generationAccuracy: no prompts");
+namespace {
+
+std::string stripped(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string lowerAscii(std::string s) {
+  for (char& ch : s)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return s;
+}
+
+std::string beforeFirst(const std::string& s, char c) {
+  return s.substr(0, s.find(c));
+}
+
+}  // namespace
+
+bool siteExactMatch(const std::string& generated, const std::string& target, bool lowercase) {
+  // eval.py: target.replace('St.', 'Saint').split('(')[0].strip(); the output (already stripped by the
+  // model helper's generate) .replace('St.', 'Saint').split('\n')[0].split('(')[0].strip().
+  std::string t = stripped(beforeFirst(replaceAll(stripped(target), "St.", "Saint"), '('));
+  std::string o =
+      stripped(beforeFirst(beforeFirst(replaceAll(stripped(generated), "St.", "Saint"), '\n'), '('));
+  if (lowercase) t = lowerAscii(t), o = lowerAscii(o);
+  return o.compare(0, t.size(), t) == 0;  // out[:len(target)] == target
+}
+
+bool siteCaseSensitiveTask(const std::string& datasetId) {
+  const std::string id = lowerAscii(datasetId);
+  return id.find("capitalize") != std::string::npos || id.find("lowercase") != std::string::npos;
+}
+
+double siteAccuracy(const Transformer& model, const Tokenizer& tok, const std::vector<Prompt>& prompts,
+                    const std::vector<Intervention>& interventions, const SiteScoring& scoring,
+                    const AnalysisContext& ctx) {
+  if (prompts.empty()) fail("site accuracy: no prompts");
+  if (!scoring.exact_match) {
+    IclEvalOptions eo;
+    eo.batch = scoring.batch;
+    eo.interventions = interventions;
+    return evaluateIcl(model, prompts, eo, ctx).accuracy;
+  }
   at::NoGradGuard noGrad;
-  const int64_t stop = stopToken >= 0 ? stopToken : eos;
+  const int64_t stop = scoring.stop >= 0 ? scoring.stop : scoring.eos;
   int correct = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     ctx.checkCancelled();
     const Prompt& p = prompts[i];
-    if (p.answer_tokens.empty()) fail("generationAccuracy: prompt ", i, " has no answer tokens");
     const std::vector<int64_t> ids(p.ids.begin(), p.ids.end());
-    const std::vector<int64_t> gen = model.generateGreedy(ids, maxNew, stop, interventions);
-    // Exact prefix: the continuation starts with the answer segment's ids (EOS cannot match an answer id).
-    bool ok = gen.size() >= p.answer_tokens.size();
-    for (size_t k = 0; ok && k < p.answer_tokens.size(); ++k)
-      ok = gen[k] == p.answer_tokens[k];
-    correct += ok ? 1 : 0;
+    std::vector<int64_t> gen = model.generateGreedy(ids, scoring.max_new_tokens, stop, interventions);
+    if (scoring.eos >= 0) gen.erase(std::find(gen.begin(), gen.end(), scoring.eos), gen.end());
+    const std::string text = tok.decode(std::vector<int>(gen.begin(), gen.end()));
+    correct += siteExactMatch(text, p.answer, scoring.lowercase) ? 1 : 0;
     ctx.report(double(i + 1) / prompts.size(), cat("prompt ", i + 1, "/", prompts.size()));
   }
   return double(correct) / double(prompts.size());
@@ -210,36 +262,49 @@ int64_t separatorToken(const Tokenizer& tok, const PromptTemplate& tmpl) {
 AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
                        const SiteOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
-  if (opt.n_embed < 1 || opt.n_train < 1 || opt.max_new_tokens < 1)
-    fail("site: n_embed, n_train and max_new_tokens must be >= 1");
+  if (opt.n_embed < 1 || opt.n_train < 0 || opt.max_new_tokens < 1)
+    fail("site: n_embed and max_new_tokens must be >= 1 and n_train >= 0");
 
-  // Embedding and training prompts share one spec and seed with the evaluation set (the split depends on
-  // the seed, so no evaluation query is used): ICL prompts 0..n_embed−1 give t, zero-shot prompts
-  // 0..n_train−1 are the training examples (all queries from the train split).
-  TaskSpec trainSpec = spec;
-  trainSpec.split = opt.train_split;
-  trainSpec.n_prompts = std::max(opt.n_embed, opt.n_train);
+  // Embedding and training prompts come from opt.train_split of the same dataset and seed as the
+  // evaluation set (the split depends on the seed, so no evaluation query is used): ICL prompts
+  // 0..n_embed−1 give t; the training steps draw from the zero-shot prompts of every query of the split
+  // (or of its first n_train queries in the spec's seeded order).
+  const Dataset data = withContext("site: task", [&] { return loadTaskDataset(spec); });
+  TaskSpec embedSpec = spec;
+  embedSpec.split = opt.train_split;
+  embedSpec.n_prompts = opt.n_embed;
+  const IclTask embedTask =
+      withContext("site: embedding prompts", [&] { return buildIclTask(tok, embedSpec, data); });
+  const Split split = splitIndices(static_cast<int>(data.examples.size()), spec.seed);
+  const size_t poolSize = opt.train_split == "train"   ? split.train.size()
+                          : opt.train_split == "valid" ? split.valid.size()
+                                                       : split.test.size();
+  TaskSpec trainSpec = embedSpec;
+  trainSpec.shots = 0;  // only the zero-shot prompts are used
+  trainSpec.n_prompts = opt.n_train > 0 ? opt.n_train : static_cast<int>(std::max<size_t>(1, poolSize));
   const IclTask trainTask =
-      withContext("site: training prompts", [&] { return buildIclTask(tok, trainSpec); });
-  const IclTask evalTask = withContext("site: evaluation prompts", [&] { return buildIclTask(tok, spec); });
+      withContext("site: training prompts", [&] { return buildIclTask(tok, trainSpec, data); });
+  const IclTask evalTask =
+      withContext("site: evaluation prompts", [&] { return buildIclTask(tok, spec, data); });
 
   // t[l, k]: mean z at N over the embedding prompts.
-  const std::vector<Prompt> embedPrompts(trainTask.icl.begin(), trainTask.icl.begin() + opt.n_embed);
-  const at::Tensor t = meanZ(model, tokenSeqs(embedPrompts), ZMean::LastPosition,
+  const at::Tensor t = meanZ(model, tokenSeqs(embedTask.icl), ZMean::LastPosition,
                              subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
 
   std::vector<SiteExample> examples;
-  for (int i = 0; i < opt.n_train; ++i) {
-    const Prompt& p = trainTask.zero_shot[size_t(i)];
+  for (const Prompt& p : trainTask.zero_shot)
     examples.push_back({std::vector<int64_t>(p.ids.begin(), p.ids.end()), int64_t(p.answer_token)});
-  }
   const SiteTraining tr =
       trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
   const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
 
-  // Evaluation by generation, injection in the prefill pass only.
-  const int64_t stop = separatorToken(tok, evalTask.tmpl);
-  const int64_t eos = tok.eosId() >= 0 ? tok.eosId() : c.eos_token_id;
+  // Evaluation, injection in the prefill pass only (first-token match reads N of that pass).
+  SiteScoring scoring;
+  scoring.exact_match = opt.exact_match;
+  scoring.max_new_tokens = opt.max_new_tokens;
+  scoring.stop = separatorToken(tok, evalTask.tmpl);
+  scoring.eos = tok.eosId() >= 0 ? tok.eosId() : c.eos_token_id;
+  scoring.lowercase = !siteCaseSensitiveTask(data.id);
   const at::Tensor high = mask(alpha > 0.5), low = mask(alpha < 0.5);  // [layers, heads]
   struct Condition {
     const char* id;
@@ -251,31 +316,35 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                                         {"site", &evalTask.zero_shot, alpha},
                                         {"high_alpha", &evalTask.zero_shot, high},
                                         {"low_alpha", &evalTask.zero_shot, low}};
+  const std::string rule = opt.exact_match ? "exact_match" : "first_token";
   Table acc;
   acc.id = "site.accuracy";
-  acc.name = "Exact-prefix accuracy of greedy generation";
-  acc.columns = {"condition", "accuracy", "n", "heads_injected"};
+  acc.name =
+      opt.exact_match
+          ? "Exact-match accuracy: greedy generation starts with the answer (lower-cased string prefix)"
+          : "First-token accuracy: the argmax at N is the answer's first token";
+  acc.columns = {"condition", "accuracy", "n", "heads_injected", "scoring"};
   nlohmann::json accJson = nlohmann::json::object();
   for (size_t i = 0; i < conds.size(); ++i) {
     const Condition& cd = conds[i];
     const std::vector<Intervention> ivs =
         cd.alpha.defined() ? siteInterventions(t, cd.alpha) : std::vector<Intervention>{};
-    const double a =
-        generationAccuracy(model, *cd.prompts, opt.max_new_tokens, stop, eos, ivs,
-                           subContext(ctx, 0.7 + 0.3 * i / conds.size(), 0.7 + 0.3 * (i + 1) / conds.size(),
-                                      cat("accuracy ", cd.id)));
+    const double a = siteAccuracy(model, tok, *cd.prompts, ivs, scoring,
+                                  subContext(ctx, 0.7 + 0.3 * i / conds.size(),
+                                             0.7 + 0.3 * (i + 1) / conds.size(), cat("accuracy ", cd.id)));
     const std::string id = cd.id;
     const int heads = !cd.alpha.defined() ? 0
                       : id == "site"      ? c.n_layers * c.n_heads
                                           : int(cd.alpha.sum().item<double>());
-    acc.rows.push_back({cd.id, a, int(cd.prompts->size()), heads});
+    acc.rows.push_back({cd.id, a, int(cd.prompts->size()), heads, rule});
     accJson[cd.id] = a;
   }
 
   Provenance prov =
       makeProvenance("site", ctx, spec.dataset, spec.seed, spec.n_prompts, siteOptionTable().write(opt));
   prov.options["task"] = taskSpecToJson(spec);
-  prov.options["stop_token"] = stop;
+  prov.options["stop_token"] = scoring.stop;
+  prov.options["case_sensitive"] = !scoring.lowercase;
   acc.provenance = prov;
 
   AnalysisOutput out;
@@ -321,7 +390,16 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                      {"mean_alpha", alpha.mean().item<double>()},
                      {"loss_first20", avg.size() >= 20 ? avg[19] : avg.back()},
                      {"loss_last20", avg.back()},
-                     {"n_eval", int(evalTask.zero_shot.size())}};
+                     {"n_eval", int(evalTask.zero_shot.size())},
+                     {"scoring", rule},
+                     {"n_train_queries", int(examples.size())}};
+  recordPrompts(out, "embed", embedTask.icl);
+  std::vector<Prompt> drawn;
+  for (int i : tr.drawn)
+    drawn.push_back(trainTask.zero_shot[static_cast<size_t>(i)]);
+  recordPrompts(out, "train", drawn);
+  recordPrompts(out, "zero_shot", evalTask.zero_shot);
+  recordPrompts(out, "icl", evalTask.icl);
   out.addTensor("alpha", alpha);
   out.addTensor("t", t);
   ctx.report(1.0, "done");

@@ -1,20 +1,25 @@
 #pragma once
-// SITE — soft head selection (DESIGN 5.4).
+// SITE — soft head selection (DESIGN 5.4), as the official code (SNU-DRL/Soft_Injection) runs it.
 //
 // Task embedding t[l, k] = mean hook_z at N over `n_embed` ICL prompts (spec.shots demonstrations, queries
-// from the embedding split). Parameters logit ∈ R^{L×H}, initially 0; α = sigmoid(logit). On a zero-shot
-// prompt, at N only and in every layer,
+// and demonstrations from the train split). Parameters logit ∈ R^{L×H}, initially 0; α = sigmoid(logit).
+// On a zero-shot prompt, at N only and in every layer,
 //     z[l, k] ← (1 − α[l, k]) z[l, k] + α[l, k] t[l, k]
 // before W_O (an Interpolate intervention on hook_z whose alpha requires grad). The model is frozen; the
 // loss is the cross-entropy of the first answer token; Adam (β = 0.9, 0.999, ε = 1e-8) on the logits.
+// Every step draws its `batch` zero-shot prompts afresh, uniformly with replacement, from the train
+// split's queries (utils.py optimize_head_selection → preprocess.py format_icl: random.sample per step).
 //
-// Inference injects in the prefill pass only: generation continues through the KV cache, whose keys and
-// values at N already carry the injection. Greedy, up to `max_new_tokens`, stopping at the template's
-// separator token or EOS; a query counts as correct when the generated ids start with the ids of the
-// answer segment (exact-prefix match). The same rule scores zero-shot, ICL, SITE, and SITE restricted to
-// high-α heads (α > 0.5 → 1, the rest 0) or to low-α heads (α < 0.5 → 1, the rest 0).
+// Evaluation on the zero-shot prompts of spec's split, the injection in the prefill pass only:
+//  - first-token match (the default, eval.py without --exact_match): the argmax at N equals the answer's
+//    first token;
+//  - exact match (`exact_match`, eval.py --exact_match): greedy generation of up to `max_new_tokens`
+//    (stopping at the template's separator token or EOS), decoded, then siteExactMatch.
+// The same rule scores zero-shot, ICL, SITE, and SITE restricted to high-α heads (α > 0.5 → 1, the rest
+// 0) or to low-α heads (α < 0.5 → 1, the rest 0).
 // Outputs: grid "site.alpha", curve "site.loss", table "site.accuracy"; tensors "alpha" [layers, heads]
-// and "t" [layers, heads, d_head].
+// and "t" [layers, heads, d_head]. Prompt sets recorded: "embed" (the ICL prompts averaged into t),
+// "train" (the zero-shot prompt of every step, in step order), "zero_shot" and "icl" (evaluation).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -37,8 +42,9 @@ struct SiteOptions {
   int steps = 400;                    // Adam steps
   double lr = 0.2;                    // Adam learning rate on the logits
   int batch = 1;                      // zero-shot prompts per step
-  int n_train = 100;                  // distinct zero-shot training prompts (train split), cycled
-  int max_new_tokens = 20;            // greedy generation length limit
+  int n_train = 0;                    // queries of the split the steps draw from; 0 = all of them
+  bool exact_match = false;           // score by string prefix of the generation, not the first token
+  int max_new_tokens = 20;            // greedy generation length limit (exact match)
   std::string train_split = "train";  // split of the embedding and training queries
 };
 const OptionTable<SiteOptions>& siteOptionTable();
@@ -68,17 +74,34 @@ at::Tensor siteLoss(const Transformer& model, const std::vector<SiteExample>& ba
 struct SiteTraining {
   at::Tensor logit;          // [layers, heads] after training (no grad)
   std::vector<double> loss;  // [steps] the loss of each step's batch, before its update
+  std::vector<int> drawn;    // [steps · batch] index into `examples` of every prompt drawn, in order
 };
-// Adam on logit (from 0) over `examples` in a seeded order (reshuffled each pass).
+// Adam on logit (from 0); each step draws `opt.batch` examples uniformly with replacement (seeded).
 SiteTraining trainSite(const Transformer& model, const std::vector<SiteExample>& examples,
                        const at::Tensor& t, const SiteOptions& opt, uint64_t seed,
                        const AnalysisContext& ctx = {});
 
-// Exact-prefix accuracy of greedy generation over prompts, with `interventions` in the prefill pass.
-// Stops at `stopToken` (or `eos`) when >= 0.
-double generationAccuracy(const Transformer& model, const std::vector<Prompt>& prompts, int maxNew,
-                          int64_t stopToken, int64_t eos, const std::vector<Intervention>& interventions = {},
-                          const AnalysisContext& ctx = {});
+// The official exact-match rule (eval.py --exact_match): the generation stripped, "St." read as "Saint",
+// cut at its first line break and at "(", stripped again; the target the same without the line cut; both
+// lower-cased (ASCII) when `lowercase`; correct when the generation starts with the target.
+bool siteExactMatch(const std::string& generated, const std::string& target, bool lowercase);
+// eval.py compares case-sensitively only on tasks whose name contains "capitalize" or "lowercase".
+bool siteCaseSensitiveTask(const std::string& datasetId);
+
+struct SiteScoring {
+  bool exact_match = false;  // false: first-token match
+  int max_new_tokens = 20;   // exact match: greedy tokens at most
+  int64_t stop = -1;         // exact match: generation stops at this token (>= 0) ...
+  int64_t eos = -1;          // ... or at EOS (>= 0)
+  bool lowercase = true;     // exact match: compare lower-cased
+  int batch = 16;            // first-token match: prompts per forward
+};
+// Share of `prompts` answered correctly with `interventions` in the prefill pass (at N), by the rule of
+// `scoring`: first-token match (argmax at N == the answer's first token) or exact match (greedy
+// generation decoded by `tok`, siteExactMatch against the prompt's answer text).
+double siteAccuracy(const Transformer& model, const Tokenizer& tok, const std::vector<Prompt>& prompts,
+                    const std::vector<Intervention>& interventions, const SiteScoring& scoring,
+                    const AnalysisContext& ctx = {});
 
 // The token that ends an answer under a template: the first token of its example separator (continuation
 // encoding), or -1 when the separator encodes to nothing.

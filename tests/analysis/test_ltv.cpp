@@ -1,18 +1,27 @@
 // LTV (learned task vectors) and its mechanism views.
 // - Polar decomposition: a known rotation × SPD matrix gives back its factors; Q is orthogonal, Σ symmetric
-//   PSD and QΣ = W also for a singular W; rotation / stretch of hand-picked θ.
+//   PSD and QΣ = W also for a singular W; rotation / stretch of hand-picked θ; a tall matrix too.
+// - Injection: θ [layers, slots, d] becomes one Add per layer at the chosen site and positions, equal to
+//   hand-written residual edits; extracted vectors fill every slot.
 // - Training: the loss falls on a random GQA model, θ is the only tensor with a gradient, the weights
-//   are unchanged.
-// - OV reconstruction equals a hand-written per-head sum (GQA kv-head mapping), and each head's OV image
-//   of a normed residual equals the engine's hook_result on a one-token prompt (attention = 1 on itself).
-// - Toy model, antonym_a: LTV at the middle layer beats vanilla TV and the FV baseline (and zero-shot);
-//   results are complete; the run survives a session round trip.
+//   are unchanged; several positions and layers train one θ per slot.
+// - OV reconstruction equals a hand-written per-head sum over the layers after the site (GQA kv-head
+//   mapping), and each head's OV image of a normed residual equals the engine's hook_result on a one-token
+//   prompt (attention = 1 on itself); the MLP control equals the engine's hook_mlp_out of a normed input and
+//   a hand sum over the later layers (SwiGLU and a biased GELU MLP).
+// - Linear propagation: the subspace fit recovers a known linear map (exactly on span(B); with r = d its
+//   rotation and stretch are the full polar decomposition's), also at d = 4096 with 64 directions; the
+//   model's propagation from the output of the last layer is the identity.
+// - Key-head saliency is NaN before the site and the key / random heads all lie after it.
+// - Toy model, antonym_a, all vectors at the output of the middle layer: LTV beats vanilla TV and the FV
+//   baseline (and zero-shot); the injection configurations, OV / MLP reconstruction and mean (corpus)
+//   ablation are there; the accuracies are recomputed from the run's recorded prompts and tensors at the
+//   site the run names; the run survives a session round trip.
 #include <ATen/ATen.h>
 #include <Eigen/Dense>
 #include <QtTest>
 
 #include <algorithm>
-
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -23,6 +32,7 @@
 #include "analysis/ltv_mechanism.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
+#include "model/mlp.h"
 #include "results/results_json.h"
 #include "session/session.h"
 #include "test_paths.h"
@@ -53,6 +63,39 @@ double seriesAt(const hs::Curve& c, const std::string& name, double x) {
   return std::nan("");
 }
 
+// The prompts of a recorded set, as evaluation prompts (ids, N, first answer token).
+std::vector<hs::Prompt> recorded(const hs::AnalysisRun& run, const std::string& set) {
+  std::vector<hs::Prompt> out;
+  for (const hs::PromptRecord& r : run.prompts)
+    if (r.set == set)
+      out.push_back(handPrompt({r.ids.begin(), r.ids.end()}, static_cast<int>(r.answer_ids.at(0))));
+  return out;
+}
+
+const hs::Table& tableOf(const hs::AnalysisRun& run, const std::string& id) {
+  const hs::Table* t = hs::test::findTable(run, id);
+  if (!t) throw hs::Error("no table " + id);
+  return *t;
+}
+
+// A numeric cell of the table row whose first cell is `row`.
+double cell(const hs::Table& t, const std::string& row, const std::string& column) {
+  const size_t col =
+      static_cast<size_t>(std::find(t.columns.begin(), t.columns.end(), column) - t.columns.begin());
+  for (const auto& r : t.rows)
+    if (r.at(0).get<std::string>() == row) return r.at(col).get<double>();
+  return std::nan("");
+}
+
+Eigen::MatrixXd toEigen(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kDouble).contiguous();  // [rows, cols]
+  Eigen::MatrixXd m(c.size(0), c.size(1));
+  for (int64_t i = 0; i < c.size(0); ++i)
+    for (int64_t j = 0; j < c.size(1); ++j)
+      m(i, j) = c[i][j].item<double>();
+  return m;
+}
+
 }  // namespace
 
 class TestLtv : public QObject {
@@ -60,27 +103,34 @@ class TestLtv : public QObject {
 
   std::optional<hs::AnalysisOutput> toyRun_;
   std::string toyPath_;
+  std::optional<hs::LoadedModel> toy_;
 
-  // The toy analysis at the middle layer, computed once (toyLtvBeatsBaselines and the round trip).
+  const hs::LoadedModel& toy() {
+    if (!toy_) toy_ = hs::loadModel("toy");
+    return *toy_;
+  }
+
+  // The toy analysis at the middle layer, computed once (the toy checks and the round trip).
   const hs::AnalysisOutput& toyRun() {
     if (!toyRun_) {
-      const hs::LoadedModel m = hs::loadModel("toy");
+      const hs::LoadedModel& m = toy();
       toyPath_ = m.path;
       hs::TaskSpec spec;
       spec.dataset = "toy:antonym_a";
       spec.shots = 10;
       spec.n_prompts = 54;  // the whole test split
       spec.seed = 1;
-      hs::LtvOptions o;
+      hs::LtvOptions o;  // site: the output of the layer (the default)
       o.layers = {m.config.n_layers / 2};
       // The default schedule (1000 steps, lr 5e-3, validation every 25 steps, patience 8).
       o.train_prompts = 179;  // the whole train split
       o.valid_prompts = 23;
       o.icl_prompts = 40;
       o.fv_prompts = 10;
-      o.prop_samples = m.config.d_model + 40;
+      o.prop_directions = 48;  // W on a 48-dimensional subspace of the 128
       o.prop_prompts = 2;
       o.random_sets = 3;
+      o.ablate_mean = true;  // the corpus mean (the default source)
       toyRun_ = hs::runLtv(*m.model, *m.tokenizer, spec, o, hs::test::modelContext(m.path));
     }
     return *toyRun_;
@@ -120,7 +170,55 @@ class TestLtv : public QObject {
     QVERIFY(eig.eigenvalues().minCoeff() > -1e-12);
     QVERIFY((p0.Sigma - S0).cwiseAbs().maxCoeff() < 1e-12);  // Σ = (WᵀW)^½ is unique even when W is singular
 
+    // A tall W (3 x 2, the map of a 2-dimensional subspace): Q has orthonormal columns, QΣ = W.
+    const Eigen::MatrixXd T = W.leftCols(2);
+    const hs::PolarDecomposition pt = hs::polarDecompose(T);
+    QVERIFY((pt.Q.transpose() * pt.Q - Eigen::Matrix2d::Identity()).cwiseAbs().maxCoeff() < 1e-12);
+    QVERIFY((pt.Q * pt.Sigma - T).cwiseAbs().maxCoeff() < 1e-12);
     QVERIFY_THROWS_EXCEPTION(hs::Error, hs::polarDecompose(Eigen::MatrixXd::Ones(2, 3)));
+  }
+
+  void injectionIsOneSiteForEveryVector() {
+    const hs::Transformer m = hs::test::tinyLlama(3);
+    const hs::ModelConfig& c = m.config();
+    at::manual_seed(5);
+    const at::Tensor tokens = hs::test::row({1, 7, 9, 12, 4, 30});  // [1, pos]
+    auto logits = [&](const std::vector<hs::Intervention>& ivs) {
+      hs::RunRequest req;
+      req.tokens = tokens;
+      req.interventions = ivs;
+      return m.run(req).logits;  // [1, pos, vocab]
+    };
+    // "post" at layer 1 is the output of layer 1, the residual entering layer 2; "pre" enters layer 1.
+    const at::Tensor v = at::randn({c.d_model});  // [d_model]
+    const hs::Injection post = {{1}, "post", {-1}};
+    QVERIFY(post.siteOf(1) == hs::residPost(1));
+    QVERIFY(hs::Injection({{1}, "pre", {-1}}).siteOf(1) == hs::residPre(1));
+    QVERIFY(hs::test::maxAbsDiff(logits(hs::injectionInterventions(post, hs::fillSlots(post, v))),
+                                 logits({hs::addToResidual(hs::residPre(2), v)})) < 1e-5);
+    QVERIFY(hs::test::maxAbsDiff(logits(hs::injectionInterventions(post, hs::fillSlots(post, v))),
+                                 logits({hs::addToResidual(hs::residPre(1), v)})) > 1e-3);
+    QVERIFY(hs::firstReadingLayer(hs::residPost(1)) == 2 && hs::firstReadingLayer(hs::residPre(1)) == 1);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::injectionSite("mid", 1));
+
+    // Several layers and positions: θ[i][j] lands at layer layers[i], position positions[j].
+    const hs::Injection many = {{0, 2}, "post", {-3, -1}};
+    QCOMPARE(many.slots(), int64_t(2));
+    const at::Tensor theta = at::randn({2, 2, c.d_model});  // [layers, slots, d_model]
+    std::vector<hs::Intervention> hand;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j)
+        hand.push_back(hs::addToResidual(hs::residPost(many.layers[i]), theta[i][j], {many.positions[j]}));
+    QVERIFY(hs::test::maxAbsDiff(logits(hs::injectionInterventions(many, theta)), logits(hand)) < 1e-5);
+    // Every position, one shared vector.
+    const hs::Injection all = {{1}, "pre", {}};
+    QVERIFY(hs::test::maxAbsDiff(logits(hs::injectionInterventions(all, hs::fillSlots(all, v))),
+                                 logits({hs::addToResidual(hs::residPre(1), v, {})})) < 1e-5);
+    // The vanilla TV replaces: every slot holds the layer's own vector.
+    const at::Tensor perLayer = at::randn({2, c.d_model});  // [layers, d_model]
+    const at::Tensor filled = hs::fillSlots(many, perLayer);
+    QVERIFY(at::equal(filled[1][0], perLayer[1]) && at::equal(filled[1][1], perLayer[1]));
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::injectionInterventions(many, at::zeros({2, 1, c.d_model})));
   }
 
   void ltvLossFallsOnlyThetaLearns() {
@@ -130,16 +228,17 @@ class TestLtv : public QObject {
     for (int i = 0; i < 8; ++i)
       train.push_back(handPrompt({1, 3 + i, 20 + i, 7}, 40));
     const at::Tensor woBefore = m.weights().layers[2].wo.clone();
+    const hs::Injection at1 = {{1}, "pre", {-1}};
 
     // One training step by hand: θ is the only tensor that receives a gradient.
     {
-      at::Tensor theta = at::zeros({m.config().d_model}).requires_grad_(true);  // [d_model]
+      at::Tensor theta = at::zeros({1, 1, m.config().d_model}).requires_grad_(true);  // [1, 1, d_model]
       const hs::PaddedBatch pb = hs::padPrompts(train, 0, train.size(), 0);
       hs::RunRequest req;
       req.tokens = pb.tokens;
       req.attention_mask = pb.attention_mask;
       req.last_logits_only = true;
-      req.interventions = {hs::ltvInjection(1, theta)};
+      req.interventions = hs::injectionInterventions(at1, theta);
       const at::Tensor logp = at::log_softmax(m.run(req).logits.select(1, -1), -1);  // [batch, vocab]
       logp.select(1, 40).sum().neg().backward();
       QVERIFY(theta.grad().defined());
@@ -158,15 +257,26 @@ class TestLtv : public QObject {
     o.steps = 80;
     o.lr = 2e-2;
     o.batch = 4;
-    const hs::LtvTraining t = hs::trainLtv(m, train, {}, 1, o);
+    const hs::LtvTraining t = hs::trainLtv(m, train, {}, at1, o);
     QCOMPARE(t.steps_run, 80);
     QCOMPARE(static_cast<int>(t.loss.size()), 80);
     const double first = (t.loss[0] + t.loss[1]) / 2, last = (t.loss[78] + t.loss[79]) / 2;
     qInfo("tiny model LTV loss: %.3f -> %.3f", first, last);
     QVERIFY2(last < 0.6 * first, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
-    QVERIFY(t.theta.sizes().vec() == std::vector<int64_t>{m.config().d_model});
+    QVERIFY(t.theta.sizes().vec() == (std::vector<int64_t>{1, 1, m.config().d_model}));
     QVERIFY(!t.theta.requires_grad());
     QVERIFY(at::equal(woBefore, m.weights().layers[2].wo));  // the model is frozen
+
+    // Several layers and positions: one θ per slot, all of them trained.
+    const hs::Injection many = {{0, 1}, "post", {-2, -1}};
+    const hs::LtvTraining tm = hs::trainLtv(m, train, {}, many, o);
+    QVERIFY(tm.theta.sizes().vec() == (std::vector<int64_t>{2, 2, m.config().d_model}));
+    const double firstM = (tm.loss[0] + tm.loss[1]) / 2, lastM = (tm.loss[78] + tm.loss[79]) / 2;
+    qInfo("tiny model LTV at 2 layers x 2 positions, loss: %.3f -> %.3f", firstM, lastM);
+    QVERIFY(lastM < 0.6 * firstM);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j)  // each slot moved away from its start in (−0.1, 0.1)
+        QVERIFY(tm.theta[i][j].abs().max().item<double>() > 0.1);
 
     // Early stop: `patience` validations without a better (accuracy, loss) end the run and keep the best θ,
     // the one validated `patience` evaluations before the end.
@@ -178,12 +288,12 @@ class TestLtv : public QObject {
     std::vector<hs::Prompt> valid;
     for (int i = 0; i < 8; ++i)
       valid.push_back(handPrompt({1, 3 + i, 20 + i, 7}, 41));
-    const hs::LtvTraining te = hs::trainLtv(m, train, valid, 1, e);
+    const hs::LtvTraining te = hs::trainLtv(m, train, valid, at1, e);
     QVERIFY(te.early_stopped);
     QVERIFY(te.steps_run < 400);
     QCOMPARE(te.best_step, te.steps_run - e.patience * e.eval_every);
     QCOMPARE(te.best_valid_accuracy, *std::max_element(te.valid_accuracy.begin(), te.valid_accuracy.end()));
-    const hs::LtvTraining again = hs::trainLtv(m, train, valid, 1, e);  // seeded: the same run again
+    const hs::LtvTraining again = hs::trainLtv(m, train, valid, at1, e);  // seeded: the same run again
     QVERIFY(at::equal(again.theta, te.theta));
   }
 
@@ -194,7 +304,7 @@ class TestLtv : public QObject {
     const at::Tensor theta = at::randn({c.d_model});  // [d_model]
     const int G = c.n_heads / c.n_kv_heads;
 
-    // Hand sum over l' > l of W_O^{l',k} (W_V^{kv(k)} θ), kv(k) = k / G, with plain loops.
+    // Hand sum over l' >= first of W_O^{l',k} (W_V^{kv(k)} θ), kv(k) = k / G, with plain loops.
     auto handSum = [&](int first) {
       std::vector<double> out(static_cast<size_t>(c.d_model), 0.0);
       for (int l = first; l < c.n_layers; ++l) {
@@ -216,13 +326,15 @@ class TestLtv : public QObject {
       return at::tensor(out, at::kDouble);
     };
     for (int layer = 0; layer < c.n_layers; ++layer) {
-      const at::Tensor got = hs::ovReconstruction(m, theta, layer).to(at::kDouble);
-      QVERIFY2(hs::test::maxAbsDiff(got, handSum(layer + 1)) < 1e-4,
+      // Added to the output of `layer`, θ is read by the heads of the layers after it ...
+      const at::Tensor post = hs::ovReconstruction(m, theta, hs::residPost(layer)).to(at::kDouble);
+      QVERIFY2(hs::test::maxAbsDiff(post, handSum(layer + 1)) < 1e-4,
                qPrintable(QString("layer %1").arg(layer)));
-      const at::Tensor incl = hs::ovReconstruction(m, theta, layer, true).to(at::kDouble);
-      QVERIFY(hs::test::maxAbsDiff(incl, handSum(layer)) < 1e-4);
+      // ... added to its input, also by the heads of `layer` itself.
+      const at::Tensor pre = hs::ovReconstruction(m, theta, hs::residPre(layer)).to(at::kDouble);
+      QVERIFY(hs::test::maxAbsDiff(pre, handSum(layer)) < 1e-4);
     }
-    QCOMPARE(hs::ovReconstruction(m, theta, c.n_layers - 1).abs().max().item<double>(), 0.0);
+    QCOMPARE(hs::ovReconstruction(m, theta, hs::residPost(c.n_layers - 1)).abs().max().item<double>(), 0.0);
 
     // The engine agrees: on a one-token prompt each head attends only to itself, so hook_result of
     // head k is W_O^k W_V^{kv(k)} RMSNorm(resid_pre) — the OV image of the normed residual.
@@ -241,37 +353,161 @@ class TestLtv : public QObject {
     }
   }
 
+  void mlpReconstructionEqualsEngineAndHandSum() {
+    // SwiGLU without biases (Llama) and a GELU MLP with biases (GPT-2 style, the bias removed by − MLP(0)).
+    hs::ModelConfig gelu = hs::test::tinyLlamaConfig();
+    gelu.mlp = hs::MlpKind::Gelu;
+    gelu.activation = "gelu_new";
+    gelu.mlp_bias = true;
+    for (const hs::ModelConfig& cfg : {hs::test::tinyLlamaConfig(), gelu}) {
+      const hs::Transformer m(cfg, hs::test::randomWeights(cfg, 8));
+      const hs::ModelConfig& c = m.config();
+      // The engine's hook_mlp_out is the MLP of its normed input resid_pre + attn_out.
+      hs::RunRequest req;
+      req.tokens = hs::test::row({3, 14, 15});
+      for (int l = 0; l < c.n_layers; ++l)
+        for (hs::Site s : {hs::residPre(l), hs::attnOut(l), hs::mlpOut(l)})
+          req.capture.insert(s);
+      const hs::RunResult r = m.run(req);
+      for (int l = 0; l < c.n_layers; ++l) {
+        const at::Tensor mid = r.cache.at(hs::residPre(l))[0] + r.cache.at(hs::attnOut(l))[0];  // [pos, d]
+        const at::Tensor normed =
+            mid * at::rsqrt(mid.pow(2).mean(-1, true) + c.norm_eps) * m.weights().layers[l].mlp_norm_w;
+        QVERIFY(hs::test::maxAbsDiff(hs::mlpForward(c, m.weights().layers[l], normed),
+                                     r.cache.at(hs::mlpOut(l))[0]) < 1e-4);
+      }
+      // θ_MLP after the output of layer 0 = Σ_{l ≥ 1} MLP_l(θ) − MLP_l(0), written out by hand.
+      at::manual_seed(4);
+      const at::Tensor theta = at::randn({c.d_model});  // [d_model]
+      at::Tensor hand = at::zeros({c.d_model});
+      for (int l = 1; l < c.n_layers; ++l) {
+        const hs::LayerWeights& w = m.weights().layers[l];
+        at::Tensor up = at::matmul(w.w_up, theta), up0 = at::zeros({c.d_mlp});
+        if (w.b_up.defined()) up = up + w.b_up, up0 = up0 + w.b_up;
+        at::Tensor h = cfg.mlp == hs::MlpKind::SwiGLU ? at::silu(at::matmul(w.w_gate, theta)) * up
+                                                      : at::gelu(up, "tanh");
+        at::Tensor h0 = cfg.mlp == hs::MlpKind::SwiGLU ? at::zeros({c.d_mlp}) : at::gelu(up0, "tanh");
+        hand += at::matmul(w.w_down, h) - at::matmul(w.w_down, h0);
+      }
+      QVERIFY(hs::test::maxAbsDiff(hs::mlpReconstruction(m, theta, hs::residPost(0)), hand) < 1e-4);
+      QVERIFY(hand.abs().max().item<double>() > 1e-2);  // not a vacuous zero
+      QCOMPARE(hs::mlpReconstruction(m, theta, hs::residPost(c.n_layers - 1)).abs().max().item<double>(),
+               0.0);
+    }
+  }
+
+  void propagationFitRecoversAKnownLinearMap() {
+    // Δh = A v with a known A (d = 24): on span(B) the fit is M = A B exactly, B orthonormal with B[:,0] ∥ θ.
+    const int d = 24;
+    at::manual_seed(9);
+    const at::Tensor A = at::randn({d, d}, at::kDouble) / std::sqrt(double(d));  // [d, d]
+    const at::Tensor theta = at::randn({d}, at::kDouble);                        // [d]
+    const hs::LinearResponse linear = [&](const at::Tensor& V) { return at::matmul(V, A.t()); };
+    const Eigen::MatrixXd Ae = toEigen(A);
+    const Eigen::VectorXd th = hs::toEigenVector(theta);
+    const hs::PropagationFit sub = hs::fitLinearMap(linear, theta, 8, 20, 0.5, 3);
+    QCOMPARE(sub.directions, 8);
+    QCOMPARE(sub.basis.cols(), Eigen::Index(8));
+    QVERIFY((sub.basis.transpose() * sub.basis - Eigen::MatrixXd::Identity(8, 8)).cwiseAbs().maxCoeff() <
+            1e-12);
+    QVERIFY(std::abs(sub.basis.col(0).dot(th) - th.norm()) < 1e-9);
+    QVERIFY((sub.map - Ae * sub.basis).cwiseAbs().maxCoeff() < 1e-9);
+    QVERIFY(sub.r2 > 1 - 1e-12);
+    // With every direction (r = d) the fit is A itself, and rotation / stretch are A's polar decomposition's.
+    const hs::PropagationFit full = hs::fitLinearMap(linear, theta, 1000, 2 * d, 0.5, 3);
+    QCOMPARE(full.directions, d);
+    QVERIFY((full.W() - Ae).cwiseAbs().maxCoeff() < 1e-9);
+    const hs::RotationStretch want = hs::rotationStretch(hs::polarDecompose(Ae), th);
+    const hs::RotationStretch got = hs::rotationStretch(full, th);
+    QVERIFY(std::abs(got.cos_theta_Qtheta - want.cos_theta_Qtheta) < 1e-9);
+    QVERIFY(std::abs(got.stretch - want.stretch) < 1e-9);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::fitLinearMap(linear, theta, 8, 8, 0.5, 3));  // samples <= r
+
+    // d = 4096, 64 directions, 128 responses: A = 0.7 I + u wᵀ never materialised; M = A B recovered.
+    const int D = 4096;
+    const at::Tensor u = at::randn({D}, at::kDouble), w = at::randn({D}, at::kDouble) / std::sqrt(double(D));
+    const at::Tensor big = at::randn({D}, at::kDouble);
+    const hs::LinearResponse lowRank = [&](const at::Tensor& V) {
+      return 0.7 * V + at::outer(at::matmul(V, w), u);  // [n, D]
+    };
+    const hs::PropagationFit f = hs::fitLinearMap(lowRank, big, 64, 128, 0.5, 5);
+    const Eigen::MatrixXd B = f.basis;  // [D, 64]
+    const Eigen::VectorXd ue = hs::toEigenVector(u), we = hs::toEigenVector(w);
+    const Eigen::MatrixXd want4096 = 0.7 * B + ue * (we.transpose() * B);  // A B
+    QVERIFY((f.map - want4096).cwiseAbs().maxCoeff() < 1e-7);
+
+    // The model's propagation from the output of the last layer is the identity (Δh = v): cos 1, stretch 1.
+    const hs::Transformer m = hs::test::tinyLlama(2);
+    std::vector<hs::Prompt> prompts = {handPrompt({1, 4, 5}, 6), handPrompt({1, 8, 9, 10}, 6)};
+    const at::Tensor th32 = at::randn({m.config().d_model});
+    const hs::PropagationFit id =
+        hs::fitLinearPropagation(m, prompts, hs::residPost(m.config().n_layers - 1), th32, 8, 16, 0.5, 1);
+    QVERIFY((id.map - id.basis).cwiseAbs().maxCoeff() < 1e-5);
+    const hs::RotationStretch rs = hs::rotationStretch(id, hs::toEigenVector(th32));
+    QVERIFY(std::abs(rs.cos_theta_Qtheta - 1) < 1e-6 && std::abs(rs.stretch - 1) < 1e-5);
+    // From the output of layer 0 the response (the later layers run from the captured residual) equals
+    // full forwards with v added there.
+    const hs::LinearResponse resp = hs::propagationResponse(m, prompts, hs::residPost(0));
+    const at::Tensor V = at::randn({3, m.config().d_model}, at::kDouble);  // [n, d]
+    const at::Tensor got0 = resp(V);                                       // [n, d]
+    auto finalAtN = [&](const std::vector<hs::Intervention>& ivs) {
+      const hs::PaddedBatch pb = hs::padPrompts(prompts, 0, prompts.size(), 0);
+      hs::RunRequest req;
+      req.tokens = pb.tokens;
+      req.attention_mask = pb.attention_mask;
+      req.capture = {hs::residPost(m.config().n_layers - 1)};
+      req.interventions = ivs;
+      return m.run(req)
+          .cache.at(hs::residPost(m.config().n_layers - 1))
+          .select(1, -1)
+          .to(at::kDouble)
+          .mean(0);
+    };
+    at::NoGradGuard noGrad;
+    const at::Tensor h0 = finalAtN({});
+    for (int i = 0; i < 3; ++i) {
+      const at::Tensor want0 = finalAtN({hs::addToResidual(hs::residPost(0), V[i].to(at::kFloat))}) - h0;
+      QVERIFY(hs::test::maxAbsDiff(got0[i], want0) < 1e-4);
+      QVERIFY(want0.norm().item<double>() > 1e-2);
+    }
+  }
+
   void toyLtvBeatsBaselines() {
     const hs::AnalysisOutput& out = toyRun();
     const nlohmann::json& s = out.run.summary;
     qInfo(
-        "toy antonym_a, layer %d: LTV %.3f, vanilla TV %.3f, TV add %.3f, FV %.3f, zero-shot %.3f, ICL %.3f",
-        s["layer"].get<int>(), s["ltv_accuracy"].get<double>(), s["tv_accuracy"].get<double>(),
+        "toy antonym_a, all vectors at %s: LTV %.3f, vanilla TV %.3f, TV add %.3f, FV %.3f, zero-shot %.3f, "
+        "ICL %.3f",
+        s["site"].get<std::string>().c_str(), s["ltv_accuracy"].get<double>(), s["tv_accuracy"].get<double>(),
         s["tv_add_accuracy"].get<double>(), s["fv_accuracy"].get<double>(),
         s["zero_shot_accuracy"].get<double>(), s["icl_accuracy"].get<double>());
     qInfo(
-        "  OV reconstruction %.3f; key heads %s ablated %.3f vs random %.3f; cos(θ,Qθ) %.3f stretch %.3f "
-        "(fit R² %.3f); LTV steps %d (best %d, valid %.3f)",
-        s["ov_reconstruction_accuracy"].get<double>(), s["key_heads"].get<std::string>().c_str(),
-        s["key_ablation_accuracy"].get<double>(), s["random_ablation_accuracy"].get<double>(),
-        s["cos_theta_Qtheta"].get<double>(), s["stretch"].get<double>(), s["propagation_r2"].get<double>(),
+        "  OV reconstruction %.3f, MLP reconstruction %.3f; key heads %s mean-ablated %.3f vs random %.3f; "
+        "cos(θ,Qθ) %.3f stretch %.3f (fit R² %.3f on %d directions); LTV steps %d (best %d, valid %.3f)",
+        s["ov_reconstruction_accuracy"].get<double>(), s["mlp_reconstruction_accuracy"].get<double>(),
+        s["key_heads"].get<std::string>().c_str(), s["key_ablation_accuracy"].get<double>(),
+        s["random_ablation_accuracy"].get<double>(), s["cos_theta_Qtheta"].get<double>(),
+        s["stretch"].get<double>(), s["propagation_r2"].get<double>(), s["propagation_directions"].get<int>(),
         s["ltv_steps_run"].get<int>(), s["ltv_best_step"].get<int>(), s["ltv_valid_accuracy"].get<double>());
     const double ltv = s["ltv_accuracy"], tv = s["tv_accuracy"], fv = s["fv_accuracy"],
                  zs = s["zero_shot_accuracy"];
     // Strictly better, unless LTV is already at 100 % (a tie at the ceiling).
     QVERIFY2(ltv > tv || (ltv == 1.0 && tv == 1.0), "LTV should beat vanilla TV at the middle layer");
-    // LTV vs FV: at least as good (the shipped toy model with seed 1: LTV 0.91 vs FV 0.72 at the middle
-    // layer; a tie is allowed because a model can put the FV at the ceiling too).
     qInfo("LTV - FV at the middle layer: %+.3f", ltv - fv);
     QVERIFY2(ltv >= fv, "LTV should be at least as accurate as the FV at the middle layer");
     QVERIFY2(ltv > zs + 0.2, "LTV should lift zero-shot accuracy clearly");
 
-    // The results a user opens: ids, shapes, series.
+    // The results a user opens: ids, shapes, series, and the one site every vector entered, named.
     QVERIFY(out.run.method == "ltv");
+    const int mid = s["layer"];
+    QCOMPARE(s["site"].get<std::string>(), hs::residPost(mid).name());
+    QVERIFY(out.run.options.at("injection_site").get<std::string>().find("hook_resid_post") !=
+            std::string::npos);
     QCOMPARE(out.run.curves.size(), size_t(2));
     const hs::Curve& acc = out.run.curves[0];
     QVERIFY(acc.id == "ltv.accuracy_vs_layer");
-    const int mid = s["layer"];
+    QVERIFY2(acc.name.find("hook_resid_post") != std::string::npos, acc.name.c_str());
+    QVERIFY2(acc.x_label.find("hook_resid_post") != std::string::npos, acc.x_label.c_str());
     QCOMPARE(seriesAt(acc, "ltv", mid), ltv);
     for (const char* name : {"tv_replace", "tv_add", "fv", "zero_shot", "icl"})
       QVERIFY2(!std::isnan(seriesAt(acc, name, mid)), name);
@@ -280,15 +516,101 @@ class TestLtv : public QObject {
     const double cosQ = seriesAt(rot, "cos_theta_Qtheta", mid), stretch = seriesAt(rot, "stretch", mid);
     QVERIFY(cosQ >= -1.0 - 1e-9 && cosQ <= 1.0 + 1e-9);
     QVERIFY(stretch > 0);
-    QVERIFY(out.run.grids[0].id == "ltv.key_heads");
-    QCOMPARE(out.run.grids[0].layers(), 4);
-    QCOMPARE(out.run.grids[0].heads(), 8);
-    QVERIFY(out.run.grids[0].values.minCoeff() >= 0);
-    QVERIFY(out.run.tables[0].id == "ltv.key_head_ablation");
+    QCOMPARE(s["propagation_directions"].get<int>(), 48);
+    QVERIFY(out.tensors.at("ltv-1/W_map").sizes().vec() == (std::vector<int64_t>{128, 48}));
+    QVERIFY(out.tensors.at("ltv-1/W_basis").sizes().vec() == (std::vector<int64_t>{128, 48}));
     QVERIFY(out.run.grids[0].provenance.options.contains("steps"));
     QVERIFY(out.run.grids[0].provenance.task == "toy:antonym_a");
     QVERIFY(out.tensors.count("ltv-1/theta_l" + std::to_string(mid)));
-    QVERIFY(out.tensors.at("ltv-1/W").sizes().vec() == (std::vector<int64_t>{128, 128}));
+  }
+
+  void toyKeyHeadsOnlyAfterTheSite() {
+    const hs::AnalysisOutput& out = toyRun();
+    const int mid = out.run.summary["layer"];
+    const hs::HeadGrid& key = out.run.grids[0];
+    QVERIFY(key.id == "ltv.key_heads");
+    QCOMPARE(key.layers(), 4);
+    QCOMPARE(key.heads(), 8);
+    // Added to the output of layer `mid`, θ can only be read by the heads of later layers.
+    for (int l = 0; l < key.layers(); ++l)
+      for (int h = 0; h < key.heads(); ++h)
+        QVERIFY2(l <= mid ? std::isnan(key.values(l, h)) : key.values(l, h) >= 0,
+                 qPrintable(QString("head %1.%2").arg(l).arg(h)));
+    const hs::Table& abl = tableOf(out.run, "ltv.key_head_ablation");
+    QVERIFY2(abl.name.find("mean-ablated") != std::string::npos, abl.name.c_str());
+    int sets = 0;
+    for (const auto& row : abl.rows) {
+      const QString heads = QString::fromStdString(row.at(2).get<std::string>());  // "3.5,3.6"
+      for (const QString& head : heads.split(',', Qt::SkipEmptyParts))
+        QVERIFY2(head.section('.', 0, 0).toInt() > mid, qPrintable(heads));
+      sets += heads.isEmpty() ? 0 : 1;
+    }
+    QCOMPARE(sets, 1 + 3);  // the key set and 3 random sets
+    // The corpus mean (the default source) is what mean ablation used, and the run says so.
+    QVERIFY(out.run.options.at("mean_source").get<std::string>() == "corpus");
+    const std::string source = out.run.options.at("mean_ablation_source");
+    QVERIFY2(source.find("wikitext") != std::string::npos, source.c_str());
+  }
+
+  void toyInjectionConfigurationsAndControls() {
+    const hs::AnalysisOutput& out = toyRun();
+    const hs::Table& cfg = tableOf(out.run, "ltv.injection_configs");
+    QCOMPARE(cfg.rows.size(), size_t(5));
+    for (const char* row : {"baseline", "positions", "layers", "layers_positions", "few_shot"}) {
+      const double l = cell(cfg, row, "ltv"), tv = cell(cfg, row, "tv_replace"), fv = cell(cfg, row, "fv"),
+                   base = cell(cfg, row, "no_vector");
+      qInfo("toy config %-16s LTV %.3f  vanilla TV %.3f  TV add %.3f  FV %.3f  (no vector %.3f)", row, l, tv,
+            cell(cfg, row, "tv_add"), fv, base);
+      for (double v : {l, tv, fv, base})
+        QVERIFY(v >= 0 && v <= 1);
+    }
+    QCOMPARE(cell(cfg, "few_shot", "no_vector"), out.run.summary["icl_accuracy"].get<double>());
+    // The last 5 positions, capped by the shortest toy zero-shot prompt; one θ per (layer, position).
+    std::string positions;
+    for (const auto& r : cfg.rows)
+      if (r.at(0).get<std::string>() == "positions") positions = r.at(2).get<std::string>();
+    const int64_t k = QString::fromStdString(positions).split(',').size();
+    qInfo("toy positions config: %s", positions.c_str());
+    QVERIFY(k >= 2 && k <= 5 && positions.rfind("-1") == positions.size() - 2);
+    QVERIFY(out.tensors.at("ltv-1/theta_positions").sizes().vec() == (std::vector<int64_t>{1, k, 128}));
+    QVERIFY(out.tensors.at("ltv-1/theta_layers").sizes().vec() == (std::vector<int64_t>{4, 1, 128}));
+    QVERIFY(out.tensors.at("ltv-1/theta_layers_positions").sizes().vec() ==
+            (std::vector<int64_t>{4, k, 128}));
+    // LTV trained in the few-shot prompts should not make them worse than plain ICL.
+    QVERIFY(cell(cfg, "few_shot", "ltv") >= cell(cfg, "few_shot", "no_vector") - 0.05);
+
+    // OV and MLP reconstruction sit side by side.
+    const hs::Table& ov = tableOf(out.run, "ltv.ov_reconstruction");
+    QVERIFY(!std::isnan(cell(ov, "ov_reconstruction", "accuracy")));
+    QVERIFY(!std::isnan(cell(ov, "mlp_reconstruction", "accuracy")));
+    QVERIFY(cell(ov, "mlp_reconstruction", "vector_norm") > 0);
+  }
+
+  void toyAccuraciesFromTheRecordedPrompts() {
+    // Everything needed to recompute the curve at the chosen layer is in the run: its prompts, θ, h_ICL,
+    // h_ZS, the FV, and the site it names.
+    const hs::AnalysisOutput& out = toyRun();
+    const hs::Transformer& m = *toy().model;
+    const int mid = out.run.summary["layer"];
+    const hs::Site site = hs::Site::parse(out.run.summary["site"].get<std::string>());
+    const std::vector<hs::Prompt> zs = recorded(out.run, "zero_shot");
+    QCOMPARE(zs.size(), size_t(54));
+    QCOMPARE(recorded(out.run, "train").size(), size_t(179));
+    QCOMPARE(recorded(out.run, "icl_train").size(), size_t(40));
+    QCOMPARE(recorded(out.run, "fv_shuffled").size(), size_t(10));
+    QVERIFY(!recorded(out.run, "fewshot_train").empty());
+    auto accuracy = [&](const hs::Intervention& iv) {
+      hs::IclEvalOptions eo;
+      eo.interventions = {iv};
+      return hs::evaluateIcl(m, zs, eo).accuracy;
+    };
+    const hs::Curve& acc = out.run.curves[0];
+    const at::Tensor theta = out.tensors.at("ltv-1/theta_l" + std::to_string(mid));
+    const at::Tensor hIcl = out.tensors.at("ltv-1/h_icl"), hZs = out.tensors.at("ltv-1/h_zs");
+    QCOMPARE(accuracy(hs::addToResidual(site, theta)), seriesAt(acc, "ltv", mid));
+    QCOMPARE(accuracy(hs::replaceResidual(site, hIcl[mid])), seriesAt(acc, "tv_replace", mid));
+    QCOMPARE(accuracy(hs::addToResidual(site, hIcl[mid] - hZs[mid])), seriesAt(acc, "tv_add", mid));
+    QCOMPARE(accuracy(hs::addToResidual(site, out.tensors.at("ltv-1/fv"))), seriesAt(acc, "fv", mid));
   }
 
   void sessionRoundTrip() {

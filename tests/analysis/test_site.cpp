@@ -5,15 +5,21 @@
 // - Gradient flows only into the logits: after backward the logits have a non-zero gradient, the frozen
 //   weights and the task embedding none; training leaves the weights bit-identical.
 // - Training on a fixed target moves α and lowers the loss, deterministically for a seed.
-// - Generation scoring: exact-prefix match of the answer segment's ids (a prompt whose answer is the model's
-//   own greedy continuation counts, one with a changed first token does not); the toy template's stop
+// - Scoring as the official eval.py: first-token match by default (a prompt whose first answer token is the
+//   model's argmax counts even when the rest of the answer differs); exact match = the lower-cased string
+//   prefix of the greedy generation after stripping, cutting at the line break and "(", "St." read as
+//   "Saint" (hand cases), case-sensitive only on capitalize / lowercase tasks; the toy template's stop
 //   token is <nl>.
-// - On the toy model SITE raises zero-shot accuracy on toy:antonym_a well above zero-shot.
+// - On the toy model SITE raises zero-shot accuracy on toy:antonym_a well above zero-shot; its training
+//   prompts are drawn afresh each step from the whole train split (recorded, in step order), its
+//   embedding prompts and evaluation prompts are recorded too.
 // - The CLI writes a session whose α grid equals its --json output and whose α tensor matches the grid.
 #include <ATen/ATen.h>
 #include <QtTest>
 
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "../engine/engine_fixtures.h"
 #include "analysis/head_toolkit.h"
@@ -130,11 +136,13 @@ class TestSite : public QObject {
     opt.steps = 60;
     const hs::SiteTraining a = hs::trainSite(m, examples, t, opt, 4);
     QCOMPARE(a.loss.size(), size_t(60));
-    double first = 0, last = 0;
-    for (int i = 0; i < 12; ++i)
-      first += a.loss[size_t(i)], last += a.loss[a.loss.size() - 1 - size_t(i)];
-    qInfo("tiny: loss over the first 12 steps %.3f, last 12 %.3f", first / 12, last / 12);
-    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // at least 3 % (this model: 5.06 -> 4.76)
+    QCOMPARE(a.drawn.size(), size_t(60));  // one example drawn per step (batch 1)
+    // The loss over all 12 examples, before (α = 0.5 everywhere) and after training.
+    at::NoGradGuard noGrad;
+    const double before = hs::siteLoss(m, examples, t, at::zeros_like(a.logit)).item<double>();
+    const double after = hs::siteLoss(m, examples, t, a.logit).item<double>();
+    qInfo("tiny: loss over the 12 examples %.3f -> %.3f", before, after);
+    QVERIFY2(after < 0.97 * before, "the loss did not fall");  // at least 3 %
     const at::Tensor alpha = at::sigmoid(a.logit);
     QVERIFY((alpha - 0.5).abs().max().item<double>() > 0.2);
     QVERIFY(!a.logit.requires_grad());
@@ -143,25 +151,56 @@ class TestSite : public QObject {
     QVERIFY(at::equal(a.logit, b.logit));
   }
 
-  void generationScoresExactPrefix() {
+  void exactMatchRuleHandCases() {
+    // eval.py --exact_match: strip, first line, cut at "(", St. → Saint, lower-case, prefix of the output.
+    QVERIFY(hs::siteExactMatch("  Paris\nFrance", " paris", true));
+    QVERIFY(hs::siteExactMatch("Parisian", "Paris", true));  // a prefix is enough
+    QVERIFY(!hs::siteExactMatch("Pari", "Paris", true));     // the output must reach the target's length
+    QVERIFY(!hs::siteExactMatch("London\nParis", "Paris", true));  // only the first line counts
+    QVERIFY(hs::siteExactMatch("\n  euro (EUR) and more", "Euro", true));
+    QVERIFY(hs::siteExactMatch("St. Louis", "Saint Louis", true));
+    QVERIFY(hs::siteExactMatch("saint petersburg", "St. Petersburg (Russia)", true));
+    QVERIFY(!hs::siteExactMatch("paris", "Paris", false));  // case-sensitive tasks
+    QVERIFY(hs::siteExactMatch("Paris", "Paris", false));
+    QVERIFY(hs::siteCaseSensitiveTask("capitalize_first_letter"));
+    QVERIFY(hs::siteCaseSensitiveTask("lowercase_last_letter"));
+    QVERIFY(!hs::siteCaseSensitiveTask("antonym"));
+  }
+
+  void firstTokenMatchIsTheDefault() {
     at::NoGradGuard noGrad;
     const hs::Transformer& m = *toy_.model;
+    const hs::Tokenizer& tok = *toy_.tokenizer;
     hs::TaskSpec spec;
     spec.dataset = "toy:antonym_a";
     spec.shots = 10;
     spec.n_prompts = 1;
-    const hs::IclTask task = hs::buildIclTask(*toy_.tokenizer, spec);
-    const int64_t nl = hs::separatorToken(*toy_.tokenizer, task.tmpl);
-    QCOMPARE(nl, int64_t(*toy_.tokenizer->idOf("<nl>")));
+    const hs::IclTask task = hs::buildIclTask(tok, spec);
+    const int64_t nl = hs::separatorToken(tok, task.tmpl);
+    QCOMPARE(nl, int64_t(*tok.idOf("<nl>")));
     hs::Prompt p = task.icl[0];
     const std::vector<int64_t> gen = m.generateGreedy({p.ids.begin(), p.ids.end()}, 2, -1);
     QCOMPARE(gen.size(), size_t(2));
-    p.answer_tokens = {int(gen[0]), int(gen[1])};
-    QCOMPARE(hs::generationAccuracy(m, {p}, 20, nl, -1), 1.0);
-    p.answer_tokens[0] = (p.answer_tokens[0] + 1) % int(m.config().vocab_size);
-    QCOMPARE(hs::generationAccuracy(m, {p}, 20, nl, -1), 0.0);
-    p.answer_tokens = {int(gen[0]), int(gen[1])};
-    QCOMPARE(hs::generationAccuracy(m, {p}, 1, nl, -1), 0.0);  // too few tokens generated to match
+    // The model's own first token followed by a token it would not generate: correct by first-token match
+    // (the official default), wrong by any whole-answer rule.
+    const int other = (int(gen[1]) + 1) % int(m.config().vocab_size);
+    p.answer_token = int(gen[0]);
+    p.answer_tokens = {int(gen[0]), other};
+    p.answer = tok.decode({int(gen[0])}) + " zzz-not-a-word";
+    hs::SiteScoring first;  // exact_match false
+    QCOMPARE(hs::siteAccuracy(m, tok, {p}, {}, first), 1.0);
+    hs::SiteScoring exact;
+    exact.exact_match = true;
+    exact.stop = nl;
+    QCOMPARE(hs::siteAccuracy(m, tok, {p}, {}, exact), 0.0);
+    // Exact match reads the decoded generation up to the separator: the model's own continuation matches.
+    const std::vector<int64_t> upToNl = m.generateGreedy({p.ids.begin(), p.ids.end()}, 20, nl);
+    p.answer = tok.decode(std::vector<int>(upToNl.begin(), upToNl.end()));
+    QVERIFY(!p.answer.empty());
+    QCOMPARE(hs::siteAccuracy(m, tok, {p}, {}, exact), 1.0);
+    // A wrong first token fails both rules.
+    p.answer_token = (int(gen[0]) + 1) % int(m.config().vocab_size);
+    QCOMPARE(hs::siteAccuracy(m, tok, {p}, {}, first), 0.0);
   }
 
   void siteRaisesZeroShotAccuracyOnToy() {
@@ -173,8 +212,7 @@ class TestSite : public QObject {
     spec.seed = 2;
     hs::SiteOptions opt;
     opt.n_embed = 20;
-    opt.n_train = 60;
-    opt.steps = 150;
+    opt.steps = 150;  // n_train 0: every step draws from the whole train split
     const hs::AnalysisOutput out = hs::runSite(m, *toy_.tokenizer, spec, opt, hs::test::modelContext("toy"));
     QCOMPARE(out.run.grids.size(), size_t(1));
     QCOMPARE(out.run.grids[0].id, std::string("site.alpha"));
@@ -193,6 +231,33 @@ class TestSite : public QObject {
     QVERIFY2(out.run.summary["loss_last20"].get<double>() < out.run.summary["loss_first20"].get<double>(),
              "SITE loss did not fall");
     QVERIFY2(st >= zs + 0.2, "SITE is not well above zero-shot accuracy");
+    QCOMPARE(out.run.summary["scoring"].get<std::string>(), std::string("first_token"));
+
+    // The prompts: n_embed ICL prompts, one zero-shot prompt per step drawn from the whole train split (179
+    // queries of toy:antonym_a with seed 2), the evaluation sets.
+    hs::TaskSpec trainSpec = spec;
+    trainSpec.split = "train";
+    trainSpec.shots = 0;
+    trainSpec.n_prompts = 179;
+    std::set<std::vector<int64_t>> trainPool;
+    for (const hs::Prompt& p : hs::buildIclTask(*toy_.tokenizer, trainSpec).zero_shot)
+      trainPool.insert({p.ids.begin(), p.ids.end()});
+    QCOMPARE(trainPool.size(), size_t(179));
+    std::map<std::string, int> perSet;
+    std::set<std::vector<int64_t>> drawn;
+    for (const hs::PromptRecord& r : out.run.prompts) {
+      ++perSet[r.set];
+      if (r.set != "train") continue;
+      QVERIFY(trainPool.count(r.ids));
+      drawn.insert(r.ids);
+    }
+    QCOMPARE(perSet["embed"], 20);
+    QCOMPARE(perSet["train"], 150);
+    QCOMPARE(perSet["zero_shot"], 30);
+    QCOMPARE(perSet["icl"], 30);
+    qInfo("%zu distinct training prompts in 150 draws from 179", drawn.size());
+    QVERIFY2(drawn.size() > 80, "the steps should draw from the whole train split, not a fixed subset");
+    QVERIFY2(drawn.size() < 150, "draws are with replacement");
     const at::Tensor alpha = out.tensors.at("site-1/alpha");  // [layers, heads]
     for (int l = 0; l < alpha.size(0); ++l)
       for (int h = 0; h < alpha.size(1); ++h)

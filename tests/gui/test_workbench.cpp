@@ -79,7 +79,7 @@ class TestWorkbench : public QObject {
     antonym.n_prompts = 20;
     const nlohmann::json task = hs::taskSpecToJson(antonym);
     w->runAnalysis("site", {{"steps", 40}}, task);
-    w->runAnalysis("ltv", {{"steps", 60}, {"layers", {2}}}, task);
+    w->runAnalysis("ltv", {{"steps", 60}, {"layers", {2}}, {"configs", false}}, task);
     hs::gui::ResultsTab* tv = w->taskVectorsTab();
     QTRY_VERIFY2_WITH_TIMEOUT(tv->isFilled(1) || !w->lastError().isEmpty(), "LTV did not arrive", 120000);
     QVERIFY2(w->lastError().isEmpty(), qPrintable(w->lastError()));
