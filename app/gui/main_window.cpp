@@ -794,10 +794,11 @@ void MainWindow::runStartAnalyses() {
         log("skipped " + method + " at start: " + why);
         continue;
       }
-      // The first screen wants heatmaps quickly: induction starts with its scores only (the Run menu runs
-      // the whole dual route).
-      const nlohmann::json options =
-          method == "induction" ? nlohmann::json{{"stages", "scores"}} : nlohmann::json::object();
+      // The first screen wants heatmaps quickly: induction starts with its scores only, LTV without the
+      // injection-configuration table (the Run menu runs them whole).
+      const nlohmann::json options = method == "induction" ? nlohmann::json{{"stages", "scores"}}
+                                     : method == "ltv"     ? nlohmann::json{{"configs", false}}
+                                                           : nlohmann::json::object();
       if (runAnalysis(method, options, task)) startIds_.push_back(pendingIds_.back());
     }
   }
