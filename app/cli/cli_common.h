@@ -81,5 +81,6 @@ void addGenerateCommand(CLI::App& app);
 void addTrainToyCommand(CLI::App& app);
 void addEvalToyCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
+void addImportPublishedCommand(CLI::App& app);
 
 }  // namespace hs::cli

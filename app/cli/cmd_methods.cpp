@@ -117,8 +117,9 @@ void buildCli(CLI::App& app) {
   addTrainToyCommand(app);
   addEvalToyCommand(app);
   addExportCommand(app);
+  addImportPublishedCommand(app);
   for (const MethodInfo& m : methods())
-    addMethodCommand(app, m);
+    if (!m.imported) addMethodCommand(app, m);
 }
 
 }  // namespace hs::cli

@@ -27,6 +27,7 @@
 #include <set>
 
 #include "analysis/registry.h"
+#include "dynamics_tab.h"
 #include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "head_grid_view.h"
@@ -34,6 +35,7 @@
 #include "interventions_dock.h"
 #include "method_dialog.h"
 #include "model_dialog.h"
+#include "published_import.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
@@ -177,6 +179,8 @@ void MainWindow::buildUi() {
   pl->addLayout(tables, 1);
   tabs_->addTab(promptPage, "Prompt");
   connect(run, &QPushButton::clicked, this, &MainWindow::runPrompt);
+  dynamicsTab_ = new DynamicsTab;  // a head score across training checkpoints (dynamics_tab.h)
+  tabs_->addTab(dynamicsTab_, "Learning dynamics");
   connect(promptEdit_, &QLineEdit::returnPressed, this, &MainWindow::runPrompt);
 
   // Left: Model and Task docks.
@@ -294,6 +298,15 @@ void MainWindow::buildMenus() {
     else
       saveSessionTo(sessionPath_);
   });
+  auto* importAction = file->addAction("&Import published results…");
+  importAction->setToolTip("Add published per-head scores (JSON files of the dual-route study) or the runs of "
+                           "another session to this session");
+  connect(importAction, &QAction::triggered, this, [this] {
+    const QStringList f = QFileDialog::getOpenFileNames(
+        this, "Import published results", defaultPublishedFolder(),
+        "Published results and sessions (*.json *.hscope);;All files (*)");
+    if (!f.isEmpty()) importRuns(f);
+  });
   file->addSeparator();
   auto* openDialog = file->addAction("Open mo&del…");  // path or hub id, dtype, device (model_dialog.h)
   openDialog->setShortcut(QKeySequence("Ctrl+Shift+M"));
@@ -344,6 +357,7 @@ void MainWindow::buildMenus() {
   run->setObjectName("RunMenu");
   for (const MethodInfo& method : methods()) {
     if (method.name == "evaluate") continue;  // "Evaluate with interventions" below runs it
+    if (method.imported) continue;            // File → Import published results… brings those in
     const QString m = QString::fromStdString(method.name);
     auto* a = run->addAction(QString::fromStdString(method.title) + "…");
     a->setObjectName("run:" + m);
@@ -574,6 +588,7 @@ void MainWindow::refreshResults() {
   headsTab_->setRuns(all);
   geometryTab_->setRuns(all);
   taskVectorsTab_->setRuns(all);
+  dynamicsTab_->setRuns(all);
   runsDock_->setRuns(all, info_.label);
 }
 

@@ -31,6 +31,7 @@ class HeadGridView;
 
 namespace hs::gui {
 
+class DynamicsTab;
 class EngineWorker;
 class EvaluationDock;
 class HeadsTab;
@@ -65,6 +66,9 @@ class MainWindow : public QMainWindow {
   MethodDialog* createMethodDialog(const QString& method);
   // Removes runs (and their tensors) from the session.
   void deleteRuns(const QStringList& runIds);
+  // File → Import published results…: adds the runs of published result files or folders, or of .hscope
+  // sessions, to the session (published_import.h). False after one error message; nothing is added then.
+  bool importRuns(const QStringList& paths);
   // "Evaluate with interventions" on the current task.
   void evaluate();
 
@@ -99,6 +103,7 @@ class MainWindow : public QMainWindow {
   InterventionsDock* interventionsDock() const { return interventionsDock_; }
   EvaluationDock* evaluationDock() const { return evaluationDock_; }
   RunsDock* runsDock() const { return runsDock_; }
+  DynamicsTab* dynamicsTab() const { return dynamicsTab_; }
   QTabWidget* tabs() const { return tabs_; }
   QCustomPlot* attentionPlot() const { return attention_; }
   const PatternView& pattern() const { return pattern_; }
@@ -171,6 +176,7 @@ class MainWindow : public QMainWindow {
   HeadsTab* headsTab_ = nullptr;
   ResultsTab* geometryTab_ = nullptr;
   ResultsTab* taskVectorsTab_ = nullptr;
+  DynamicsTab* dynamicsTab_ = nullptr;
   QCustomPlot* attention_ = nullptr;
   QCPColorMap* attentionMap_ = nullptr;
   QLineEdit* promptEdit_ = nullptr;

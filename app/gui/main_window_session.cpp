@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "dynamics_tab.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
@@ -125,7 +126,7 @@ QCustomPlot* MainWindow::currentPlot() const {
     case AttentionTabIndex:
       return pattern_.n > 0 ? attention_ : nullptr;
     default:
-      return nullptr;
+      return tabs_->currentWidget() == dynamicsTab_ && dynamicsTab_->current() ? dynamicsTab_->plot() : nullptr;
   }
 }
 
