@@ -82,5 +82,7 @@ void addTrainToyCommand(CLI::App& app);
 void addEvalToyCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
 void addImportPublishedCommand(CLI::App& app);
+void addBatchCommand(CLI::App& app);  // cmd_batch.cpp
+void addMergeCommand(CLI::App& app);  // cmd_merge.cpp
 
 }  // namespace hs::cli

@@ -118,6 +118,8 @@ void buildCli(CLI::App& app) {
   addEvalToyCommand(app);
   addExportCommand(app);
   addImportPublishedCommand(app);
+  addBatchCommand(app);
+  addMergeCommand(app);
   for (const MethodInfo& m : methods())
     if (!m.imported) addMethodCommand(app, m);
 }
