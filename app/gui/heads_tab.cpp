@@ -12,8 +12,6 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
-#include <filesystem>
-
 #include "analysis/registry.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
@@ -83,15 +81,9 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   // Never widens the window: the run's first numbers are shown (elided with "…" when narrow), all of them
   // in the tooltip.
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  comparePublished_ = new QPushButton("Compare with published");
-  comparePublished_->setToolTip(
-      "Compare the shown grid with the published one of the same score on the same model (File → Import "
-      "published results…)");
-  comparePublished_->setEnabled(false);
   bar2->addWidget(compare_);
   bar2->addWidget(other_, 1);
   bar2->addWidget(jaccardK_);
-  bar2->addWidget(comparePublished_);
   bar2->addSpacing(12);
   bar2->addWidget(summary_, 1);
   layout->addLayout(bar2);
@@ -99,15 +91,11 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   split_ = new QSplitter(Qt::Horizontal);
   view_ = new HeadGridView;
   scatter_ = new ScatterCompare;
-  beside_ = new HeadGridView;
   split_->addWidget(view_);
   split_->addWidget(scatter_);
-  split_->addWidget(beside_);
   split_->setStretchFactor(0, 3);
   split_->setStretchFactor(1, 2);
-  split_->setStretchFactor(2, 3);
   scatter_->hide();
-  beside_->hide();
   layout->addWidget(split_, 1);
 
   connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
@@ -119,10 +107,6 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   connect(compare_, &QCheckBox::toggled, this, &HeadsTab::updateCompare);
   connect(other_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
   connect(jaccardK_, &QSpinBox::valueChanged, this, [this](int k) { scatter_->setK(k); });
-  connect(comparePublished_, &QPushButton::clicked, this, [this] {
-    const QString other = publishedCounterpart(currentMetric());
-    if (!other.isEmpty()) setCompare(true, other);
-  });
 }
 
 void HeadsTab::setSilentHeads(const std::vector<HeadRef>& heads) {
@@ -133,17 +117,7 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   const QString keep = currentMetric(), keepOther = compareMetric();
   grids_.clear();
   summaries_.clear();
-  runModels_.clear();
-  runMethods_.clear();
   for (const AnalysisRun& run : runs) {
-    const std::string& model = run.provenance.model;
-    runModels_[QString::fromStdString(run.id)] =
-        QString::fromStdString(model.find('/') == std::string::npos
-                                   ? model
-                                   : std::filesystem::path(model).filename().string().empty()
-                                         ? std::filesystem::path(model).parent_path().filename().string()
-                                         : std::filesystem::path(model).filename().string());
-    runMethods_[QString::fromStdString(run.id)] = QString::fromStdString(run.method);
     QStringList numbers;
     if (run.summary.is_object())
       for (auto it = run.summary.begin(); it != run.summary.end(); ++it)
@@ -209,7 +183,6 @@ void HeadsTab::showCurrent() {
                                       : run + ": " + numbers.mid(0, kShown).join(" · ") +
                                             (numbers.size() > kShown ? " · …" : ""));
   summary_->setToolTip(numbers.isEmpty() ? QString() : run + "\n" + numbers.join("\n"));
-  comparePublished_->setEnabled(!publishedCounterpart(currentMetric()).isEmpty());
   updateCompare();
 }
 
@@ -230,28 +203,12 @@ QString HeadsTab::compareMetric() const {
   return other_->currentData().toString();
 }
 
-QString HeadsTab::publishedCounterpart(const QString& key) const {
-  const HeadGrid* g = gridOf(key);
-  const QString run = key.section('/', 0, 0);
-  if (!g || runMethods_.value(run) == "published") return {};
-  const QString model = runModels_.value(run);
-  for (const auto& [k, other] : grids_) {
-    const QString r = k.section('/', 0, 0);
-    if (runMethods_.value(r) == "published" && other.id == g->id && runModels_.value(r) == model) return k;
-  }
-  return {};
-}
-
 void HeadsTab::updateCompare() {
   const HeadGrid* a = gridOf(currentMetric());
   const HeadGrid* b = gridOf(compareMetric());
   const bool on = compare_->isChecked() && a && b;
-  // Rank statistics need the same heads; grids of different shapes (other models) stand side by side.
-  const bool sameShape = on && a->layers() == b->layers() && a->heads() == b->heads();
-  scatter_->setVisible(sameShape);
-  beside_->setVisible(on && !sameShape);
-  if (sameShape) scatter_->setGrids(*a, *b, jaccardK_->value());
-  if (on && !sameShape) beside_->setGrid(*b);
+  scatter_->setVisible(on);
+  if (on) scatter_->setGrids(*a, *b, jaccardK_->value());
 }
 
 nlohmann::json HeadsTab::viewState() const {

@@ -1,10 +1,7 @@
 #pragma once
 // The Heads tab: a metric selector over every grid of every run in the session, the layer × head heatmap,
 // "select top k / top %", and "compare with": a scatter of the shown metric against a second one with
-// Spearman ρ, Kendall τ-b and Jaccard@k; when the two grids differ in shape (another model, e.g. a
-// published Llama grid beside a toy run's) the second grid is drawn beside the first instead.
-// "Compare with published" picks the published grid (method "published") of the same id on the same
-// model as the shown one.
+// Spearman ρ, Kendall τ-b and Jaccard@k.
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -20,7 +17,6 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
-class QPushButton;
 class QSpinBox;
 class QSplitter;
 
@@ -50,9 +46,6 @@ class HeadsTab : public QWidget {
   void setCompare(bool on, const QString& otherKey = {});
   bool comparing() const;
   QString compareMetric() const;
-  // The key of a published grid with the shown grid's id on the shown run's model (the model's file name,
-  // without an "@checkpoint" suffix), "" when there is none or the shown grid is published itself.
-  QString publishedCounterpart(const QString& key) const;
 
   // View state: shown metric, compare metric, top-k settings, colour range.
   nlohmann::json viewState() const;
@@ -60,7 +53,6 @@ class HeadsTab : public QWidget {
 
   HeadGridView* view() const { return view_; }
   ScatterCompare* scatter() const { return scatter_; }
-  HeadGridView* besideView() const { return beside_; }  // the second grid when the shapes differ
   QSpinBox* topKBox() const { return topK_; }
 
  Q_SIGNALS:
@@ -79,14 +71,10 @@ class HeadsTab : public QWidget {
   QComboBox* other_ = nullptr;
   QSpinBox* jaccardK_ = nullptr;
   QLabel* summary_ = nullptr;
-  QPushButton* comparePublished_ = nullptr;
   QMap<QString, QStringList> summaries_;  // run id -> "key value" of its numeric summary entries
-  QMap<QString, QString> runModels_;      // run id -> its model's file name ("@checkpoint" kept)
-  QMap<QString, QString> runMethods_;     // run id -> its method
   QSplitter* split_ = nullptr;
   HeadGridView* view_ = nullptr;
   ScatterCompare* scatter_ = nullptr;
-  HeadGridView* beside_ = nullptr;
 };
 
 }  // namespace hs::gui

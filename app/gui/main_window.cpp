@@ -37,7 +37,6 @@
 #include <set>
 
 #include "analysis/registry.h"
-#include "dynamics_tab.h"
 #include "attention_tab.h"
 #include "engine_worker.h"
 #include "glossary.h"
@@ -47,7 +46,6 @@
 #include "interventions_dock.h"
 #include "method_dialog.h"
 #include "model_dialog.h"
-#include "published_import.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
@@ -299,8 +297,6 @@ void MainWindow::buildUi() {
   });
   attributionTab_ = new AttributionTab;
   tabs_->addTab(attributionTab_, "Attribution");
-  dynamicsTab_ = new DynamicsTab;  // a head score across training checkpoints (dynamics_tab.h)
-  tabs_->addTab(dynamicsTab_, "Learning dynamics");
 
   // Left: Model and Task docks.
   auto* modelDock = new QDockWidget("Model", this);
@@ -432,15 +428,6 @@ void MainWindow::buildMenus() {
     else
       saveSessionTo(sessionPath_);
   });
-  auto* importAction = file->addAction("&Import published results…");
-  importAction->setToolTip("Add published per-head scores (JSON files of the dual-route study) or the runs of "
-                           "another session to this session");
-  connect(importAction, &QAction::triggered, this, [this] {
-    const QStringList f = QFileDialog::getOpenFileNames(
-        this, "Import published results", defaultPublishedFolder(),
-        "Published results and sessions (*.json *.hscope);;All files (*)");
-    if (!f.isEmpty()) importRuns(f);
-  });
   file->addSeparator();
   auto* openDialog = file->addAction("Open mo&del…");  // path or hub id, dtype, device (model_dialog.h)
   openDialog->setShortcut(QKeySequence("Ctrl+Shift+M"));
@@ -491,7 +478,7 @@ void MainWindow::buildMenus() {
   run->setObjectName("RunMenu");
   for (const MethodInfo& method : methods()) {
     if (method.name == "evaluate") continue;  // "Evaluate with interventions" below runs it
-    if (method.imported) continue;            // File → Import published results… brings those in
+    if (method.imported) continue;            // imported (headscope-cli import-published), not computed
     const QString m = QString::fromStdString(method.name);
     auto* a = run->addAction(QString::fromStdString(method.title) + "…");
     a->setObjectName("run:" + m);
@@ -846,13 +833,12 @@ void MainWindow::refreshResults() {
   // run, those of other models greyed, with a button to close them.
   std::vector<AnalysisRun> shown;
   for (const AnalysisRun& r : all)
-    if (info_.label.isEmpty() || r.provenance.model.empty() || r.method == "published" || QString::fromStdString(r.provenance.model) == info_.label)
+    if (info_.label.isEmpty() || r.provenance.model.empty() || QString::fromStdString(r.provenance.model) == info_.label)
       shown.push_back(r);
   refreshing_ = true;
   headsTab_->setRuns(shown);
   geometryTab_->setRuns(shown);
   taskVectorsTab_->setRuns(shown);
-  dynamicsTab_->setRuns(all);
   runsDock_->setRuns(all, info_.label);
   refreshing_ = false;
 }

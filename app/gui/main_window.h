@@ -32,7 +32,6 @@ class HeadGridView;
 
 namespace hs::gui {
 
-class DynamicsTab;
 class AttentionTab;
 class AttributionTab;
 class EngineWorker;
@@ -77,9 +76,6 @@ class MainWindow : public QMainWindow {
   MethodDialog* createMethodDialog(const QString& method);
   // Removes runs (and their tensors) from the session.
   void deleteRuns(const QStringList& runIds);
-  // File → Import published results…: adds the runs of published result files or folders, or of .hscope
-  // sessions, to the session (published_import.h). False after one error message; nothing is added then.
-  bool importRuns(const QStringList& paths);
   // "Evaluate with interventions" on the current task.
   void evaluate();
 
@@ -114,7 +110,6 @@ class MainWindow : public QMainWindow {
   InterventionsDock* interventionsDock() const { return interventionsDock_; }
   EvaluationDock* evaluationDock() const { return evaluationDock_; }
   RunsDock* runsDock() const { return runsDock_; }
-  DynamicsTab* dynamicsTab() const { return dynamicsTab_; }
   QTabWidget* tabs() const { return tabs_; }
   QCustomPlot* attentionPlot() const;
   AttentionTab* attentionTab() const { return attentionTab_; }
@@ -210,7 +205,6 @@ class MainWindow : public QMainWindow {
   HeadsTab* headsTab_ = nullptr;
   ResultsTab* geometryTab_ = nullptr;
   ResultsTab* taskVectorsTab_ = nullptr;
-  DynamicsTab* dynamicsTab_ = nullptr;
   AttentionTab* attentionTab_ = nullptr;
   PromptTab* promptTab_ = nullptr;
   AttributionTab* attributionTab_ = nullptr;

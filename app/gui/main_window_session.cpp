@@ -10,7 +10,6 @@
 
 #include <optional>
 
-#include "dynamics_tab.h"
 #include "batch/merge.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
@@ -148,7 +147,7 @@ QCustomPlot* MainWindow::currentPlot() const {
     case AttributionTabIndex:
       return attributionTab_->view()->hasGrid() ? attributionTab_->view()->plot() : nullptr;
     default:
-      return tabs_->currentWidget() == dynamicsTab_ && dynamicsTab_->current() ? dynamicsTab_->plot() : nullptr;
+      return nullptr;
   }
 }
 

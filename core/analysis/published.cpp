@@ -68,7 +68,8 @@ Eigen::MatrixXd scoreGrid(const nlohmann::json& list, const std::string& what) {
   for (const nlohmann::json& e : list) {
     if (!e.is_object() || !e.contains("layer") || !e.contains("head_idx") || !e.contains("score") ||
         !e["layer"].is_number_integer() || !e["head_idx"].is_number_integer() || !e["score"].is_number())
-      fail(what, ": entry ", e.dump().substr(0, 80), " is not {\"layer\": int, \"head_idx\": int, \"score\": number}");
+      fail(what, ": entry ", e.dump().substr(0, 80),
+           " is not {\"layer\": int, \"head_idx\": int, \"score\": number}");
     const int l = e["layer"].get<int>(), h = e["head_idx"].get<int>();
     if (l < 0 || h < 0 || l > 4096 || h > 4096) fail(what, ": head (", l, ", ", h, ") is out of range");
     L = std::max(L, l + 1);
@@ -137,12 +138,11 @@ void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>
     const bool concept = m[1] == "concept";
     const int n = std::stoi(m[3].str());
     run.n_prompts = std::max(run.n_prompts, n);
-    run.grids.push_back(grid(
-        concept ? "dual_route.concept_copying" : "dual_route.token_copying",
-        concept ? "Concept copying (published: ΔP of e1 at −1, patch at −2)"
-                : "Token copying (published: ΔP of e0 at −2)",
-        "ΔP", withContext(file, [&] { return scoreGrid(j, "the score list"); }),
-        provenanceOf(place, file, n, {{"sequence_len", std::stoi(m[2].str())}})));
+    run.grids.push_back(grid(concept ? "dual_route.concept_copying" : "dual_route.token_copying",
+                             concept ? "Concept copying (published: ΔP of e1 at −1, patch at −2)"
+                                     : "Token copying (published: ΔP of e0 at −2)",
+                             "ΔP", withContext(file, [&] { return scoreGrid(j, "the score list"); }),
+                             provenanceOf(place, file, n, {{"sequence_len", std::stoi(m[2].str())}})));
     return;
   }
   if (std::regex_match(name, m, attention)) {
@@ -193,8 +193,10 @@ void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>
       L = std::max(L, heads.back().layer + 1);
       H = std::max(H, heads.back().head + 1);
     }
-    if (static_cast<int>(heads.size()) != L * H || std::set<HeadRef>(heads.begin(), heads.end()).size() != heads.size())
-      fail(file, ": an ordering must list each of the ", L, " x ", H, " heads once (", heads.size(), " entries)");
+    if (static_cast<int>(heads.size()) != L * H ||
+        std::set<HeadRef>(heads.begin(), heads.end()).size() != heads.size())
+      fail(file, ": an ordering must list each of the ", L, " x ", H, " heads once (", heads.size(),
+           " entries)");
     Eigen::MatrixXd below(L, H);
     Table t;
     t.id = "dual_route.ordering." + order;
@@ -206,13 +208,15 @@ void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>
     }
     t.provenance = provenanceOf(place, file, 0, {});
     run.tables.push_back(t);
-    run.grids.push_back(grid("dual_route.ordering." + order, "Ordering " + order + " (published; heads ranked below)",
-                             "heads ranked below", std::move(below), provenanceOf(place, file, 0, {})));
+    run.grids.push_back(grid("dual_route.ordering." + order,
+                             "Ordering " + order + " (published; heads ranked below)", "heads ranked below",
+                             std::move(below), provenanceOf(place, file, 0, {})));
     return;
   }
   fail(file,
        ": not a published dual-route result (expected {concept,token}_copying_len<L>_n<N>.json, "
-       "n<N>_seqlen<L>[_randomtokents].json, a head ordering [[layer, head], ...] or a language-patching result)");
+       "n<N>_seqlen<L>[_randomtokents].json, a head ordering [[layer, head], ...] or a language-patching "
+       "result)");
 }
 
 }  // namespace
@@ -290,8 +294,8 @@ MethodInfo publishedMethod() {
       "Per-head scores the dual-route study published for real models (Llama-2-7b, Llama-3-8B, OLMo-2-7B, "
       "Pythia-6.9b and the OLMo-2 and Pythia training checkpoints): concept and token copying causal "
       "scores, next- and last-token matching attention, head orderings. Imported with headscope-cli "
-      "import-published or File → Import published results, not computed: compare them with a run of your "
-      "own on the same model, and follow a head across training in the Learning dynamics tab.";
+      "import-published, not computed: open the session and compare them with a run of your own on the same "
+      "model (Heads tab, compare with), or follow a head across the training checkpoints.";
   m.imported = true;
   m.options = publishedOptionTable().specs();
   m.outputs = {
