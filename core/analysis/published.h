@@ -1,14 +1,12 @@
 #pragma once
 // Published results as runs: the dual-route study's per-head scores on real models (Feucht, Wallace, Bau,
 // COLM 2025; sfeucht/dual-route-induction, MIT, its cache/ folder), read into runs of the method
-// "published" so that sessions hold them like any run (the Heads tab compares them with a run of one's own
-// on the same model), and the training checkpoints form learning-dynamics series
-// (results/checkpoint_series.h).
+// "published" so that sessions hold them like any run (the Heads tab compares them with one's own run),
+// and a model's training checkpoints form learning-dynamics series (results/checkpoint_series.h).
 //
 // Files (the repository's layout; a file elsewhere is recognised by its name, its model being its folder,
 // or the folder above when that one is a checkpoint such as "step1000" or "stage1-step1000-tokens5B"):
-//   causal_scores/<model>[/<ckpt>]/{concept,token}_copying_len<L>_n<N>.json   [{"layer", "head_idx",
-//   "score"}]
+//   causal_scores/<model>[/<ckpt>]/{concept,token}_copying_len<L>_n<N>.json [{"layer","head_idx","score"}]
 //       → grid dual_route.concept_copying / dual_route.token_copying (ΔP, as ours)
 //   attention_scores/<model>[/<ckpt>]/n<N>_seqlen<L>[_randomtokents].json
 //       {"next_tok_attn": [...], "end_tok_attn": [...]} (value-weighted attention from the last token)
