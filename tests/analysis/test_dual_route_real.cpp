@@ -44,10 +44,10 @@ class TestDualRouteReal : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     // A hand-made nguyenetal_2017 folder: five antonym pairs, and one whose words share their first token
-    // under GPT-2 (" un" + ...), which the official filter drops.
+    // (a word paired with itself), which the official filter drops.
     writeFile(dir_.filePath("data/nguyenetal_2017/all_antonyms.csv").toStdString(),
               "word1,word2,antonym\nhot,cold,1\nbig,small,1\nup,down,1\nfast,slow,1\nyes,no,1\n"
-              "unhappy,unsad,1\n,valid,1\n");
+              "same,same,1\n,valid,1\n");
   }
 
   void continuationIdsAreMidTextTokens() {
@@ -56,7 +56,8 @@ class TestDualRouteReal : public QObject {
     const std::vector<int64_t> ids = hs::continuationIds(*gpt2, " cold");
     QCOMPARE(ids.size(), size_t(1));
     QCOMPARE(gpt2->decode({int(ids[0])}), std::string(" cold"));
-    QCOMPARE(ids[0], int64_t(*gpt2->idOf("\xC4\xA0" "cold")));  // "Ġcold"
+    QCOMPARE(ids[0], int64_t(*gpt2->idOf("\xC4\xA0"
+                                         "cold")));  // "Ġcold"
     const std::string tok = hs::test::sharedData("models/stories260K/tok512.bin");
     HS_REQUIRE_FILE(tok);
     const auto sp = hs::loadTokenizer(tok);
@@ -72,11 +73,11 @@ class TestDualRouteReal : public QObject {
     hs::DualRouteVocab v;  // no corpus needed for word lists
     hs::ListTaskOptions o;
     o.items = 3;
-    o.n = 5;
+    o.n = 10;  // more than the usable pairs: every kept pair becomes a prompt
     o.seed = 2;
     const hs::NextTokenTask t = hs::listTask("antonym", *gpt2, dir_.filePath("data").toStdString(), v, o);
     QCOMPARE(t.id, std::string("antonym"));
-    QCOMPARE(int(t.prompts.size()), 5);  // "unhappy/unsad" dropped (same first token), the empty row too
+    QCOMPARE(int(t.prompts.size()), 5);  // "same/same" dropped (same first token), the empty row too
     const std::map<std::string, std::string> antonym = {
         {"hot", "cold"}, {"big", "small"}, {"up", "down"}, {"fast", "slow"}, {"yes", "no"}};
     const std::regex layout(
@@ -94,8 +95,10 @@ class TestDualRouteReal : public QObject {
     }
     QCOMPARE(int(queries.size()), 5);  // prompt i asks for pair i
     // Unknown ids and missing folders are one clear line.
-    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::listTask("antonyms", *gpt2, dir_.filePath("data").toStdString(), v, o));
-    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::listTask("synonym", *gpt2, dir_.filePath("data").toStdString(), v, o));
+    QVERIFY_THROWS_EXCEPTION(hs::Error,
+                             hs::listTask("antonyms", *gpt2, dir_.filePath("data").toStdString(), v, o));
+    QVERIFY_THROWS_EXCEPTION(hs::Error,
+                             hs::listTask("synonym", *gpt2, dir_.filePath("data").toStdString(), v, o));
   }
 
   void everyTaskBuildsOnTheSharedData() {
@@ -104,7 +107,8 @@ class TestDualRouteReal : public QObject {
     HS_REQUIRE_FILE(data + "/conneauetal_2017/en-fr.txt");
     const auto gpt2 = hs::loadTokenizer(gpt2Path());
     hs::DualRouteVocab v;
-    const std::vector<int> corpus = gpt2->encode("The quick brown fox jumps over the lazy dog.\nA second line.", false);
+    const std::vector<int> corpus =
+        gpt2->encode("The quick brown fox jumps over the lazy dog.\nA second line.", false);
     v.corpus.assign(corpus.begin(), corpus.end());
     hs::ListTaskOptions o;
     o.n = 12;
@@ -113,7 +117,8 @@ class TestDualRouteReal : public QObject {
       QCOMPARE(int(t.prompts.size()), 12);
       QCOMPARE(t.prompts.size(), t.answers.size());
       const std::string text = gpt2->decode(std::vector<int>(t.prompts[0].begin(), t.prompts[0].end()));
-      qInfo("%s: %s", id.c_str(), QString::fromStdString(text).replace("\n", "\\n").left(160).toUtf8().constData());
+      qInfo("%s: %s", id.c_str(),
+            QString::fromStdString(text).replace("\n", "\\n").left(160).toUtf8().constData());
       QVERIFY2(text.size() > 40 && text.back() == '.', text.c_str());
       if (id == "upper") QVERIFY2(text.find("Capitalized Words:\n1. ") != std::string::npos, text.c_str());
       if (id == "translation_de") QVERIFY2(text.rfind("German vocab:\n1.", 0) == 0, text.c_str());
@@ -139,7 +144,8 @@ class TestDualRouteReal : public QObject {
     o.list_data = hs::test::sharedData("datasets/dual_route");
     HS_REQUIRE_FILE(o.list_data + "/nguyenetal_2017/all_antonyms.csv");
     at::NoGradGuard noGrad;
-    const hs::AnalysisOutput out = hs::runInduction(*lm.model, lm.tokenizer.get(), o, hs::test::modelContext(bin));
+    const hs::AnalysisOutput out =
+        hs::runInduction(*lm.model, lm.tokenizer.get(), o, hs::test::modelContext(bin));
     const nlohmann::json& s = out.run.summary;
     qInfo("summary: %s", s.dump().substr(0, 600).c_str());
     QCOMPARE(s.at("filler").get<std::string>(), std::string("corpus"));
@@ -147,8 +153,8 @@ class TestDualRouteReal : public QObject {
     QCOMPARE(s.at("n").get<int>(), 2);
     QVERIFY(s.at("mean_source").get<std::string>().find("wikitext-2") != std::string::npos);
     QVERIFY(s.at("vocab").get<std::string>().find("multi-token words of the corpus") != std::string::npos);
-    for (const char* id : {"dual_route.token_copying", "dual_route.concept_copying", "dual_route.next_token_matching",
-                           "dual_route.last_token_matching"}) {
+    for (const char* id : {"dual_route.token_copying", "dual_route.concept_copying",
+                           "dual_route.next_token_matching", "dual_route.last_token_matching"}) {
       const hs::HeadGrid* g = hs::test::findGrid(out.run, id);
       QVERIFY2(g && g->layers() == 5 && g->heads() == 8 && g->values.allFinite(), id);
     }
