@@ -5,6 +5,7 @@
 //   two top-80 sets; the orderings' grids rank heads as their lists do.
 // - OLMo-2's causal scores: the final model and 7 checkpoints as 8 runs; the learning-dynamics series holds
 //   the 7 checkpoints in step order with each head's value from its file.
+// - The converted copy in resources/published holds the four final models' grids exactly as a fresh import.
 // - A file with a head twice, a head missing, or another layout is refused with one line naming it.
 // - The registry knows "published" as imported (runMethod refuses it); the CLI's import-published writes a
 //   session that reopens with those runs, and --session adds them to a copy of another session.
@@ -12,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <filesystem>
 #include <fstream>
 
 #include "analysis/published.h"
@@ -58,14 +60,16 @@ class TestPublished : public QObject {
   void llama2RunHoldsThePublishedGrids() {
     const std::string m = "Llama-2-7b-hf";
     HS_REQUIRE_FILE(published("causal_scores/" + m + "/concept_copying_len30_n1024.json"));
-    const std::vector<hs::AnalysisRun> runs = hs::importPublished(
-        {published("causal_scores/" + m), published("attention_scores/" + m), published("head_orderings/" + m)});
+    const std::vector<hs::AnalysisRun> runs =
+        hs::importPublished({published("causal_scores/" + m), published("attention_scores/" + m),
+                             published("head_orderings/" + m)});
     QCOMPARE(runs.size(), size_t(1));
     const hs::AnalysisRun& r = runs[0];
     QCOMPARE(r.id, std::string("published-1"));
     QCOMPARE(r.method, std::string("published"));
     QCOMPARE(r.provenance.model, m);
-    QCOMPARE(hs::runLabel(r), std::string("published · Llama-2-7b-hf · dual-route study (published) · seed 8"));
+    QCOMPARE(hs::runLabel(r),
+             std::string("published · Llama-2-7b-hf · dual-route study (published) · seed 8"));
     for (const char* id :
          {"dual_route.concept_copying", "dual_route.token_copying", "dual_route.next_token_matching",
           "dual_route.last_token_matching", "dual_route.next_token_matching.words",
@@ -75,7 +79,8 @@ class TestPublished : public QObject {
       QVERIFY2(g && g->layers() == 32 && g->heads() == 32 && g->values.allFinite(), id);
     }
     // Values are the files' own.
-    const nlohmann::json concept = hs::readJsonFile(published("causal_scores/" + m + "/concept_copying_len30_n1024.json"));
+    const nlohmann::json concept =
+        hs::readJsonFile(published("causal_scores/" + m + "/concept_copying_len30_n1024.json"));
     const nlohmann::json attn = hs::readJsonFile(published("attention_scores/" + m + "/n2048_seqlen30.json"));
     const hs::HeadGrid& cg = *hs::test::findGrid(r, "dual_route.concept_copying");
     const hs::HeadGrid& lg = *hs::test::findGrid(r, "dual_route.last_token_matching");
@@ -91,7 +96,8 @@ class TestPublished : public QObject {
     QCOMPARE(hs::topHeads(tg, 1).front(), (hs::HeadRef{16, 19}));
     const double j80 = hs::jaccardAtK(cg, tg, 80);
     QCOMPARE(j80, 10.0 / 150.0);
-    qInfo("Llama-2-7b published: top concept (14, 1), top token (16, 19), Jaccard@80 %.3f (10 shared heads)", j80);
+    qInfo("Llama-2-7b published: top concept (14, 1), top token (16, 19), Jaccard@80 %.3f (10 shared heads)",
+          j80);
     // An ordering's grid puts its list's first k heads on top; its table lists it.
     const nlohmann::json fv = hs::readJsonFile(published("head_orderings/" + m + "/fv.json"));
     const std::vector<hs::HeadRef> top = hs::topHeads(*hs::test::findGrid(r, "dual_route.ordering.fv"), 5);
@@ -106,7 +112,7 @@ class TestPublished : public QObject {
     HS_REQUIRE_FILE(root);
     const std::vector<hs::AnalysisRun> runs = hs::importPublished({root}, {"published-1"});
     QCOMPARE(runs.size(), size_t(8));
-    QCOMPARE(runs[0].id, std::string("published-2"));  // the ids given are taken
+    QCOMPARE(runs[0].id, std::string("published-2"));                   // the ids given are taken
     QCOMPARE(runs[0].provenance.model, std::string("OLMo-2-1124-7B"));  // the final model first
     QCOMPARE(hs::runStep(runs[0]), -1.0);
     const std::vector<hs::CheckpointSeries> series = hs::checkpointSeries(runs);
@@ -125,7 +131,9 @@ class TestPublished : public QObject {
     QVERIFY(s.values(top[0].layer * 32 + top[0].head, 6) >= s.values(top[1].layer * 32 + top[1].head, 6));
     QStringList line;
     for (size_t j = 0; j < s.steps.size(); ++j)
-      line << QString("%1: %2").arg(s.steps[j]).arg(s.values(top[0].layer * 32 + top[0].head, long(j)), 0, 'g', 3);
+      line << QString("%1: %2")
+                  .arg(s.steps[j])
+                  .arg(s.values(top[0].layer * 32 + top[0].head, long(j)), 0, 'g', 3);
     qInfo("OLMo-2 concept copying of head %d.%d across training: %s", top[0].layer, top[0].head,
           qPrintable(line.join(", ")));
   }
@@ -137,18 +145,49 @@ class TestPublished : public QObject {
       std::ofstream(d + "/" + name) << text;
       return d + "/" + name;
     };
-    const std::string twice = write("concept_copying_len30_n4.json",
-                                    R"([{"layer":0,"head_idx":0,"score":1},{"layer":0,"head_idx":0,"score":2}])");
-    QVERIFY(errorOf([&] { hs::importPublished({twice}); }).find("head (0, 0) appears twice") != std::string::npos);
+    const std::string twice =
+        write("concept_copying_len30_n4.json",
+              R"([{"layer":0,"head_idx":0,"score":1},{"layer":0,"head_idx":0,"score":2}])");
+    QVERIFY(errorOf([&] { hs::importPublished({twice}); }).find("head (0, 0) appears twice") !=
+            std::string::npos);
     QVERIFY(errorOf([&] { hs::importPublished({twice}); }).find(twice) != std::string::npos);
-    const std::string missing = write("token_copying_len30_n4.json",
-                                      R"([{"layer":0,"head_idx":0,"score":1},{"layer":1,"head_idx":1,"score":2}])");
+    const std::string missing =
+        write("token_copying_len30_n4.json",
+              R"([{"layer":0,"head_idx":0,"score":1},{"layer":1,"head_idx":1,"score":2}])");
     QVERIFY(errorOf([&] { hs::importPublished({missing}); }).find("is missing") != std::string::npos);
     const std::string other = write("notes.json", R"({"hello": 1})");
     const std::string e = errorOf([&] { hs::importPublished({other}); });
-    QVERIFY2(e.find(other) != std::string::npos && e.find("not a published dual-route result") != std::string::npos,
+    QVERIFY2(e.find(other) != std::string::npos &&
+                 e.find("not a published dual-route result") != std::string::npos,
              e.c_str());
-    QVERIFY(errorOf([&] { hs::importPublished({d + "/none.json"}); }).find("no such file") != std::string::npos);
+    QVERIFY(errorOf([&] { hs::importPublished({d + "/none.json"}); }).find("no such file") !=
+            std::string::npos);
+  }
+
+  // The converted copy that ships (resources/published) holds, model for model, the grids a fresh import of
+  // the reference files gives: values bit for bit, no checkpoint runs.
+  void shippedCopyMatchesTheReferenceFiles() {
+    const std::string shipped = hs::test::sourceDir("resources/published/dual_route_final_models.hscope");
+    HS_REQUIRE_FILE(shipped);
+    HS_REQUIRE_FILE(published("causal_scores/Meta-Llama-3-8B/concept_copying_len30_n1024.json"));
+    const hs::Session s = hs::loadSession(shipped);
+    QCOMPARE(s.runs.size(), size_t(4));
+    for (const hs::AnalysisRun& r : s.runs) {
+      QCOMPARE(r.method, std::string("published"));
+      const std::string& m = r.provenance.model;
+      QVERIFY2(m.find('@') == std::string::npos, m.c_str());
+      std::vector<std::string> files;
+      for (const char* kind : {"causal_scores/", "attention_scores/", "head_orderings/"})
+        for (const auto& e : std::filesystem::directory_iterator(published(kind + m)))
+          if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+      const std::vector<hs::AnalysisRun> fresh = hs::importPublished(files);
+      QCOMPARE(fresh.size(), size_t(1));
+      QCOMPARE(r.grids.size(), fresh[0].grids.size());
+      for (const hs::HeadGrid& g : fresh[0].grids) {
+        const hs::HeadGrid* got = hs::test::findGrid(r, g.id);
+        QVERIFY2(got && got->values == g.values, (m + " " + g.id).c_str());
+      }
+    }
   }
 
   void registryKnowsPublishedAsImported() {
