@@ -20,6 +20,7 @@ CurveView::CurveView(QWidget* parent) : QWidget(parent) {
   plot_->plotLayout()->insertRow(0);
   title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
   plot_->plotLayout()->addElement(0, 0, title_);
+  plotstyle::keepTextFitting(*plot_, *title_);
   plot_->legend->setVisible(true);
   plot_->legend->setFont(plotstyle::tickFont());
   plot_->legend->setBrush(QColor(255, 255, 255, 220));

@@ -38,6 +38,7 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
   plot_->plotLayout()->insertRow(0);
   title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
   plot_->plotLayout()->addElement(0, 0, title_);
+  plotstyle::keepTextFitting(*plot_, *title_);
 
   QCPAxis* x = plot_->xAxis;
   QCPAxis* y = plot_->yAxis;

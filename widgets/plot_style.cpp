@@ -1,5 +1,7 @@
 #include "plot_style.h"
 
+#include <QFontMetrics>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -133,6 +135,50 @@ void keepLegendInEmptiestCorner(QCustomPlot& plot) {
     if (p->legend->visible() && placeLegendInEmptiestCorner(*p)) {
       p->axisRect()->insetLayout()->update(QCPLayoutElement::upLayout);
     }
+  });
+}
+
+QString fitText(const QString& text, const QFont& font, int width) {
+  const QFontMetrics fm(font);
+  auto fits = [&](const QString& s) { return fm.horizontalAdvance(s) <= width; };
+  QStringList out;
+  for (const QString& line : text.split('\n')) {
+    if (fits(line)) {
+      out << line;
+      continue;
+    }
+    // The coarsest separator that splits the line; pieces are joined greedily while they fit.
+    QString sep;
+    for (const char* s : {"    ", " · ", ", ", " "})
+      if (line.contains(QString::fromUtf8(s))) {
+        sep = QString::fromUtf8(s);
+        break;
+      }
+    const QStringList pieces = sep.isEmpty() ? QStringList{line} : line.split(sep);
+    QString current;
+    const QString joiner = sep.trimmed().isEmpty() ? QStringLiteral(" ") : sep;
+    for (const QString& piece : pieces) {
+      const QString candidate = current.isEmpty() ? piece : current + joiner + piece;
+      if (current.isEmpty() || fits(candidate)) {
+        current = candidate;
+      } else {
+        out << fm.elidedText(current, Qt::ElideRight, width);
+        current = piece;
+      }
+    }
+    out << fm.elidedText(current, Qt::ElideRight, width);
+  }
+  return out.join('\n');
+}
+
+void keepTextFitting(QCustomPlot& plot, QCPTextElement& element) {
+  QObject::connect(&plot, &QCustomPlot::beforeReplot, &element, [p = &plot, e = &element] {
+    const QString shown = e->text();
+    if (shown != e->property("hsFitted").toString()) e->setProperty("hsFull", shown);  // set by the owner
+    const QString full = e->property("hsFull").toString();
+    const QString fitted = fitText(full, e->font(), std::max(40, p->width() - 12));
+    e->setProperty("hsFitted", fitted);
+    if (fitted != shown) e->setText(fitted);
   });
 }
 

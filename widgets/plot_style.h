@@ -39,4 +39,11 @@ bool placeLegendInEmptiestCorner(QCustomPlot& plot);
 // Keeps the legend in the emptiest corner whenever the plot is laid out anew (data, resize, export).
 void keepLegendInEmptiestCorner(QCustomPlot& plot);
 
+// `text` laid out to fit `width` pixels in `font`: each line that is too wide is broken at its widest
+// separators ("    ", " · ", ", ", " ") into as few lines as fit, and a single word still too wide is elided.
+QString fitText(const QString& text, const QFont& font, int width);
+// Keeps the text element within the plot's width whenever the plot is replotted (new text, resize, export):
+// the text last set through QCPTextElement::setText is the full text; what is shown is fitText of it.
+void keepTextFitting(QCustomPlot& plot, QCPTextElement& element);
+
 }  // namespace hs::plotstyle

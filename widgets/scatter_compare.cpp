@@ -43,7 +43,9 @@ ScatterCompare::ScatterCompare(QWidget* parent) : QWidget(parent) {
   title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
   stats_ = new QCPTextElement(plot_, QString(), plotstyle::labelFont());
   plot_->plotLayout()->addElement(0, 0, title_);
+  plotstyle::keepTextFitting(*plot_, *title_);
   plot_->plotLayout()->addElement(1, 0, stats_);
+  plotstyle::keepTextFitting(*plot_, *stats_);
   plot_->legend->setVisible(true);
   plot_->legend->setFont(plotstyle::tickFont());
   plot_->legend->setBrush(QColor(255, 255, 255, 220));

@@ -22,6 +22,12 @@ namespace hs::gui {
 namespace {
 // A one-line label that ends in "…" instead of being cut off when its text is wider than the label.
 class ElidingLabel : public QLabel {
+ public:
+  // Any width will do: the text is elided to fit, so the label never widens the window.
+  QSize minimumSizeHint() const override {
+    return {fontMetrics().horizontalAdvance(QStringLiteral("x…")), QLabel::minimumSizeHint().height()};
+  }
+
  protected:
   void paintEvent(QPaintEvent*) override {
     QPainter p(this);
@@ -38,9 +44,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   metric_ = new QComboBox;
   // Run labels are long (method · model · task · seed · grid): the box keeps its width and elides.
   metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  metric_->setMinimumContentsLength(28);
-  metric_->setMinimumContentsLength(30);
-  metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  metric_->setMinimumContentsLength(16);
   topK_ = new QSpinBox;
   topK_->setRange(1, 100000);
   topK_->setValue(3);
@@ -69,9 +73,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   compare_ = new QCheckBox("Compare with");
   other_ = new QComboBox;
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  other_->setMinimumContentsLength(20);
-  other_->setMinimumContentsLength(30);
-  other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  other_->setMinimumContentsLength(16);
   jaccardK_ = new QSpinBox;
   jaccardK_->setRange(0, 100000);
   jaccardK_->setSpecialValueText("k = 5 %");
