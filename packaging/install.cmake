@@ -1,6 +1,7 @@
 # Install layout (prefix /usr in the package):
 #   bin/headscope, bin/headscope-cli                      (install(TARGETS) in app/gui, app/cli)
 #   share/headscope/models/toy-icl/*                      the embedded toy model
+#   share/headscope/published/*                           published dual-route scores as a session
 #   share/applications/headscope.desktop                  menu entry, opens .hscope sessions
 #   share/mime/packages/headscope.xml                     MIME type application/x-headscope-session (*.hscope)
 #   share/metainfo/io.github.headscope.HeadScope.metainfo.xml
@@ -22,7 +23,7 @@ if(HEADSCOPE_RELOCATABLE AND TARGET headscope_loader)
     list(FILTER _hs_defs EXCLUDE REGEX "^HEADSCOPE_RESOURCE_DIR=")
     set_property(TARGET headscope_loader PROPERTY COMPILE_DEFINITIONS "${_hs_defs}")
   endif()
-  foreach(_hs_part models corpora)
+  foreach(_hs_part models corpora published)
     set(_hs_link "${CMAKE_BINARY_DIR}/share/headscope/${_hs_part}")
     if(NOT IS_SYMLINK "${_hs_link}")
       file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/share/headscope")
@@ -41,6 +42,10 @@ install(FILES "${_hs_toy}/training.json" OPTIONAL DESTINATION "${CMAKE_INSTALL_D
 # The neutral corpus of mean ablation (an excerpt of WikiText-2, CC BY-SA 3.0) and its attribution.
 install(FILES "${_hs_res}/corpora/wikitext-2-test-excerpt.txt" "${_hs_res}/corpora/README.md"
         DESTINATION "${CMAKE_INSTALL_DATADIR}/headscope/corpora")
+
+# The dual-route study's published per-head scores as a session (MIT; File → Import published results…).
+install(FILES "${_hs_res}/published/dual_route_final_models.hscope" "${_hs_res}/published/README.md"
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/headscope/published")
 
 # Desktop integration.
 install(FILES "${_hs_pkg}/headscope.desktop" DESTINATION "${CMAKE_INSTALL_DATADIR}/applications")

@@ -125,10 +125,11 @@ void buildCli(CLI::App& app) {
   addTrainToyCommand(app);
   addEvalToyCommand(app);
   addExportCommand(app);
+  addImportPublishedCommand(app);
   addBatchCommand(app);
   addMergeCommand(app);
   for (const MethodInfo& m : methods())
-    addMethodCommand(app, m);
+    if (!m.imported) addMethodCommand(app, m);
 }
 
 }  // namespace hs::cli

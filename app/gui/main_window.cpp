@@ -475,6 +475,7 @@ void MainWindow::buildMenus() {
   run->setObjectName("RunMenu");
   for (const MethodInfo& method : methods()) {
     if (method.name == "evaluate") continue;  // "Evaluate with interventions" below runs it
+    if (method.imported) continue;            // imported (headscope-cli import-published), not computed
     const QString m = QString::fromStdString(method.name);
     auto* a = run->addAction(QString::fromStdString(method.title) + "…");
     a->setObjectName("run:" + m);

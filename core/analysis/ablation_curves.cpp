@@ -99,7 +99,12 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
     if (static_cast<int>(order.size()) < kmax)
       fail("ablation curve: ordering ", id, " lists ", order.size(), " heads, k goes to ", kmax);
 
-  const at::Tensor meanZ = hs::meanZ(model, task.prompts, ZMean::AllPositions, ctx, o.batch);  // [L, H, dh]
+  const ModelConfig& mc = model.config();
+  const at::Tensor& meanZ = o.mean_z;  // [layers, heads, d_head]
+  if (!meanZ.defined() || meanZ.dim() != 3 || meanZ.size(0) != mc.n_layers || meanZ.size(1) != mc.n_heads ||
+      meanZ.size(2) != mc.d_head)
+    fail("ablation curve ", task.id, ": mean_z must be [", mc.n_layers, ", ", mc.n_heads, ", ", mc.d_head,
+         "], got ", meanZ.defined() ? meanZ.sizes() : at::IntArrayRef{});
   const double base = nextTokenAccuracy(model, task, {}, o.batch, ctx);
   Curve c;
   c.id = "dual_route.ablation." + task.id;
@@ -123,9 +128,12 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
   c.provenance.method = "induction";
   c.provenance.task = task.id;
   c.provenance.n_prompts = static_cast<int>(task.prompts.size());
-  c.provenance.options = {
-      {"ks", ks},           {"ablation", "mean"}, {"mean_over", "every real position of the task's prompts"},
-      {"positions", "all"}, {"batch", o.batch},   {"orderings", orders}};
+  c.provenance.options = {{"ks", ks},
+                           {"ablation", "mean"},
+                           {"mean_source", o.mean_source},
+                           {"positions", "all"},
+                           {"batch", o.batch},
+                           {"orderings", orders}};
   return c;
 }
 
@@ -168,7 +176,7 @@ Table inductionAblationTable(const Transformer& model, const NextTokenTask& indu
 
 Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
                            const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots,
-                           const AnalysisContext& ctx) {
+                           const AnalysisContext& ctx, std::vector<PromptRecord>* prompts) {
   const ModelConfig& c = model.config();
   if (k < 1 || k > c.n_layers * c.n_heads) fail("concept patching: k = ", k, " outside [1, heads]");
   if (n < 1) fail("concept patching: n = ", n, ", expected >= 1");
@@ -184,8 +192,8 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
   // counts[set][outcome]: meaning_moved, kept, language_moved, other
   std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
 
-  // hook_z of every layer at position −2 of a prompt: per layer [heads, d_head].
-  auto zAtMinus2 = [&](const std::vector<int64_t>& p) {
+  // hook_z of every layer at the last position of a prompt: per layer [heads, d_head].
+  auto zAtLast = [&](const std::vector<int64_t>& p) {
     RunRequest req;
     req.tokens = at::tensor(p, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
     req.last_logits_only = true;
@@ -194,7 +202,7 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
     const RunResult r = model.run(req);
     std::vector<at::Tensor> z;
     for (int l = 0; l < c.n_layers; ++l)
-      z.push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 2]);  // [heads, d_head]
+      z.push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 1]);  // [heads, d_head]
     return z;
   };
 
@@ -213,8 +221,14 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
       if (c2 != cd && w.word(toy::Lang::A, c2)[0] != w.word(toy::Lang::A, cd)[0]) cs = c2;
     }
     if (cd < 0 || cs < 0) fail("concept patching: no usable prompt pair ", i);
-    const std::vector<at::Tensor> zSrc = zAtMinus2(toIds(src.tokens));  // per layer [heads, d_head]
+    const std::vector<at::Tensor> zSrc = zAtLast(toIds(src.tokens));  // per layer [heads, d_head]
     const std::vector<int64_t> dstIds = toIds(dst.tokens);
+    if (prompts) {
+      prompts->push_back({"concept_patching.source", toIds(src.tokens), static_cast<int>(src.tokens.size()) - 1,
+                          toIds(src.answer)});
+      prompts->push_back({"concept_patching.destination", dstIds, static_cast<int>(dstIds.size()) - 1,
+                          toIds(dst.answer)});
+    }
     const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
     const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);
     const int steps = static_cast<int>(std::max(meaningWord.size(), keptWord.size()));
@@ -224,14 +238,13 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
         Intervention iv;
         iv.site = attnZ(h.layer);
         iv.heads = {h.head};
-        iv.positions = {-2};
+        iv.positions = {-1};
         iv.op = InterventionOp::Replace;
         iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
         ivs.push_back(iv);
       }
-      // Greedy generation of the answer word. The patch goes into the prefill; the KV cache carries the
-      // patched position into every later step, as if it were patched in each step's forward.
-      const std::vector<int64_t> newIds = model.generateGreedy(dstIds, steps, -1, ivs);
+      // Greedy generation of the answer word with the patch at −1 of every forward.
+      const std::vector<int64_t> newIds = generateWithInterventions(model, dstIds, steps, ivs);
       const std::vector<int> generated(newIds.begin(), newIds.end());
       auto spells = [&](const std::vector<int>& word) {
         return generated.size() >= word.size() && std::equal(word.begin(), word.end(), generated.begin());
@@ -265,9 +278,11 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
   t.provenance.options = {
       {"k", k},
       {"shots", shots},
-      {"position", "last query-word token (-2) in both prompts"},
+      {"position", "the source's last token (-1, the arrow) written at -1 of every forward"},
       {"patch", "replace hook_z from the source run"},
-      {"generation", "greedy, the patch in every step, as many tokens as the longer of the two A words"},
+      {"generation",
+       "greedy through the KV cache, the patch in the prefill and in every step, as many tokens as the longer "
+       "of the two A words"},
       {"outcomes",
        "meaning_moved: the source concept's A word generated exactly; kept: the destination's; "
        "language_moved: the first generated token is a language-B token; other: anything else"}};

@@ -4,12 +4,16 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "analysis/patching.h"
 #include "tasks/toy/rng.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -22,23 +26,30 @@ toy::Rng promptRng(const DualRouteOptions& o, uint64_t stream, int index) {
   return toy::Rng(toy::deriveSeed(o.seed, stream, static_cast<uint64_t>(index)));
 }
 
-// The entity of prompt i: random distinct tokens of the pool, or a real word.
-std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool concept,
-                                toy::Rng& rng) {
-  if (concept) {
-    if (v.words.empty()) fail("dual route: concept prompts need real words (none in ", v.source, ")");
-    return rng.pick(v.words);
-  }
-  const int len = rng.uniformInt(o.entity_min, o.entity_max);
-  std::vector<int64_t> e;
-  for (int i : rng.choose(static_cast<int>(v.random_tokens.size()), len))
-    e.push_back(v.random_tokens[static_cast<size_t>(i)]);
-  return e;
+bool corpusFillers(const DualRouteOptions& o) {
+  if (o.filler != "corpus" && o.filler != "random")
+    fail("dual route: filler \"", o.filler, "\", expected corpus or random");
+  return o.filler == "corpus";
 }
 
-// n distinct random tokens, none of them in `exclude`.
-std::vector<int64_t> drawFiller(const DualRouteVocab& v, const std::vector<int64_t>& exclude, int n,
+// A corpus window of n tokens at a uniform random offset, shuffled (the official pile_chunk with
+// shuf_pile=True: a document's first n tokens, shuffled).
+std::vector<int64_t> corpusChunk(const DualRouteVocab& v, int n, toy::Rng& rng) {
+  if (n <= 0) return {};
+  if (static_cast<int64_t>(v.corpus.size()) < n)
+    fail("dual route: a filler of ", n, " tokens needs a longer corpus than the ", v.corpus.size(),
+         " tokens of ", v.source);
+  const size_t start = static_cast<size_t>(rng.uniform(v.corpus.size() - static_cast<size_t>(n) + 1));
+  std::vector<int64_t> out(v.corpus.begin() + static_cast<std::ptrdiff_t>(start),
+                           v.corpus.begin() + static_cast<std::ptrdiff_t>(start) + n);
+  rng.shuffle(out);
+  return out;
+}
+
+// n distinct tokens of the random-token pool, none of them in `exclude`.
+std::vector<int64_t> poolTokens(const DualRouteVocab& v, const std::vector<int64_t>& exclude, int n,
                                 toy::Rng& rng) {
+  if (n <= 0) return {};
   const std::set<int64_t> ex(exclude.begin(), exclude.end());
   std::vector<int64_t> pool;
   for (int64_t t : v.random_tokens)
@@ -52,13 +63,38 @@ std::vector<int64_t> drawFiller(const DualRouteVocab& v, const std::vector<int64
   return out;
 }
 
+// A filler of n tokens: a shuffled corpus window, or pool tokens outside the entity.
+std::vector<int64_t> drawFiller(const DualRouteVocab& v, const DualRouteOptions& o,
+                                const std::vector<int64_t>& entity, int n, toy::Rng& rng) {
+  return corpusFillers(o) ? corpusChunk(v, n, rng) : poolTokens(v, entity, n, rng);
+}
+
+// The entity of prompt `index`: random tokens of a length cycling through [entity_min, entity_max], or a
+// real word from the length bucket index mod (number of lengths present).
+std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index,
+                                toy::Rng& rng) {
+  if (concept) {
+    if (v.words.empty()) fail("dual route: concept prompts need real words (none in ", v.source, ")");
+    std::map<size_t, std::vector<const std::vector<int64_t>*>> byLength;
+    for (const auto& w : v.words)
+      byLength[w.size()].push_back(&w);
+    auto bucket = byLength.begin();
+    std::advance(bucket, index % static_cast<int>(byLength.size()));
+    return *rng.pick(bucket->second);
+  }
+  const int len = o.entity_min + index % (o.entity_max - o.entity_min + 1);
+  if (corpusFillers(o)) return corpusChunk(v, len, rng);
+  return poolTokens(v, {}, len, rng);
+}
+
 void checkOptions(const DualRouteVocab& v, const DualRouteOptions& o) {
-  if (o.n_prompts < 1) fail("dual route: n_prompts = ", o.n_prompts, ", expected >= 1");
+  if (o.n_prompts < 1 || o.n_matching < 1)
+    fail("dual route: n_prompts = ", o.n_prompts, " and n_matching = ", o.n_matching, ", expected >= 1");
   if (o.entity_min < 2 || o.entity_max < o.entity_min)
     fail("dual route: entity length range [", o.entity_min, ", ", o.entity_max,
          "] must have 2 <= min <= max");
-  if (o.r1_len < 1) fail("dual route: r1_len = ", o.r1_len, ", expected >= 1");
-  if (v.random_tokens.empty()) fail("dual route: no random tokens in ", v.source);
+  if (corpusFillers(o) ? v.corpus.empty() : v.random_tokens.empty())
+    fail("dual route: no ", o.filler, " tokens in ", v.source);
 }
 
 // Appends tokens to a prompt.
@@ -79,12 +115,41 @@ Provenance provenanceOf(const DualRouteVocab& v, const DualRouteOptions& o, cons
   return p;
 }
 
+// Words of 2..5 tokens (as they follow other text), each once, in the order given.
+std::vector<std::vector<int64_t>> wordsOf(const Tokenizer& tok, const std::vector<std::string>& words) {
+  std::vector<std::vector<int64_t>> out;
+  std::set<std::vector<int64_t>> seen;
+  for (const std::string& w : words) {
+    std::vector<int64_t> ids = continuationIds(tok, " " + w);
+    if (ids.size() >= 2 && ids.size() <= 5 && seen.insert(ids).second) out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json DualRouteOptions::toJson() const {
-  return {{"n_prompts", n_prompts},   {"seed", seed},
-          {"filler_len", filler_len}, {"entity_min", entity_min},
-          {"entity_max", entity_max}, {"r1_len", r1_len}};
+  return {{"n_prompts", n_prompts},   {"n_matching", n_matching}, {"seed", seed},
+          {"filler_len", filler_len}, {"entity_min", entity_min}, {"entity_max", entity_max},
+          {"filler", filler}};
+}
+
+std::vector<int64_t> continuationIds(const Tokenizer& tok, const std::string& text) {
+  // Encoded after an anchor word, the text is tokenized as it is inside running text; the anchor's own
+  // tokens are dropped when they come first unchanged (else the text is encoded on its own).
+  const std::string anchor = "x";
+  const std::vector<int> a = tok.encode(anchor, false);
+  const std::vector<int> both = tok.encode(anchor + text, false);
+  if (both.size() > a.size() && std::equal(a.begin(), a.end(), both.begin()))
+    return {both.begin() + static_cast<std::ptrdiff_t>(a.size()), both.end()};
+  const std::vector<int> alone = tok.encode(text, false);
+  return {alone.begin(), alone.end()};
+}
+
+int64_t newlineId(const Tokenizer& tok) {
+  const std::vector<int> ids = tok.encode("\n", false);
+  if (ids.empty()) fail("dual route: the tokenizer encodes \"\\n\" to no token");
+  return ids.back();
 }
 
 DualRouteVocab toyDualRouteVocab(const toy::ToyWorld& w, const std::string& sep) {
@@ -101,11 +166,13 @@ DualRouteVocab toyDualRouteVocab(const toy::ToyWorld& w, const std::string& sep)
   return v;
 }
 
-DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, const std::string& wordsFile,
-                                   const std::string& sep) {
+DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, const std::string& corpusFile,
+                                   const std::string& wordsFile, const std::string& sep) {
   DualRouteVocab v;
   v.bos = tok.bosId();
-  if (!sep.empty()) {
+  if (sep == "\n") {
+    v.sep = newlineId(tok);
+  } else if (!sep.empty()) {
     const std::vector<int> s = tok.encode(sep, false);
     if (s.size() != 1)
       fail("dual route: separator \"", sep, "\" encodes to ", s.size(), " tokens, expected 1");
@@ -115,19 +182,42 @@ DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, cons
   for (int64_t t = lo; t < hi; ++t)
     if (t != tok.bosId() && t != tok.eosId()) v.random_tokens.push_back(t);
   v.source = cat("vocab [", lo, ", ", hi, ")");
+  std::string text;
+  if (!corpusFile.empty()) {
+    text = withContext(corpusFile, [&] { return readTextFile(corpusFile, "corpus"); });
+    const std::vector<int> ids = tok.encode(text, false);
+    v.corpus.assign(ids.begin(), ids.end());
+    v.source += cat(" + corpus ", corpusFile, " (", v.corpus.size(), " tokens)");
+  }
   if (!wordsFile.empty()) {
     std::ifstream f(wordsFile);
     if (!f) fail("dual route: cannot read the word list ", wordsFile);
+    std::vector<std::string> lines;
     std::string line;
     while (std::getline(f, line)) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
         line.pop_back();
-      if (line.empty()) continue;
-      const std::vector<int> ids = tok.encode(" " + line, false);
-      if (ids.size() >= 2 && ids.size() <= 5) v.words.emplace_back(ids.begin(), ids.end());
+      if (!line.empty()) lines.push_back(line);
     }
+    v.words = wordsOf(tok, lines);
     if (v.words.empty()) fail("dual route: no word of 2..5 tokens in ", wordsFile);
     v.source += " + words of " + wordsFile;
+  } else if (!text.empty()) {
+    // Alphabetic words of the corpus (>= 3 letters), in order of first occurrence.
+    std::vector<std::string> words;
+    std::set<std::string> seen;
+    std::string cur;
+    for (size_t i = 0; i <= text.size(); ++i) {
+      const char ch = i < text.size() ? text[i] : ' ';
+      if (std::isalpha(static_cast<unsigned char>(ch))) {
+        cur += ch;
+        continue;
+      }
+      if (cur.size() >= 3 && seen.insert(cur).second) words.push_back(cur);
+      cur.clear();
+    }
+    v.words = wordsOf(tok, words);
+    if (!v.words.empty()) v.source += cat(" + ", v.words.size(), " multi-token words of the corpus");
   }
   return v;
 }
@@ -135,17 +225,16 @@ DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, cons
 CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
   toy::Rng rng = promptRng(o, concept ? kConceptCopy : kTokenCopy, index);
   CopyingPair p;
-  p.entity = drawEntity(v, o, concept, rng);
+  p.entity = drawEntity(v, o, concept, index, rng);
   const int E = static_cast<int>(p.entity.size());
   if (o.filler_len <= E)
     fail("dual route: filler_len = ", o.filler_len, " leaves no filler beside an entity of ", E, " tokens");
-  // filler_len distinct tokens: the first filler_len − |e| are rand, the rest pad the corrupt half.
-  const std::vector<int64_t> drawn = drawFiller(v, p.entity, o.filler_len, rng);
-  const std::vector<int64_t> rand(drawn.begin(), drawn.end() - E);
-  std::vector<int64_t> corruptHalf = drawn;
-  rng.shuffle(corruptHalf);
+  const std::vector<int64_t> rand = drawFiller(v, o, p.entity, o.filler_len - E, rng);
+  // The corrupt first half: an independent filler of the clean half's full length (official
+  // causal_scores.py: rand2 = pile_chunk(sequence_len)).
+  const std::vector<int64_t> corruptHalf = drawFiller(v, o, p.entity, o.filler_len, rng);
 
-  std::vector<int64_t> tail;  // S rand e0 e1
+  std::vector<int64_t> tail;  // S rand e0
   if (v.sep >= 0) tail.push_back(v.sep);
   put(tail, rand);
   tail.push_back(p.entity[0]);
@@ -164,21 +253,30 @@ CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool
 MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
   toy::Rng rng = promptRng(o, concept ? kConceptMatch : kTokenMatch, index);
   MatchingPrompt m;
-  m.entity = drawEntity(v, o, concept, rng);
+  m.entity = drawEntity(v, o, concept, index, rng);
   const int E = static_cast<int>(m.entity.size());
-  const int r2 = o.filler_len - o.r1_len - E;
-  if (r2 < 1)
-    fail("dual route: filler_len = ", o.filler_len, " leaves no r2 beside r1 (", o.r1_len,
-         ") and an entity of ", E, " tokens");
-  const std::vector<int64_t> drawn = drawFiller(v, m.entity, o.r1_len + r2, rng);
-  const std::vector<int64_t> r1(drawn.begin(), drawn.begin() + o.r1_len);
-  const std::vector<int64_t> rest(drawn.begin() + o.r1_len, drawn.end());
+  const int F = o.filler_len;
+  if (F / 2 < 1 || F / 2 > F - E)
+    fail("dual route: filler_len = ", F, " leaves no room for the entity (", E,
+         " tokens) at an offset of at least half of it");
+  // The entity's offset in the first half (official attention_scores.py: random.choice(range(seq_len // 2,
+  // seq_len - len(ent) + 1))).
+  const int p = rng.uniformInt(F / 2, F - E);
+  std::vector<int64_t> r1, r2;
+  if (corpusFillers(o)) {
+    r1 = corpusChunk(v, p, rng);
+    r2 = corpusChunk(v, F - p - E, rng);
+  } else {  // one draw, so r1, r2 and e share no token and "the earlier occurrence" is unique
+    const std::vector<int64_t> drawn = poolTokens(v, m.entity, F - E, rng);
+    r1.assign(drawn.begin(), drawn.begin() + p);
+    r2.assign(drawn.begin() + p, drawn.end());
+  }
   if (v.bos >= 0) m.tokens.push_back(v.bos);
   put(m.tokens, r1);
   m.entity_first = static_cast<int64_t>(m.tokens.size());
   put(m.tokens, m.entity);
   m.entity_last = static_cast<int64_t>(m.tokens.size()) - 1;
-  put(m.tokens, rest);
+  put(m.tokens, r2);
   if (v.sep >= 0) m.tokens.push_back(v.sep);
   put(m.tokens, r1);
   return m;
@@ -218,6 +316,9 @@ HeadGrid copyingScores(const Transformer& model, const DualRouteVocab& v, const 
   g.provenance.options["patch_position"] = -2;  // of the full prompt
   g.provenance.options["read_position"] = concept ? -1 : -2;
   g.provenance.options["target"] = concept ? "e1" : "e0";
+  g.provenance.options["corrupt_first_half"] =
+      o.filler == "corpus" ? "an independent shuffled corpus window of filler_len tokens"
+                           : "filler_len independent random pool tokens, none of e";
   g.provenance.options["sweep"] = sweep.options;
   g.id = concept ? "dual_route.concept_copying" : "dual_route.token_copying";
   g.name = concept ? "Concept copying (ΔP of e1 at −1, patch at −2)" : "Token copying (ΔP of e0 at −2)";
@@ -258,7 +359,7 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
   const ModelConfig& c = model.config();
   HeadGrid g;
   g.values = Eigen::MatrixXd::Zero(c.n_layers, c.n_heads);
-  for (int i = 0; i < o.n_prompts; ++i) {
+  for (int i = 0; i < o.n_matching; ++i) {
     ctx.checkCancelled();
     const MatchingPrompt m = matchingPrompt(v, o, concept, i);
     RunRequest req;
@@ -277,14 +378,16 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
           valueWeightedAttention(pat.narrow(2, pat.size(2) - 1, 1), val);     // [1, head, 1, k]
       const at::Tensor toKey = vw.select(3, key).reshape({-1}).contiguous();  // [head]
       for (int h = 0; h < c.n_heads; ++h)
-        g.values(l, h) += toKey[h].item<double>() / o.n_prompts;
+        g.values(l, h) += toKey[h].item<double>() / o.n_matching;
     }
-    ctx.report(double(i + 1) / o.n_prompts,
-               cat(concept ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_prompts));
+    ctx.report(double(i + 1) / o.n_matching,
+               cat(concept ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_matching));
   }
   g.provenance = provenanceOf(
       v, o, concept ? "dual-route matching (real words)" : "dual-route matching (random tokens)");
+  g.provenance.n_prompts = o.n_matching;
   g.provenance.options["query_position"] = -1;
+  g.provenance.options["entity_offset"] = "uniform in [filler_len / 2, filler_len - |e|]";
   g.provenance.options["key"] = concept ? "e[-1]" : "e[0]";
   g.id = concept ? "dual_route.last_token_matching" : "dual_route.next_token_matching";
   g.name = concept ? "Last-token matching (value-weighted attention to e[−1])"

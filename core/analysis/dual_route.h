@@ -1,31 +1,34 @@
 #pragma once
-// The dual route of induction (DESIGN 5.2): token copying vs concept copying heads.
+// The dual route of induction (DESIGN 5.2): token copying vs concept copying heads, as the dual-route
+// study's official code builds its prompts (sfeucht/dual-route-induction scripts/causal_scores.py and
+// scripts/attention_scores.py; docs/methods.md cites the lines).
 //
-// Prompts (one half before the separator, one after; B = the optional <bos>, S = the optional separator):
-//   copying, clean:    B rand e S rand e0 [e1]     rand = filler_len − |e| distinct random tokens
-//   copying, corrupt:  B rand' S rand e0 [e1]      rand' = rand plus |e| more random tokens (none of them
-//                                                  in rand or e), shuffled: the corrupt first half lacks e
-//                                                  but has the clean half's length, so every position of
-//                                                  the two prompts lines up and a patch at −2 is the same
-//                                                  position in both.
-//   matching:          B r1 e r2 S r1              r1_len + |e| + |r2| = filler_len, read from the last r1.
+// Prompts (B = <bos>, S = the separator, F = filler_len, e the entity of 2–5 tokens):
+//   copying, clean:    B rand e S rand e0     rand = a filler of F − |e| tokens
+//   copying, corrupt:  B rand' S rand e0      rand' = an independent filler of F tokens: the corrupt first
+//                                             half knows nothing of e or rand, and has the clean half's
+//                                             length, so −2 is the same position in both prompts.
+//   matching:          B r1 e r2 S r1         |r1| = p uniform in [F/2, F − |e|] (e at a random offset of at
+//                                             least half the first half), |r2| = F − p − |e| (may be 0);
+//                                             the query is the last token (r1's last).
+// Fillers: "corpus" (real models): a window of encoded corpus text at a random offset, shuffled — each filler
+// drawn independently (official pile_chunk); "random" (the toy model, whose world has no running text):
+// distinct tokens of the random-token pool, none of them in e.
+// Entities, balanced over lengths as the official n/4 per length: random-token entity i has length
+// entity_min + i mod (entity_max − entity_min + 1), its tokens a shuffled corpus window (corpus fillers) or
+// distinct pool tokens; real word i comes from the words of length bucket i mod (number of buckets).
 //
 // Causal copying scores (patchingSweepAverage, PatchMode::FromClean, PatchMetric::TargetProb): each head's
-// hook_z at the last filler token of the second half (−2 of the full prompt, where the model must predict e0)
-// is copied from the clean into the corrupt run.
+// hook_z at −2 (the last filler token of the second half, where the model must predict e0) is copied from
+// the clean into the corrupt run.
 //  - Token copying (e = random tokens): ΔP(e0) read at −2. The sweep reads the last position, so both
-//    prompts end at that filler token: "B rand e S rand" / "B rand' S rand" (the token e0 is dropped) and the
-//    patch is at the last position, which is −2 of the full prompt.
-//  - Concept copying (e = real multi-token words): both prompts end with e0 ("... S rand e0"); the patch is
-//    at −2 and the read at −1 (the position holding e0, where the model predicts e's second token e1):
-//    ΔP(e1).
+//    prompts end at that filler token: "B rand e S rand" / "B rand' S rand" (e0 dropped; causal attention
+//    makes −2's logits independent of it) and the patch is at the last position.
+//  - Concept copying (e = real multi-token words): both prompts end with e0; the patch is at −2 and the
+//    read at −1 (e0, where the model predicts e1): ΔP(e1).
 // Attention scores: value-weighted attention A_ij‖v_j‖ / Σ_j A_ij‖v_j‖ (hook_pattern, hook_v) from the last
 // position of the matching prompt to e[0] (next-token matching, random-token e) or to e[−1] (last-token
 // matching, real words), averaged over prompts.
-//
-// Vocabularies: on the toy model random tokens are the syllables of both languages, real words the toy
-// words with >= 2 tokens (both languages), the separator "→"; on other models random tokens come from the
-// middle half of the vocabulary and words from a word list (toyDualRouteVocab / modelDualRouteVocab).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -44,30 +47,40 @@ namespace hs {
 struct DualRouteVocab {
   int64_t bos = -1;                         // prepended when >= 0
   int64_t sep = -1;                         // between the two halves when >= 0
-  std::vector<int64_t> random_tokens;       // fillers and random-token entities
+  std::vector<int64_t> random_tokens;       // filler "random": fillers and random-token entities
+  std::vector<int64_t> corpus;              // filler "corpus": encoded running text (no BOS)
   std::vector<std::vector<int64_t>> words;  // real words of >= 2 tokens (empty: no concept scores)
-  std::string source;  // one line for provenance ("toy world", "vocab [a, b) + words.txt")
+  std::string source;                       // one line for provenance
 };
 
-// The toy world's vocabulary; `sep` is a token string of the world ("→" by default, "" = no separator).
+// The ids of `text` as they follow other text (no BOS, no SentencePiece dummy prefix of its own): " word"
+// gives the word's mid-sentence tokens under byte-level and SentencePiece tokenizers alike.
+std::vector<int64_t> continuationIds(const Tokenizer& tok, const std::string& text);
+// The newline token as the official code takes it: the last id of "\n" encoded without BOS.
+int64_t newlineId(const Tokenizer& tok);
+
+// The toy world's vocabulary (no corpus: fillers are random syllables); `sep` is a token string of the world
+// ("→" by default, "" = no separator).
 DualRouteVocab toyDualRouteVocab(const toy::ToyWorld& w, const std::string& sep = "\xE2\x86\x92");
-// Any other model: random tokens from [vocab/4, 3·vocab/4) minus the tokenizer's bos/eos; words from
-// `wordsFile` (one word a line, encoded as " word" without BOS, kept when 2..5 tokens; "" = none);
-// `sep` encoded without BOS ("" = none; must be one token).
-DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, const std::string& wordsFile,
-                                   const std::string& sep);
+// Any other model: random tokens from [vocab/4, 3·vocab/4) minus the tokenizer's bos/eos; the corpus
+// `corpusFile` encoded (no BOS; "" = none); words from `wordsFile` (one a line, kept when " word" is 2..5
+// tokens), or when that is "" the distinct alphabetic words of at least 3 letters of the corpus text that
+// are 2..5 tokens; `sep` encoded without BOS must give one token ("\n": the newline token; "" = none).
+DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, const std::string& corpusFile,
+                                   const std::string& wordsFile, const std::string& sep);
 
 struct DualRouteOptions {
-  int n_prompts = 16;  // prompt pairs per score
+  int n_prompts = 16;   // prompt pairs per copying score
+  int n_matching = 16;  // prompts per attention score
   uint64_t seed = 1;
-  int filler_len = 30;  // tokens of the first half (filler + entity) in every prompt
-  int entity_min = 2;   // random-token entity length, uniform in [entity_min, entity_max]
+  int filler_len = 30;  // tokens of the first half (filler + entity) in every prompt: the official seq_len
+  int entity_min = 2;   // random-token entity lengths cycle through [entity_min, entity_max]
   int entity_max = 5;
-  int r1_len = 10;  // matching prompts: tokens of r1 (repeated after the separator)
+  std::string filler = "random";  // "corpus" or "random" (see above)
   nlohmann::json toJson() const;
 };
 
-// One copying prompt pair (full prompts, ending with e0 and e1 not included) and its entity.
+// One copying prompt pair (full prompts, ending with e0) and its entity.
 struct CopyingPair {
   std::vector<int64_t> clean, corrupt;  // same length
   std::vector<int64_t> entity;
@@ -95,7 +108,8 @@ HeadGrid conceptCopyingScores(const Transformer& model, const DualRouteVocab& v,
 at::Tensor valueWeightedAttention(const at::Tensor& pattern, const at::Tensor& values);
 
 // Grid "dual_route.next_token_matching" (concept == false: random-token e, to e[0]) or
-// "dual_route.last_token_matching" (concept == true: real words, to e[−1]); unit "value-weighted attention".
+// "dual_route.last_token_matching" (concept == true: real words, to e[−1]); unit "value-weighted attention";
+// o.n_matching prompts.
 HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
                         bool concept, const AnalysisContext& ctx = {});
 

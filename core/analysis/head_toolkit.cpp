@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "model/io/safetensors.h"
 #include "results/timestamp.h"
+#include "tasks/toy/mixture.h"
 #include "tasks/toy/rng.h"
+#include "tasks/toy/world.h"
 #include "util/error.h"
 #include "util/file_text.h"
 #include "util/resources.h"
@@ -159,6 +162,32 @@ std::string defaultMeanCorpus() {
   return findResource("corpora/wikitext-2-test-excerpt.txt");
 }
 
+bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
+  if (!tok) return false;
+  const toy::ToyWorld w = toy::ToyWorld::build();
+  if (model.config().vocab_size != w.vocabSize()) return false;
+  for (int id = 0; id < w.vocabSize(); ++id) {
+    const std::optional<int> got = tok->idOf(w.tokens[static_cast<size_t>(id)]);
+    if (!got || *got != id) return false;
+  }
+  return true;
+}
+
+TokenSeqs toyWorldText(int samples) {
+  const toy::ToyWorld w = toy::ToyWorld::build();
+  toy::MixtureConfig cfg;
+  cfg.seq_len = 128;
+  const toy::MixtureSampler sampler(w, cfg, 1);
+  TokenSeqs out;
+  for (int i = 0; i < samples; ++i) {
+    std::vector<int> t = sampler.sampleAt(static_cast<uint64_t>(i)).tokens;
+    while (!t.empty() && t.back() == toy::tok::kPad)
+      t.pop_back();
+    out.emplace_back(t.begin(), t.end());
+  }
+  return out;
+}
+
 at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const MeanSource& source,
                         const TokenSeqs& taskPrompts, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
@@ -176,6 +205,8 @@ at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const Me
   }
   if (source.source != "corpus") fail("mean source '", source.source, "': expected corpus, file or task");
   if (!tok) fail("mean source corpus: the model has no tokenizer to read the corpus with");
+  if (source.corpus.empty() && isToyVocabulary(model, tok))
+    return meanZ(model, toyWorldText(), ZMean::AllPositions, ctx, 8);
   CorpusMean cm;
   cm.file = source.corpus.empty() ? defaultMeanCorpus() : source.corpus;
   if (cm.file.empty())
@@ -186,9 +217,11 @@ at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const Me
   return corpusMeanZ(model, *tok, cm, ctx);
 }
 
-std::string describeMeanSource(const MeanSource& source) {
+std::string describeMeanSource(const MeanSource& source, bool toyWorld) {
   if (source.source == "task") return "all positions of the task's prompts";
   if (source.source == "file") return "mean_z of " + source.file;
+  if (source.corpus.empty() && toyWorld)
+    return "all positions of 64 samples of 128 tokens of the toy world's training mixture (seed 1)";
   const CorpusMean cm;
   const std::string file = source.corpus.empty() ? defaultMeanCorpus() : source.corpus;
   return cat("all positions of ", cm.chunks, " windows of ", cm.chunk_tokens, " tokens of ", file);
@@ -207,6 +240,28 @@ void recordPrompts(AnalysisOutput& out, const std::string& set, const TokenSeqs&
   for (size_t i = 0; i < prompts.size(); ++i)
     out.run.prompts.push_back({set, prompts[i], static_cast<int>(prompts[i].size()) - 1,
                                i < answers.size() ? answers[i] : std::vector<int64_t>{}});
+}
+
+std::vector<int64_t> generateWithInterventions(const Transformer& model, const std::vector<int64_t>& prompt,
+                                               int maxNew, const std::vector<Intervention>& everyStep) {
+  if (prompt.empty()) fail("generation: empty prompt (give at least a BOS token)");
+  at::NoGradGuard noGrad;
+  std::vector<int64_t> generated;
+  KVCache cache;
+  RunRequest req;
+  req.tokens = at::tensor(prompt, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
+  req.interventions = everyStep;
+  req.kv = &cache;
+  req.last_logits_only = true;
+  while (static_cast<int>(generated.size()) < maxNew) {
+    const RunResult r = model.run(req);
+    const int64_t next = r.logits[0][-1].argmax().item<int64_t>();
+    generated.push_back(next);
+    const int ctxLen = model.config().context_length;
+    if (ctxLen > 0 && cache.length() >= ctxLen) break;
+    req.tokens = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(model.device()));  // [1, 1]
+  }
+  return generated;
 }
 
 at::Tensor headOutputWeight(const Transformer& model, int layer, int head) {

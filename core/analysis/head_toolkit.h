@@ -72,12 +72,21 @@ struct MeanSource {
 // The neutral text the corpus mean reads when none is given: the excerpt of WikiText-2's test split that
 // ships with HeadScope (share/headscope/corpora), or "" when it is not installed.
 std::string defaultMeanCorpus();
+// True when the tokenizer's vocabulary is the default toy world's token table (same ids): the embedded toy
+// model or a model trained on its world.
+bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
+// The toy world's running text: `samples` samples of its training mixture (seed 1, 128 tokens, the
+// padding after the last episode cut). The toy model's neutral corpus: English text is all unknown words to
+// its tokenizer.
+TokenSeqs toyWorldText(int samples = 64);
 // The mean z a mean ablation uses: [layers, heads, d_head] float32. `taskPrompts` serve source "task"
-// (their all-position mean). Errors name the file or the source.
+// (their all-position mean). Source "corpus" without a corpus file reads the default corpus, or on a model
+// with the toy world's vocabulary the toy world's text (toyWorldText). Errors name the file or the source.
 at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const MeanSource& source,
                         const TokenSeqs& taskPrompts, const AnalysisContext& ctx = {});
-// A description of the source for provenance ("corpus /path (64 windows of 128 tokens)", "task prompts").
-std::string describeMeanSource(const MeanSource& source);
+// A description of the source for provenance ("corpus /path (64 windows of 128 tokens)", "task prompts");
+// `toyWorld`: the model has the toy world's vocabulary (isToyVocabulary).
+std::string describeMeanSource(const MeanSource& source, bool toyWorld = false);
 // Adds the three options (mean_source, mean_corpus, mean_file) of a MeanSource member to a method's table.
 template <class O>
 OptionTable<O>& addMeanSourceOptions(OptionTable<O>& table, MeanSource O::*member) {
@@ -100,6 +109,13 @@ OptionTable<O>& addMeanSourceOptions(OptionTable<O>& table, MeanSource O::*membe
 void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts);
 void recordPrompts(AnalysisOutput& out, const std::string& set, const TokenSeqs& prompts,
                    const std::vector<std::vector<int64_t>>& answers = {});
+
+// ---- generation ----
+// Greedy decoding from `prompt` [pos] through the KV cache with `everyStep` applied in every forward: the
+// prefill and each one-token step (an intervention at position −1 acts on the prompt's last token, then on
+// every generated token's position). Stops after maxNew tokens or when the context is full. The new tokens.
+std::vector<int64_t> generateWithInterventions(const Transformer& model, const std::vector<int64_t>& prompt,
+                                               int maxNew, const std::vector<Intervention>& everyStep);
 
 // ---- head writes ----
 // W_O slice of one head: [d_model, d_head] (GPT-2's combined projection included).

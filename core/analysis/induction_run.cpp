@@ -5,12 +5,14 @@
 
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "analysis/ablation_curves.h"
 #include "analysis/dual_route.h"
 #include "analysis/head_toolkit.h"
 #include "analysis/induction_scores.h"
+#include "analysis/list_tasks.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "tasks/toy/world.h"
@@ -20,36 +22,55 @@ namespace hs {
 
 const OptionTable<InductionRunOptions>& inductionOptionTable() {
   using O = InductionRunOptions;
-  static const OptionTable<O> table =
-      OptionTable<O>()
-          .add("n", &O::n, "prompt pairs per dual-route score (and sequences of the induction scores)",
-               OptionCheck::atLeast(1))
-          .add("seed", &O::seed, "seed of every prompt set")
-          .add("top_k", &O::top_k, "heads in the ablation table and concept patching",
-               OptionCheck::atLeast(1))
-          .add("n_eval", &O::n_eval, "prompts per ablation task", OptionCheck::atLeast(1))
-          .add("span", &O::span, "induction scores: random tokens per copy", OptionCheck::atLeast(2))
-          .add("filler_len", &O::filler_len, "dual route: tokens before the separator (filler + entity)",
-               OptionCheck::atLeast(4), "filler")
-          .add("entity_min", &O::entity_min, "random-token entity length: shortest", OptionCheck::atLeast(1))
-          .add("entity_max", &O::entity_max, "random-token entity length: longest", OptionCheck::atLeast(1))
-          .add("r1_len", &O::r1_len, "matching prompts: tokens repeated after the separator",
-               OptionCheck::atLeast(1))
-          .add("shots", &O::shots, "toy model: demonstrations of the antonym and concept-patching prompts",
-               OptionCheck::atLeast(0))
-          .add("sep", &O::sep,
-               "separator between the halves: 'default' = the toy model's arrow token, none elsewhere; "
-               "'' = none; else a token")
-          .add("words_file", &O::words_file,
-               "word list (one a line) for the concept parts on models other than the toy model",
-               OptionCheck::path(), "words")
-          .add("ks", &O::ks, "k values of the mean-ablation curves", OptionCheck::atLeast(0))
-          .add(
-              "stages", &O::stages,
-              "how much to run: scores (induction and previous-token scores, the induction ablation table), "
-              "dual_route (also the copying and matching grids) or all (also the ablation curves and concept "
-              "patching)",
-              OptionCheck::oneOf({"scores", "dual_route", "all"}));
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t;
+    t.add("n", &O::n,
+          "prompt pairs per copying score (and sequences of the induction scores); 0 = the official 1024 on "
+          "real models, 16 on the toy model",
+          OptionCheck::atLeast(0))
+        .add("n_matching", &O::n_matching,
+             "prompts per attention (matching) score; 0 = the official 2048 on real models, n on the toy model",
+             OptionCheck::atLeast(0))
+        .add("seed", &O::seed, "seed of every prompt set")
+        .add("top_k", &O::top_k, "heads in the ablation table and concept patching", OptionCheck::atLeast(1))
+        .add("n_eval", &O::n_eval, "prompts per ablation task", OptionCheck::atLeast(1))
+        .add("span", &O::span, "induction scores: random tokens per copy", OptionCheck::atLeast(2))
+        .add("filler_len", &O::filler_len,
+             "dual route: tokens before the separator (filler + entity; the official sequence_len)",
+             OptionCheck::atLeast(4))
+        .add("entity_min", &O::entity_min, "random-token entity length: shortest", OptionCheck::atLeast(2))
+        .add("entity_max", &O::entity_max, "random-token entity length: longest", OptionCheck::atLeast(2))
+        .add("shots", &O::shots, "toy model: demonstrations of the antonym and concept-patching prompts",
+             OptionCheck::atLeast(0))
+        .add("sep", &O::sep,
+             "separator between the halves: 'default' = the toy model's arrow token, the newline elsewhere; "
+             "'' = none; else a token")
+        .add("filler", &O::filler,
+             "fillers and the corrupt first half: shuffled corpus windows (default on real models) or random "
+             "pool tokens (default on the toy model)",
+             OptionCheck::oneOf({"default", "corpus", "random"}))
+        .add("filler_corpus", &O::filler_corpus,
+             "text of the corpus fillers (empty: the shipped WikiText-2 excerpt)", OptionCheck::path())
+        .add("words_file", &O::words_file,
+             "word list (one a line) for the concept parts on models other than the toy model (empty: the "
+             "corpus's multi-token words)",
+             OptionCheck::path(), "words")
+        .add("ks", &O::ks, "k values of the mean-ablation curves (capped by the head count)",
+             OptionCheck::atLeast(0))
+        .add("list_tasks", &O::list_tasks,
+             "models other than the toy model: list tasks of the ablation curves (translation_fr, "
+             "translation_de, translation_es, antonym, synonym, copy_words, upper, nonsense)")
+        .add("list_data", &O::list_data,
+             "folder of the dual-route word lists (nguyenetal_2017/, conneauetal_2017/); empty: "
+             "../shared/data/datasets/dual_route when present");
+    addMeanSourceOptions(t, &O::mean);
+    t.add("stages", &O::stages,
+          "how much to run: scores (induction and previous-token scores, the induction ablation table), "
+          "dual_route (also the copying and matching grids) or all (also the ablation curves and concept "
+          "patching)",
+          OptionCheck::oneOf({"scores", "dual_route", "all"}));
+    return t;
+  }();
   return table;
 }
 
@@ -88,49 +109,98 @@ MethodInfo inductionMethod() {
   return m;
 }
 
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
-  if (!tok) return false;
-  const toy::ToyWorld w = toy::ToyWorld::build();
-  if (model.config().vocab_size != w.vocabSize()) return false;
-  for (int id = 0; id < w.vocabSize(); ++id) {
-    const std::optional<int> got = tok->idOf(w.tokens[static_cast<size_t>(id)]);
-    if (!got || *got != id) return false;
+namespace {
+
+// The run's resolved model-dependent defaults and its vocabulary.
+struct DualRouteSetup {
+  DualRouteVocab vocab;
+  DualRouteOptions options;
+  nlohmann::json notes = nlohmann::json::array();
+};
+
+DualRouteSetup dualRouteSetup(const Transformer& model, const Tokenizer* tok, bool toyModel,
+                              const InductionRunOptions& o) {
+  const ModelConfig& c = model.config();
+  DualRouteSetup s;
+  DualRouteOptions& d = s.options;
+  d.n_prompts = o.n > 0 ? o.n : (toyModel ? 16 : 1024);
+  d.n_matching = o.n_matching > 0 ? o.n_matching : (toyModel ? d.n_prompts : 2048);
+  d.seed = o.seed;
+  d.filler_len = o.filler_len;
+  d.entity_min = o.entity_min;
+  d.entity_max = o.entity_max;
+  if (toyModel) {
+    if (o.filler == "corpus") fail("induction run: the toy world has no corpus text; use filler random");
+    d.filler = "random";
+    s.vocab = toyDualRouteVocab(toy::ToyWorld::build(), o.sep == "default" ? "\xE2\x86\x92" : o.sep);
+    return s;
   }
-  return true;
+  if (!tok) {
+    if (!o.words_file.empty() || o.filler == "corpus")
+      fail("induction run: --words and corpus fillers need the model's tokenizer (none loaded)");
+    d.filler = "random";
+    s.vocab.source = cat("vocab [", c.vocab_size / 4, ", ", 3 * c.vocab_size / 4, ")");
+    for (int64_t t = c.vocab_size / 4; t < 3 * c.vocab_size / 4; ++t)
+      s.vocab.random_tokens.push_back(t);
+    s.notes.push_back("no tokenizer: random-token fillers, no separator, no concept parts");
+    return s;
+  }
+  std::string corpus = o.filler_corpus.empty() ? defaultMeanCorpus() : o.filler_corpus;
+  d.filler = o.filler == "default" ? (corpus.empty() ? "random" : "corpus") : o.filler;
+  if (d.filler == "corpus" && corpus.empty())
+    fail("induction run: corpus fillers need a corpus (--filler-corpus FILE; the shipped WikiText-2 excerpt "
+         "is not installed)");
+  if (d.filler == "random" && o.filler == "default")
+    s.notes.push_back("the WikiText-2 excerpt is not installed: random-token fillers instead of corpus text");
+  s.vocab = modelDualRouteVocab(*tok, c.vocab_size, corpus, o.words_file, o.sep == "default" ? "\n" : o.sep);
+  if (s.vocab.words.empty()) s.notes.push_back("concept parts skipped: no multi-token words");
+  return s;
 }
+
+// Appends copying pairs (clean and corrupt, full prompts ending with e0) to the run's prompt records.
+void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool concept) {
+  const std::string set = concept ? "concept_copying" : "token_copying";
+  for (int i = 0; i < o.n_prompts; ++i) {
+    const CopyingPair p = copyingPair(v, o, concept, i);
+    const int query = static_cast<int>(p.clean.size()) - (concept ? 1 : 2);
+    const std::vector<int64_t> answer = {concept ? p.entity[1] : p.entity[0]};
+    out.run.prompts.push_back({set + ".clean", p.clean, query, answer});
+    out.run.prompts.push_back({set + ".corrupt", p.corrupt, query, answer});
+  }
+}
+
+void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool concept) {
+  for (int i = 0; i < o.n_matching; ++i) {
+    const MatchingPrompt m = matchingPrompt(v, o, concept, i);
+    out.run.prompts.push_back({concept ? "last_token_matching" : "next_token_matching", m.tokens,
+                               static_cast<int>(m.tokens.size()) - 1, m.entity});
+  }
+}
+
+}  // namespace
 
 AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
                             const AnalysisContext& ctx) {
-  if (o.n < 1 || o.n_eval < 1) fail("induction run: n = ", o.n, " and n_eval = ", o.n_eval, " must be >= 1");
+  if (o.n < 0 || o.n_matching < 0 || o.n_eval < 1)
+    fail("induction run: n = ", o.n, ", n_matching = ", o.n_matching, " (>= 0) and n_eval = ", o.n_eval,
+         " (>= 1)");
   const ModelConfig& c = model.config();
   const int LH = c.n_layers * c.n_heads;
   const bool toyModel = isToyVocabulary(model, tok);
   const toy::ToyWorld world = toy::ToyWorld::build();
-  nlohmann::json notes = nlohmann::json::array();
-
-  DualRouteVocab vocab;
-  if (toyModel) {
-    vocab = toyDualRouteVocab(world, o.sep == "default" ? "\xE2\x86\x92" : o.sep);
-  } else {
-    if (!tok && !o.words_file.empty())
-      fail("induction run: --words needs the model's tokenizer (none loaded)");
-    if (tok) {
-      vocab = modelDualRouteVocab(*tok, c.vocab_size, o.words_file, o.sep == "default" ? "" : o.sep);
-    } else {
-      vocab.source = cat("vocab [", c.vocab_size / 4, ", ", 3 * c.vocab_size / 4, ")");
-      for (int64_t t = c.vocab_size / 4; t < 3 * c.vocab_size / 4; ++t)
-        vocab.random_tokens.push_back(t);
-    }
-    if (vocab.words.empty()) notes.push_back("concept parts skipped: not the toy model and no --words file");
-    notes.push_back("toy list tasks and concept patching skipped: not the toy model");
-  }
+  DualRouteSetup setup = dualRouteSetup(model, tok, toyModel, o);
+  const DualRouteVocab& vocab = setup.vocab;
+  const DualRouteOptions& dro = setup.options;
+  nlohmann::json& notes = setup.notes;
+  if (!toyModel) notes.push_back("concept patching skipped: it runs on the toy world only");
   const bool concept = !vocab.words.empty();
   const int nStages = 7;
+  AnalysisOutput out;
 
   // ---- classic induction scores on repeated random tokens ----
   InductionScoreOptions io;
   io.span = o.span;
-  io.n_sequences = o.n;
+  io.n_sequences = dro.n_prompts;
   io.seed = o.seed;
   io.bos = vocab.bos;
   // Toy world: its syllables (what induction prompts copy); otherwise the middle half of the vocabulary.
@@ -139,50 +209,84 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   io.token_low = tokenRange.first;
   io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
+  for (const std::vector<int64_t>& seq : ind.sequences)
+    out.run.prompts.push_back({"induction", seq, -1, {}});
   const bool dualRoute = o.stages != "scores", all = o.stages == "all";
 
   // ---- dual-route grids ----
-  DualRouteOptions dro;
-  dro.n_prompts = o.n;
-  dro.seed = o.seed;
-  dro.filler_len = o.filler_len;
-  dro.entity_min = o.entity_min;
-  dro.entity_max = o.entity_max;
-  dro.r1_len = o.r1_len;
   std::vector<HeadGrid> grids = {ind.previous_token, ind.induction};
   HeadGrid tokenCopy, conceptCopy;
   if (dualRoute) {
     tokenCopy = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
     grids.push_back(tokenCopy);
+    recordCopying(out, vocab, dro, false);
     if (concept) {
       conceptCopy = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
       grids.push_back(conceptCopy);
+      recordCopying(out, vocab, dro, true);
     }
     grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
-    if (concept)
+    recordMatching(out, vocab, dro, false);
+    if (concept) {
       grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
+      recordMatching(out, vocab, dro, true);
+    }
   }
   for (HeadGrid& g : grids)
     g.provenance.model = ctx.model_path;
 
+  // ---- the tasks of the ablations ----
+  std::vector<NextTokenTask> tasks;
+  if (toyModel) {
+    tasks = toyListTasks(world, o.n_eval, o.seed, o.shots);
+  } else {
+    tasks.push_back(randomCopyTask(vocab, o.n_eval, o.seed));
+    if (all && tok) {
+      const std::string dataDir = o.list_data.empty() ? defaultListData() : o.list_data;
+      ListTaskOptions lo;
+      lo.n = o.n_eval;
+      lo.seed = o.seed;
+      std::stringstream ids(o.list_tasks);
+      for (std::string id; std::getline(ids, id, ',');) {
+        if (id.empty()) continue;
+        if (id == "nonsense" ? vocab.corpus.empty() : dataDir.empty()) {
+          notes.push_back(id == "nonsense" ? "list task nonsense skipped: no corpus fillers"
+                                           : "list task " + id +
+                                                 " skipped: no word-list folder (--list-data; "
+                                                 "../shared/data/datasets/dual_route is not here)");
+          continue;
+        }
+        tasks.push_back(listTask(id, *tok, dataDir, vocab, lo));
+      }
+    }
+  }
+
   // ---- mean-ablation curves ----
-  std::vector<NextTokenTask> tasks =
-      toyModel ? toyListTasks(world, o.n_eval, o.seed, o.shots)
-               : std::vector<NextTokenTask>{randomCopyTask(vocab, o.n_eval, o.seed)};
   std::vector<std::pair<std::string, std::vector<HeadRef>>> orderings = {
       {"token_copying", topHeads(tokenCopy, LH)}};
   if (concept) orderings.emplace_back("concept_copying", topHeads(conceptCopy, LH));
   orderings.emplace_back("prefix_matching", topHeads(ind.induction, LH));
   orderings.emplace_back("random", randomHeadOrder(c.n_layers, c.n_heads, o.seed));
-  AblationCurveOptions ao;
-  ao.ks = o.ks;
-  AnalysisOutput out;
-  for (size_t i = 0; all && i < tasks.size(); ++i) {
-    Curve cv =
-        ablationCurve(model, tasks[i], orderings, ao, stage(ctx, 4, nStages, "ablation " + tasks[i].id));
-    cv.provenance.model = ctx.model_path;
-    cv.provenance.seed = o.seed;
-    out.run.curves.push_back(std::move(cv));
+  const std::string meanSource = describeMeanSource(o.mean, toyModel);
+  if (all && dualRoute) {
+    TokenSeqs taskPrompts;
+    for (const NextTokenTask& t : tasks)
+      taskPrompts.insert(taskPrompts.end(), t.prompts.begin(), t.prompts.end());
+    AblationCurveOptions ao;
+    ao.ks = o.ks;
+    ao.mean_z = resolveMeanZ(model, tok, o.mean, taskPrompts, stage(ctx, 4, nStages, "mean z"));
+    ao.mean_source = meanSource;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Curve cv =
+          ablationCurve(model, tasks[i], orderings, ao, stage(ctx, 4, nStages, "ablation " + tasks[i].id));
+      cv.provenance.model = ctx.model_path;
+      cv.provenance.seed = o.seed;
+      out.run.curves.push_back(std::move(cv));
+      std::vector<std::vector<int64_t>> answers;
+      for (int64_t a : tasks[i].answers)
+        answers.push_back({a});
+      recordPrompts(out, "ablation." + tasks[i].id, tasks[i].prompts, answers);
+    }
   }
 
   // ---- induction accuracy with the top prefix-matching heads ablated ----
@@ -193,11 +297,17 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
                                           stage(ctx, 5, nStages, "ablation"));
   ablation.provenance.model = ctx.model_path;
   out.run.tables.push_back(ablation);
+  if (!(all && dualRoute)) {
+    std::vector<std::vector<int64_t>> answers;
+    for (int64_t a : inductionTask->answers)
+      answers.push_back({a});
+    recordPrompts(out, "ablation." + inductionTask->id, inductionTask->prompts, answers);
+  }
 
   // ---- cross-language concept patching (toy world) ----
-  if (toyModel && all) {
-    Table cp = conceptPatchingTable(model, world, conceptCopy, tokenCopy, o.top_k, o.n, o.seed, o.shots,
-                                    stage(ctx, 6, nStages, "concept patching"));
+  if (toyModel && all && dualRoute) {
+    Table cp = conceptPatchingTable(model, world, conceptCopy, tokenCopy, o.top_k, dro.n_prompts, o.seed,
+                                    o.shots, stage(ctx, 6, nStages, "concept patching"), &out.run.prompts);
     cp.provenance.model = ctx.model_path;
     out.run.tables.push_back(cp);
   }
@@ -206,6 +316,11 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   nlohmann::json& s = out.run.summary;
   s["toy_model"] = toyModel;
   s["vocab"] = vocab.source;
+  s["n"] = dro.n_prompts;
+  s["n_matching"] = dro.n_matching;
+  s["filler"] = dro.filler;
+  s["sep"] = vocab.sep;
+  s["mean_source"] = meanSource;
   s["copy_accuracy"] = ind.copy_accuracy;
   s["induction_acc"] = ablation.rows[0][2];
   s["induction_acc_top_prefix_ablated"] = ablation.rows[1][2];

@@ -8,17 +8,26 @@
 //   tables  induction.ablation          (top-k prefix-matching heads vs k random heads outside the top 2k,
 //                                        zero-ablated; induction accuracy)
 //           dual_route.concept_patching (toy world only)
+//   prompts induction (the scored sequences), token_copying.clean / .corrupt (query −2, answer e0),
+//           concept_copying.clean / .corrupt (query −1, answer e1), next_token_matching /
+//           last_token_matching (query −1, answer = the entity e, which starts at its first occurrence
+//           after <bos>), ablation.<task> (query −1, answer the first answer token), concept_patching.source /
+//           .destination (toy world)
 //   summary copy_accuracy, induction_acc, top heads of every grid, Jaccard@4 / @8 and Spearman ρ of token vs
-//           concept copying, notes (what was skipped and why).
-// On the toy model (vocabulary = the default toy world) every part runs on the world's tokens and tasks.
-// On other models: random-token parts always; concept parts (concept copying, last-token matching, the
-// copy_words orderings) only with a word list; the toy list tasks and concept patching are skipped.
+//           concept copying, the mean source, notes (what was skipped and why).
+// Defaults follow the official code on real models (newline separator, 1024 copying pairs, 2048 attention
+// prompts, fillers from corpus text: the shipped WikiText-2 excerpt) and stay small on the toy model, whose
+// world has no running text (the arrow separator, 16 pairs, random-syllable fillers).
+// On the toy model every part runs on the world's tokens and tasks. On other models: the random-token parts
+// always; the concept parts with the corpus's multi-token words or a word list; the list tasks of the
+// dual-route study (list_tasks.h) with their data folder; concept patching is toy-only.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
@@ -26,29 +35,35 @@
 namespace hs {
 
 struct InductionRunOptions {
-  int n = 16;  // prompt pairs per dual-route score (and sequences of the induction scores)
+  // Prompt pairs per copying score (and sequences of the induction scores); 0 = the model's default: the
+  // official 1024 on real models, 16 on the toy model.
+  int n = 0;
+  int n_matching = 0;  // prompts per attention score; 0 = the official 2048 on real models, n on the toy model
   uint64_t seed = 1;
   int top_k = 4;        // head sets of the induction ablation table and concept patching
   int n_eval = 64;      // prompts per ablation task (accuracy resolution 1/n_eval)
   int span = 20;        // induction scores: random tokens per copy
-  int filler_len = 30;  // dual route: tokens before the separator
+  int filler_len = 30;  // dual route: tokens before the separator (the official sequence_len)
   int entity_min = 2, entity_max = 5;
-  int r1_len = 10;
   int shots = 4;  // antonym and concept-patching function prompts
-  // Separator between the halves: "default" = "→" on the toy model and none elsewhere; "" = none; else a
-  // toy token string or (other models) a text that encodes to one token.
+  // Separator between the halves: "default" = "→" on the toy model, the newline token elsewhere; "" = none;
+  // else a toy token string or (other models) a text that encodes to one token.
   std::string sep = "default";
-  std::string words_file;  // other models: real words for the concept parts
-  std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32};
+  // Fillers: "default" = corpus on real models, random on the toy model; "corpus"; "random".
+  std::string filler = "default";
+  std::string filler_corpus;  // "" = the shipped WikiText-2 excerpt (defaultMeanCorpus)
+  std::string words_file;     // other models: real words for the concept parts ("" = the corpus's words)
+  std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128};
+  // Other models: the list tasks of the mean-ablation curves (list_tasks.h ids, comma-separated).
+  std::string list_tasks = "translation_fr,antonym,synonym,copy_words,nonsense,upper";
+  std::string list_data;  // their data folder; "" = ../shared/data/datasets/dual_route when present
+  MeanSource mean;        // the mean of mean ablation (head_toolkit.h)
   // "scores": the classic grids and the induction ablation table; "dual_route": also the copying and
   // matching grids; "all": also the mean-ablation curves and (toy world) concept patching.
   std::string stages = "all";
 };
 const OptionTable<InductionRunOptions>& inductionOptionTable();
 MethodInfo inductionMethod();  // the registry record
-
-// True when the tokenizer's vocabulary is the default toy world's token table (same ids).
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
 
 // Runs everything; run id and model name from ctx, method "induction". `tok` may be null for models
 // without a tokenizer (then no words file and no separator text can be used).

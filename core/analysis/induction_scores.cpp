@@ -31,6 +31,7 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
   at::Tensor indSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);   // [layers, heads]
   at::Tensor prevSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);  // [layers, heads]
   double copied = 0;
+  InductionScores out;
   // Sequences go through the model `chunk` at a time: memory stays bounded and cancellation is checked
   // between forwards; the sums over all sequences give the exact means.
   const int64_t chunk = std::max(1, o.chunk);
@@ -44,6 +45,10 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
       if (off) tokens[b][0] = o.bos;
       tokens[b].slice(0, off, off + S).copy_(r);
       tokens[b].slice(0, off + S, P).copy_(r);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      const at::Tensor row = tokens[b].contiguous();
+      out.sequences.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + P);
     }
     RunRequest req;
     req.tokens = tokens.to(model.device());
@@ -68,7 +73,6 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
                cat("induction scores: ", done + B, " / ", o.n_sequences, " sequences"));
   }
 
-  InductionScores out;
   const at::Tensor indMean = (indSum / double(o.n_sequences * S)).contiguous();  // [layers, heads]
   const at::Tensor prevMean =
       (prevSum / double(o.n_sequences * (P - off - 1))).contiguous();  // [layers, heads]

@@ -5,6 +5,7 @@
 //  - induction (prefix-matching) score: attention from i to the token after the earlier occurrence of
 //    token i, i.e. key i − span + 1, averaged over the second copy.
 #include <cstdint>
+#include <vector>
 
 #include "analysis/analysis_context.h"
 #include "model/transformer.h"
@@ -26,6 +27,7 @@ struct InductionScores {
   HeadGrid previous_token;   // id "induction.prev_token"
   HeadGrid induction;        // id "induction.prefix_matching"
   double copy_accuracy = 0;  // share of second-copy positions (after its first token) predicted exactly
+  std::vector<std::vector<int64_t>> sequences;  // [n_sequences][pos] the exact token ids scored
 };
 
 InductionScores inductionScores(const Transformer& model, const InductionScoreOptions& opts,

@@ -13,6 +13,7 @@
 #include "analysis/induction_run.h"
 #include "analysis/ltv.h"
 #include "analysis/patch_run.h"
+#include "analysis/published.h"
 #include "analysis/site.h"
 #include "analysis/tsla.h"
 #include "util/error.h"
@@ -22,15 +23,15 @@ namespace {
 
 // The built-in methods in menu order: one line per method.
 std::vector<MethodInfo> builtinMethods() {
-  return {tslaMethod(), geometryMethod(), inductionMethod(), fvMethod(),
-          siteMethod(), ltvMethod(),      patchMethod(),     evaluateMethod()};
+  return {tslaMethod(), geometryMethod(), inductionMethod(), fvMethod(),      siteMethod(),
+          ltvMethod(),  patchMethod(),    evaluateMethod(),  publishedMethod()};
 }
 
 void checkRecord(const MethodInfo& m, const std::deque<MethodInfo>& existing) {
   if (m.name.empty()) fail("a method needs a name");
   for (const MethodInfo& e : existing)
     if (e.name == m.name) fail("method ", m.name, " is registered already");
-  if (!m.run) fail("method ", m.name, " has no run function");
+  if (!m.run && !m.imported) fail("method ", m.name, " has no run function");
   std::set<std::string> keys;
   for (const OptionSpec& o : m.options)
     if (!keys.insert(o.key).second) fail("method ", m.name, ": option ", o.key, " is declared twice");
@@ -142,6 +143,7 @@ std::string taskMismatch(const MethodInfo& m, const TaskSpec& spec) {
 
 AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nlohmann::json& options,
                          const AnalysisContext& ctx) {
+  if (m.imported || !m.run) fail(m.name, ": its runs are imported (headscope-cli import-published), not computed");
   const nlohmann::json resolved = resolveOptions(m.options, options, m.name);
   if (m.takesTask()) {
     if (!in.tokenizer) fail(m.name, ": the model has no tokenizer; give one (--tokenizer PATH)");
@@ -226,8 +228,10 @@ nlohmann::json methodRecordJson(const MethodInfo& m) {
   nlohmann::json outputs = nlohmann::json::array();
   for (const OutputSpec& o : m.outputs)
     outputs.push_back({{"kind", toString(o.kind)}, {"id", o.id}, {"unit", o.unit}, {"meaning", o.meaning}});
-  return {{"name", m.name}, {"title", m.title},   {"paper", m.paper},  {"description", m.description},
-          {"tasks", tasks}, {"options", options}, {"outputs", outputs}};
+  nlohmann::json j = {{"name", m.name}, {"title", m.title},   {"paper", m.paper},  {"description", m.description},
+                      {"tasks", tasks}, {"options", options}, {"outputs", outputs}};
+  if (m.imported) j["imported"] = true;
+  return j;
 }
 
 nlohmann::json methodRecords(const std::vector<AnalysisRun>& runs) {

@@ -62,6 +62,9 @@ struct MethodInfo {
   std::vector<OptionSpec> options;
   std::vector<OutputSpec> outputs;
   MethodRun run;
+  // Results read from files made elsewhere (published.h), not computed here: no model, no run function, no
+  // CLI command or Run-menu entry of its own; sessions and views show its runs like any other.
+  bool imported = false;
 
   bool takesTask() const { return !tasks.empty(); }
   bool accepts(TaskKind k) const;
@@ -73,7 +76,8 @@ const std::deque<MethodInfo>& methods();
 const MethodInfo* findMethod(const std::string& name);
 // findMethod or an error listing the known names.
 const MethodInfo& requireMethod(const std::string& name);
-// Adds a method (refused: an empty or taken name, no run function, an option key given twice).
+// Adds a method (refused: an empty or taken name, no run function (unless imported), an option key given
+// twice).
 void registerMethod(MethodInfo m);
 
 // Runs `m`: resolves and checks `options`; for a method with a task, checks the task's kind (loading its

@@ -1,22 +1,33 @@
 // Induction and the dual route (DESIGN 5.2) on the toy model.
-// - Definitions, by hand: value-weighted attention on a 3-key case; the copying prompt pair lines up
-//   (same length, the corrupt first half lacks e, the two prompts agree from the separator on, −2 is the
-//   last filler token); the matching prompt puts e where it says.
+// - Definitions, by hand: value-weighted attention on a 3-key case; the copying prompt pair lines up (same
+//   length, the two prompts agree from the separator on, −2 is the last filler token) and its corrupt first
+//   half is an independent filler (a corpus window of its own on a hand-made corpus; never the clean filler
+//   reshuffled); random-token entities cycle through the lengths 2..5; the matching prompt puts e at a random
+//   offset of at least half the first half.
+// - Mean ablation takes the mean it is given (zeros: exactly zero ablation), and the run's default on the toy
+//   model is the toy world's text.
+// - Concept patching writes the source's last-token z at −1 of every generation step: the table's outcomes
+//   equal an uncached oracle that patches every position from the prompt's last token on.
 // - The `induction` run on the toy model: every grid is a finite 4 × 8 matrix with its stable id; the
-//   ablation curves have one series per ordering over k = 0..32 and agree at k = 0; the
+//   ablation curves have one series per ordering over the k grid capped at 32 and agree at k = 0; the
 //   top-k prefix-matching heads cut induction accuracy more than k random heads from outside the top 2k
-//   (numbers printed); token and concept copying grids differ (top-k overlap printed).
+//   (numbers printed); token and concept copying grids differ (top-k overlap printed); every prompt set is
+//   recorded.
 // - The run survives a session round trip bit for bit, and the CLI writes a session that reopens with the
 //   grids of its --json output.
 #include <ATen/ATen.h>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "analysis/ablation_curves.h"
 #include "analysis/dual_route.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/induction_run.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
@@ -96,10 +107,13 @@ class TestDualRoute : public QObject {
     const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
     const hs::DualRouteVocab v = hs::toyDualRouteVocab(w);
     hs::DualRouteOptions o;
-    for (int i = 0; i < 5; ++i) {
+    int corruptHoldsRand = 0;
+    const int pairs = 20;
+    for (int i = 0; i < pairs; ++i) {
       const hs::CopyingPair p = hs::copyingPair(v, o, concept, i);
       const size_t E = p.entity.size(), F = size_t(o.filler_len);
       QVERIFY(E >= 2 && E <= (concept ? 3u : 5u));
+      if (!concept) QCOMPARE(E, size_t(2 + i % 4));  // lengths balanced as the official n/4 per length
       // [bos] first-half(F) sep rand(F − E) e0
       QCOMPARE(p.clean.size(), 1 + F + 1 + (F - E) + 1);
       QCOMPARE(p.corrupt.size(), p.clean.size());
@@ -111,33 +125,213 @@ class TestDualRoute : public QObject {
       QVERIFY(std::equal(rand.begin(), rand.end(), p.clean.begin() + 2 + long(F)));
       QCOMPARE(p.clean.back(), p.entity[0]);
       QCOMPARE(p.clean[p.clean.size() - 2], rand.back());  // −2: the last filler token predicts e0
-      // From the separator on, both prompts are identical; the corrupt first half holds rand's tokens
-      // (shuffled) plus E others, and none of e's.
+      // From the separator on, both prompts are identical; the corrupt first half is F distinct syllables
+      // drawn on their own (none of e's).
       QVERIFY(std::equal(p.clean.begin() + 1 + long(F), p.clean.end(), p.corrupt.begin() + 1 + long(F)));
       const std::set<int64_t> half(p.corrupt.begin() + 1, p.corrupt.begin() + 1 + long(F));
       QCOMPARE(half.size(), F);
-      for (int64_t t : rand)
-        QVERIFY(half.count(t));
       for (int64_t t : p.entity)
         QVERIFY(!half.count(t));
+      corruptHoldsRand += std::all_of(rand.begin(), rand.end(), [&](int64_t t) { return half.count(t) > 0; });
       if (concept)
         QVERIFY(w.conceptOf(hs::toy::Lang::A, {p.entity.begin(), p.entity.end()}) >= 0 ||
                 w.conceptOf(hs::toy::Lang::B, {p.entity.begin(), p.entity.end()}) >= 0);
     }
+    // An independent draw of 30 of 200 syllables holds all 25-28 of rand's with negligible probability; the
+    // clean filler reshuffled (the old construction) holds them every time.
+    QCOMPARE(corruptHoldsRand, 0);
+  }
+
+  // Corpus fillers on a hand-made corpus whose windows are recognisable: tokens 100..299 in order, so a
+  // shuffled window of n tokens is a set of n consecutive ids.
+  void corpusFillersAreIndependentWindows() {
+    hs::DualRouteVocab v;
+    v.bos = 1;
+    v.sep = 2;
+    for (int64_t t = 100; t < 300; ++t)
+      v.corpus.push_back(t);
+    v.source = "hand-made corpus";
+    hs::DualRouteOptions o;
+    o.filler = "corpus";
+    o.filler_len = 12;
+    auto isWindow = [](std::vector<int64_t> t) {
+      std::sort(t.begin(), t.end());
+      for (size_t i = 1; i < t.size(); ++i)
+        if (t[i] != t[i - 1] + 1) return false;
+      return true;
+    };
+    int sameWindow = 0;
+    for (int i = 0; i < 16; ++i) {
+      const hs::CopyingPair p = hs::copyingPair(v, o, false, i);
+      const size_t E = p.entity.size(), F = 12;
+      QCOMPARE(E, size_t(2 + i % 4));
+      const std::vector<int64_t> rand(p.clean.begin() + 1, p.clean.begin() + 1 + long(F - E));
+      const std::vector<int64_t> half(p.corrupt.begin() + 1, p.corrupt.begin() + 1 + long(F));
+      QVERIFY(isWindow(p.entity));  // random-token entity: a shuffled corpus window of its length
+      QVERIFY(isWindow(rand));      // the clean filler: a window of F − |e| tokens
+      QVERIFY(isWindow(half));      // the corrupt first half: its own window of F tokens
+      QCOMPARE(p.clean[1 + F], int64_t(2));
+      QCOMPARE(p.corrupt[1 + F], int64_t(2));
+      sameWindow += std::includes(half.begin(), half.end(), rand.begin(), rand.end());
+      QVERIFY(!std::is_sorted(half.begin(), half.end()) || !std::is_sorted(rand.begin(), rand.end()));
+    }
+    QVERIFY(sameWindow < 4);
+    // A corpus shorter than a filler is refused, naming the corpus.
+    hs::DualRouteVocab tiny = v;
+    tiny.corpus.resize(8);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::copyingPair(tiny, o, false, 0));
   }
 
   void matchingPromptPositions() {
     const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
     const hs::DualRouteVocab v = hs::toyDualRouteVocab(w);
     hs::DualRouteOptions o;
-    const hs::MatchingPrompt m = hs::matchingPrompt(v, o, false, 0);
-    // [bos] r1(10) e r2 → r1: the last token is r1's last, e[0] follows r1's first occurrence.
-    QCOMPARE(m.tokens.size(), size_t(1 + o.filler_len + 1 + o.r1_len));
-    QCOMPARE(m.entity_first, int64_t(1 + o.r1_len));
-    QCOMPARE(m.tokens[size_t(m.entity_first)], m.entity.front());
-    QCOMPARE(m.tokens[size_t(m.entity_last)], m.entity.back());
-    QCOMPARE(m.tokens.back(), m.tokens[size_t(o.r1_len)]);
-    QCOMPARE(m.tokens[size_t(o.filler_len + 1)], int64_t(hs::toy::tok::kArrow));
+    const int F = o.filler_len;
+    std::set<int64_t> offsets;
+    for (int i = 0; i < 24; ++i) {
+      const hs::MatchingPrompt m = hs::matchingPrompt(v, o, i % 2 == 1, i);
+      const int64_t E = int64_t(m.entity.size()), p = m.entity_first - 1;  // r1 = tokens 1..p
+      offsets.insert(p);
+      // The entity at a random offset of at least half the first half (official attention_scores.py).
+      QVERIFY2(p >= F / 2 && p <= F - E, qPrintable(QString("offset %1, |e| %2").arg(p).arg(E)));
+      // [bos] r1(p) e r2 → r1: length 1 + F + 1 + p; the query is r1's last token, e[0] follows r1's first copy.
+      QCOMPARE(m.tokens.size(), size_t(1 + F + 1 + p));
+      QCOMPARE(m.entity_last, m.entity_first + E - 1);
+      QCOMPARE(m.tokens[size_t(m.entity_first)], m.entity.front());
+      QCOMPARE(m.tokens[size_t(m.entity_last)], m.entity.back());
+      QCOMPARE(m.tokens.back(), m.tokens[size_t(p)]);
+      QCOMPARE(m.tokens[size_t(F + 1)], int64_t(hs::toy::tok::kArrow));
+    }
+    QVERIFY2(offsets.size() >= 4, "the offset varies from prompt to prompt");
+  }
+
+  // Mean ablation takes the mean it is given: with zeros it is zero ablation, head for head.
+  void ablationCurveUsesTheGivenMean() {
+    const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
+    const hs::NextTokenTask task = hs::toyListTasks(w, 24, 5).at(1);  // copy_random
+    const hs::HeadGrid* pm = findGrid(run_.run, "induction.prefix_matching");
+    const std::vector<hs::HeadRef> order = hs::topHeads(*pm, 32);
+    const hs::ModelConfig& c = toy_.model->config();
+    hs::AblationCurveOptions ao;
+    ao.ks = {0, 2, 4};
+    ao.mean_z = at::zeros({c.n_layers, c.n_heads, c.d_head});
+    ao.mean_source = "zeros";
+    const hs::Curve cv = hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao);
+    const std::vector<double>& y = cv.series.front().second;
+    for (size_t i = 0; i < ao.ks.size(); ++i) {
+      const std::vector<hs::HeadRef> heads(order.begin(), order.begin() + ao.ks[i]);
+      QCOMPARE(y[i], hs::nextTokenAccuracy(*toy_.model, task, hs::zeroHeads(heads)));
+    }
+    QCOMPARE(cv.provenance.options.at("mean_source").get<std::string>(), std::string("zeros"));
+    qInfo("copy_random with the top prefix-matching heads zeroed: k 0/2/4 -> %.3f %.3f %.3f", y[0], y[1], y[2]);
+    // Without a mean there is no silent fallback to the task's own prompts.
+    ao.mean_z = at::Tensor();
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao));
+  }
+
+  // The toy model's default mean is its world's text: the all-position mean over toyWorldText().
+  void toyDefaultMeanIsTheWorldText() {
+    const at::Tensor got = hs::resolveMeanZ(*toy_.model, toy_.tokenizer.get(), hs::MeanSource{}, {});
+    const at::Tensor want = hs::meanZ(*toy_.model, hs::toyWorldText(), hs::ZMean::AllPositions);
+    QVERIFY(at::allclose(got, want, 1e-6, 1e-7));
+    const hs::TokenSeqs text = hs::toyWorldText(4);
+    QCOMPARE(int(text.size()), 4);
+    for (const auto& t : text) {
+      QCOMPARE(t.front(), int64_t(hs::toy::tok::kBos));
+      QVERIFY(t.size() > 16 && t.size() <= 128 && t.back() != hs::toy::tok::kPad);
+    }
+    QVERIFY(hs::describeMeanSource(hs::MeanSource{}, true).find("toy world") != std::string::npos);
+  }
+
+  // Concept patching writes the source's −1 z at −1 of every forward while generating. Oracle: uncached
+  // greedy decoding whose every forward replaces the heads' z at all positions from the prompt's last token
+  // on (what the KV cache holds for those positions when each was patched in its own step).
+  void conceptPatchingMatchesAnUncachedOracle() {
+    const hs::Table* t = findTable(run_.run, "dual_route.concept_patching");
+    QVERIFY(t);
+    const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
+    const hs::ModelConfig& c = toy_.model->config();
+    std::vector<const hs::PromptRecord*> src, dst;
+    for (const hs::PromptRecord& p : run_.run.prompts) {
+      if (p.set == "concept_patching.source") src.push_back(&p);
+      if (p.set == "concept_patching.destination") dst.push_back(&p);
+    }
+    QCOMPARE(int(src.size()), smallRun().n);
+    QCOMPARE(src.size(), dst.size());
+    const hs::Table& row = *t;
+    const std::string concept4 = "top4_concept_copying";
+    const std::vector<nlohmann::json>* r = nullptr;
+    for (const auto& rr : row.rows)
+      if (rr[0] == concept4) r = &rr;
+    QVERIFY(r);
+    const std::vector<hs::HeadRef> heads = hs::topHeads(*findGrid(run_.run, "dual_route.concept_copying"), 4);
+    at::NoGradGuard noGrad;
+    std::array<int, 4> counts = {0, 0, 0, 0};
+    int differsFromOld = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      // The source's z at its last token.
+      hs::RunRequest q;
+      q.tokens = at::tensor(src[i]->ids, at::kLong).view({1, -1});
+      for (int l = 0; l < c.n_layers; ++l)
+        q.capture.insert(hs::attnZ(l));
+      const hs::RunResult rs = toy_.model->run(q);
+      const int cs = w.conceptOf(hs::toy::Lang::B, {src[i]->answer_ids.begin(), src[i]->answer_ids.end()});
+      const int cd = w.conceptOf(hs::toy::Lang::A, {dst[i]->answer_ids.begin(), dst[i]->answer_ids.end()});
+      QVERIFY(cs >= 0 && cd >= 0);
+      const std::vector<int>& meaning = w.word(hs::toy::Lang::A, cs);
+      const std::vector<int>& kept = w.word(hs::toy::Lang::A, cd);
+      const int steps = int(std::max(meaning.size(), kept.size()));
+      std::vector<int64_t> seq = dst[i]->ids;
+      const int P = int(seq.size());
+      for (int s = 0; s < steps; ++s) {
+        std::vector<int> positions;
+        for (int pos = P - 1; pos < int(seq.size()); ++pos)
+          positions.push_back(pos);
+        hs::RunRequest req;
+        req.tokens = at::tensor(seq, at::kLong).view({1, -1});
+        for (const hs::HeadRef& h : heads) {
+          hs::Intervention iv;
+          iv.site = hs::attnZ(h.layer);
+          iv.heads = {h.head};
+          iv.positions = positions;
+          iv.op = hs::InterventionOp::Replace;
+          iv.tensor = rs.cache.at(hs::attnZ(h.layer))[0][long(src[i]->ids.size()) - 1][h.head];  // [d_head]
+          req.interventions.push_back(iv);
+        }
+        seq.push_back(toy_.model->run(req).logits[0][-1].argmax().item<int64_t>());
+      }
+      const std::vector<int> gen(seq.begin() + P, seq.end());
+      auto spells = [&](const std::vector<int>& word) {
+        return gen.size() >= word.size() && std::equal(word.begin(), word.end(), gen.begin());
+      };
+      const int outcome = spells(meaning) ? 0
+                          : spells(kept)  ? 1
+                          : (!gen.empty() && w.languageOfToken(gen[0]) == hs::toy::index(hs::toy::Lang::B)) ? 2
+                                                                                                             : 3;
+      ++counts[size_t(outcome)];
+      // The old construction: the source's z at −2 written at −2 of the prefill only.
+      std::vector<hs::Intervention> old;
+      for (const hs::HeadRef& h : heads) {
+        hs::Intervention iv;
+        iv.site = hs::attnZ(h.layer);
+        iv.heads = {h.head};
+        iv.positions = {-2};
+        iv.op = hs::InterventionOp::Replace;
+        iv.tensor = rs.cache.at(hs::attnZ(h.layer))[0][long(src[i]->ids.size()) - 2][h.head];
+        old.push_back(iv);
+      }
+      const std::vector<int64_t> oldGen = toy_.model->generateGreedy(dst[i]->ids, steps, -1, old);
+      differsFromOld += !std::equal(oldGen.begin(), oldGen.end(), seq.begin() + P);
+    }
+    const int n = int(src.size());
+    QStringList shares;
+    for (int o = 0; o < 4; ++o) {
+      QCOMPARE((*r)[size_t(3 + o)].get<double>(), double(counts[size_t(o)]) / n);
+      shares << QString::number(double(counts[size_t(o)]) / n, 'f', 3);
+    }
+    qInfo("concept patching, top-4 concept heads (meaning_moved, kept, language_moved, other): %s; the old "
+          "-2 prefill-only patch generates differently on %d of %d pairs",
+          qPrintable(shares.join(" ")), differsFromOld, n);
   }
 
   // ---- the run on the toy model ----
@@ -165,7 +359,8 @@ class TestDualRoute : public QObject {
   void ablationCurvesPerOrdering() {
     QCOMPARE(int(run_.run.curves.size()), 4);
     for (const hs::Curve& c : run_.run.curves) {
-      QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 32}));
+      QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 32}));  // the k grid capped at 4 x 8 heads
+      QVERIFY(c.provenance.options.at("mean_source").get<std::string>().find("toy world") != std::string::npos);
       QCOMPARE(int(c.series.size()), 4);
       QStringList line;
       for (const auto& [id, y] : c.series) {
@@ -223,6 +418,36 @@ class TestDualRoute : public QObject {
         total += row[c].get<double>();
       QVERIFY(std::abs(total - 1.0) < 1e-9);  // every pair lands in exactly one outcome
       qInfo("concept patching %s: %s", row[0].get<std::string>().c_str(), nlohmann::json(row).dump().c_str());
+    }
+  }
+
+  // Every prompt set of the run is recorded, exactly as scored.
+  void promptsAreRecorded() {
+    std::map<std::string, std::vector<const hs::PromptRecord*>> sets;
+    for (const hs::PromptRecord& p : run_.run.prompts)
+      sets[p.set].push_back(&p);
+    const int n = smallRun().n;
+    for (const char* set : {"induction", "token_copying.clean", "token_copying.corrupt", "concept_copying.clean",
+                            "concept_copying.corrupt", "next_token_matching", "last_token_matching",
+                            "concept_patching.source", "concept_patching.destination"})
+      QVERIFY2(int(sets[set].size()) == n, set);
+    for (const char* task : {"ablation.copy_words", "ablation.copy_random", "ablation.translation", "ablation.antonym"})
+      QVERIFY2(int(sets[task].size()) == smallRun().n_eval, task);
+    // The copying records are the pairs the scores used: full prompts, the query at the read position.
+    const hs::DualRouteVocab v = hs::toyDualRouteVocab(hs::toy::ToyWorld::build());
+    hs::DualRouteOptions o;
+    o.n_prompts = n;
+    o.seed = smallRun().seed;
+    for (int i = 0; i < n; ++i) {
+      const hs::CopyingPair tp = hs::copyingPair(v, o, false, i);
+      QVERIFY(sets["token_copying.clean"][size_t(i)]->ids == tp.clean);
+      QVERIFY(sets["token_copying.corrupt"][size_t(i)]->ids == tp.corrupt);
+      QCOMPARE(sets["token_copying.clean"][size_t(i)]->query_pos, int(tp.clean.size()) - 2);
+      QVERIFY(sets["token_copying.clean"][size_t(i)]->answer_ids == std::vector<int64_t>{tp.entity[0]});
+      const hs::CopyingPair cp = hs::copyingPair(v, o, true, i);
+      QCOMPARE(sets["concept_copying.corrupt"][size_t(i)]->query_pos, int(cp.corrupt.size()) - 1);
+      QVERIFY(sets["concept_copying.corrupt"][size_t(i)]->answer_ids == std::vector<int64_t>{cp.entity[1]});
+      QCOMPARE(sets["induction"][size_t(i)]->ids.size(), size_t(1 + 2 * smallRun().span));
     }
   }
 

@@ -53,7 +53,8 @@ class TestRegistry : public QObject {
     std::set<std::string> names;
     for (const hs::MethodInfo& m : hs::methods()) {
       QVERIFY2(names.insert(m.name).second, m.name.c_str());
-      QVERIFY2(!m.title.empty() && !m.description.empty() && !m.outputs.empty() && m.run, m.name.c_str());
+      QVERIFY2(!m.title.empty() && !m.description.empty() && !m.outputs.empty() && (m.run || m.imported),
+               m.name.c_str());
       const json defaults = hs::resolveOptions(m.options, json::object(), m.name);
       QCOMPARE(defaults.size(), m.options.size());
       for (const hs::OptionSpec& o : m.options) {
@@ -64,7 +65,8 @@ class TestRegistry : public QObject {
                  (m.name + " " + o.key + ": " + back.dump() + " vs " + defaults.at(o.key).dump()).c_str());
       }
     }
-    for (const char* n : {"tsla", "induction", "fv", "site", "ltv", "geometry", "patch", "evaluate", "echo"})
+    for (const char* n :
+         {"tsla", "induction", "fv", "site", "ltv", "geometry", "patch", "evaluate", "published", "echo"})
       QVERIFY2(names.count(n), n);
   }
 
