@@ -1,12 +1,12 @@
 #include "cli_common.h"
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "results/results_json.h"
 #include "session/model_identity.h"
+#include "session/output_set.h"
 #include "session/session.h"
 #include "util/error.h"
 
@@ -85,9 +85,25 @@ std::vector<std::pair<int, int>> parseHeadList(const std::string& s) {
   return heads;
 }
 
+std::vector<std::pair<int, int>> parseHeadList(const std::string& s, const ModelConfig& c,
+                                               const std::string& option) {
+  const auto heads = withContext(option, [&] { return parseHeadList(s); });
+  for (const auto& [layer, head] : heads)
+    if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads)
+      fail(option, ": head ", layer, ".", head, " is not in the model: layers 0..", c.n_layers - 1,
+           ", heads 0..", c.n_heads - 1, " (LAYER.HEAD, e.g. ", c.n_layers - 1, ".", c.n_heads - 1, ")");
+  return heads;
+}
+
 std::vector<int64_t> promptIds(const LoadedModel& m, const std::string& text, const std::string& ids) {
   if (!text.empty() && !ids.empty()) fail("give either --text or --ids, not both");
-  if (!ids.empty()) return parseIdList(ids);
+  if (!ids.empty()) {
+    std::vector<int64_t> out = parseIdList(ids);
+    for (int64_t id : out)
+      if (id < 0 || id >= m.config.vocab_size)
+        fail("--ids: token id ", id, " is outside the model's vocabulary 0..", m.config.vocab_size - 1);
+    return out;
+  }
   if (text.empty()) fail("give a prompt with --text or --ids");
   const auto enc = requireTokenizer(m).encode(text);
   return {enc.begin(), enc.end()};
@@ -140,14 +156,8 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
   if (task) s.task = taskSpecToJson(*task);
   s.runs.push_back(output.run);
   s.tensors = output.tensors;
-  saveSession(args.out, s);
-  nlohmann::json runJson = output.run;
-  if (!args.json.empty()) {
-    std::ofstream f(args.json);
-    if (!f) fail("cannot write ", args.json);
-    f << runJson.dump(1) << "\n";
-    if (!f) fail("writing ", args.json, " failed");
-  }
+  const nlohmann::json runJson = output.run;
+  writeRunFiles(s, args.out, args.json, args.json.empty() ? std::string() : runJson.dump(1) + "\n");
   printJson({{"run", output.run.id},
              {"method", output.run.method},
              {"summary", output.run.summary},
@@ -162,8 +172,15 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
              {"json", args.json}});
 }
 
+void checkRunDestinations(const RunOutputArgs& args) {
+  std::vector<std::string> paths = {args.out};
+  if (!args.json.empty()) paths.push_back(args.json);
+  checkDestinations(paths);
+}
+
 void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
                      const TaskAnalysis& analysis) {
+  checkRunDestinations(outArgs);
   const LoadedModel m = loadForCli(margs);
   const AnalysisOutput out = analysis(m, requireTokenizer(m));
   writeRunOutputs(m, margs, &spec, out, outArgs);
@@ -171,6 +188,7 @@ void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutp
 
 void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
                         const IclTaskAnalysis& analysis) {
+  checkRunDestinations(outArgs);
   const LoadedModel m = loadForCli(margs);
   const Tokenizer& tok = requireTokenizer(m);
   const IclTask task = buildIclTask(tok, spec);

@@ -36,6 +36,9 @@ std::vector<std::string> splitList(const std::string& s);
 std::optional<long long> parseInteger(const std::string& s);
 // "L.H,L.H" → (layer, head) pairs.
 std::vector<std::pair<int, int>> parseHeadList(const std::string& s);
+// The same, each head checked against the model; errors name `option` and the valid ranges.
+std::vector<std::pair<int, int>> parseHeadList(const std::string& s, const ModelConfig& c,
+                                               const std::string& option);
 
 // Task options every ICL analysis shares: --task, --template, --shots, --n, --seed, --labels, --split.
 void addTaskArgs(CLI::App& cmd, TaskSpec& spec);
@@ -61,6 +64,9 @@ void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args);
 // and the run JSON to args.json when given, then prints {"run", "summary", "out", "json"} on stdout.
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args);
+// Refuses unwritable --out / --json destinations (output_set.h checkDestinations); commands call it
+// before loading the model, so a bad path fails at once instead of after the analysis.
+void checkRunDestinations(const RunOutputArgs& args);
 // The callback of a task analysis command: loads the model, runs `analysis` with the model's tokenizer and
 // writes its outputs with `spec` as the session's task.
 using TaskAnalysis = std::function<AnalysisOutput(const LoadedModel&, const Tokenizer&)>;

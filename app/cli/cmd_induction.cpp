@@ -39,6 +39,7 @@ void addInductionCommand(CLI::App& app) {
   cmd->add_option("--ks", a.run.ks, "k values of the ablation curves")->capture_default_str()->delimiter(',');
   addRunOutputArgs(*cmd, a.out);
   cmd->callback([] {
+    checkRunDestinations(a.out);
     const LoadedModel m = loadForCli(a.model);
     InductionRunOptions o = a.run;
     o.model_path = m.path;

@@ -68,7 +68,8 @@ void addLogitsCommand(CLI::App& app) {
     RunRequest req;
     req.tokens = tokens;
     req.last_logits_only = true;
-    req.interventions = ablations(*m.model, tokens, parseHeadList(a.ablate), a.ablateMode);
+    req.interventions =
+        ablations(*m.model, tokens, parseHeadList(a.ablate, m.config, "--ablate"), a.ablateMode);
     const RunResult r = m.model->run(req);
     const at::Tensor last = r.logits[0][-1].to(at::kFloat).cpu().contiguous();  // [vocab]
     const at::Tensor probs = at::softmax(last.to(at::kDouble), 0);              // [vocab]

@@ -126,6 +126,7 @@ nlohmann::json topHeadsJson(const HeadGrid& g, int k) {
 }
 
 void runPatch(const PatchArgs& a) {
+  checkRunDestinations(a.out);
   const LoadedModel m = loadForCli(a.model);
   const Transformer& model = *m.model;
   const PatchMode mode = modeOf(a.mode);

@@ -173,7 +173,7 @@ void addEvalToyCommand(CLI::App& app) {
     ToyEvalOptions opts;
     opts.n = n;
     opts.seed = seed;
-    for (const auto& [l, h] : parseHeadList(ablate)) {
+    for (const auto& [l, h] : parseHeadList(ablate, m.config, "--ablate")) {
       Intervention iv;
       iv.site = attnZ(l);
       iv.heads = {h};

@@ -4,10 +4,14 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "model/io/mapped_file.h"
 #include "util/allocator.h"
+#include "util/error.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
+  // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
+  hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Exit);
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
@@ -32,10 +36,15 @@ int main(int argc, char** argv) {
     // --help / --version exit 0 through here; real parse errors print usage and exit non-zero.
     return app.exit(e);
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    std::cerr << "error: " << e.what_without_backtrace() << std::endl;
+    std::cerr << "error: " << hs::oneLine(e.what_without_backtrace()) << std::endl;
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory (an allocation failed; try fewer prompts, a smaller batch or a "
+                 "smaller model)"
+              << std::endl;
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
+    std::cerr << "error: " << hs::oneLine(e.what()) << std::endl;
     return 1;
   }
   return 0;

@@ -10,6 +10,7 @@
 #include "analysis/icl_eval.h"
 #include "analysis/icl_task.h"
 #include "analysis_jobs.h"
+#include "model/io/mapped_file.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 
@@ -31,6 +32,9 @@ void EngineWorker::job(const QString& name, F&& body) {
     // embeddings, means) can never enter an autograd graph, and SITE and LTV train through the model.
     at::NoGradGuard guard;
     body();
+    // A mapped weight file that faulted (truncated on disk) was read as zeros: the job's numbers are void.
+    if (const auto faulted = faultedMappedFiles(); !faulted.empty())
+      fail(mappedFileChangedMessage(faulted[0]));
   } catch (const Cancelled&) {
     Q_EMIT progress(0.0, name + ": cancelled");
     Q_EMIT cancelled(name);
@@ -119,6 +123,8 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer) {
                                        : "other";
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
+    for (const auto& f : m->files)
+      info.files << QString::fromStdString(f);
     state_->model = std::move(m);
     Q_EMIT progress(1.0, "loaded " + info.path);
     Q_EMIT modelLoaded(info);
@@ -177,7 +183,11 @@ AnalysisContext EngineWorker::context() {
     clock->start();
     Q_EMIT progress(f, QString::fromStdString(msg));
   };
-  ctx.cancelled = [this] { return cancel_.load(); };
+  ctx.cancelled = [this] {
+    if (const auto faulted = faultedMappedFiles(); !faulted.empty())
+      fail(mappedFileChangedMessage(faulted[0]));
+    return cancel_.load();
+  };
   ctx.point = [this](const std::string& curve, int step, double value) {
     Q_EMIT trainingPoint(QString::fromStdString(curve), step, value);
   };

@@ -23,6 +23,7 @@ struct ModelInfo {
   long long params = 0;
   QString dtype;
   QStringList notes;
+  QStringList files;  // every file read (weights, config, tokenizer), watched while loaded
 };
 
 struct TopToken {

@@ -453,6 +453,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   setWindowTitle("HeadScope — " + QFileInfo(i.path).fileName());
   QSettings().setValue("model/last", i.path);
   log(QString("loaded %1: %2 layers × %3 heads").arg(i.path).arg(i.layers).arg(i.heads));
+  watchModelFiles(i);
   Q_EMIT modelReady();
   // The toy model speaks only the toy world: its prompt comes from the task.
   const bool toy = i.path.contains("toy-icl");

@@ -4,12 +4,13 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "analysis/patching.h"
 #include "tasks/toy/rng.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -116,8 +117,7 @@ DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, cons
     if (t != tok.bosId() && t != tok.eosId()) v.random_tokens.push_back(t);
   v.source = cat("vocab [", lo, ", ", hi, ")");
   if (!wordsFile.empty()) {
-    std::ifstream f(wordsFile);
-    if (!f) fail("dual route: cannot read the word list ", wordsFile);
+    std::istringstream f(readTextFile(wordsFile, "word list", 64ull << 20));
     std::string line;
     while (std::getline(f, line)) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' '))

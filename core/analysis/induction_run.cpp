@@ -14,6 +14,7 @@
 #include "results/results_json.h"
 #include "tasks/toy/world.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -47,6 +48,8 @@ bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
 AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
                             const AnalysisContext& ctx) {
   if (o.n < 1 || o.n_eval < 1) fail("induction run: n = ", o.n, " and n_eval = ", o.n_eval, " must be >= 1");
+  // The word list is checked before any work, whatever the model (a device or FIFO is refused by name).
+  if (!o.words_file.empty()) requireRegularFile(o.words_file, "word list");
   const ModelConfig& c = model.config();
   const int LH = c.n_layers * c.n_heads;
   const bool toyModel = isToyVocabulary(model, tok);
@@ -56,6 +59,9 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   DualRouteVocab vocab;
   if (toyModel) {
     vocab = toyDualRouteVocab(world, o.sep == "default" ? "\xE2\x86\x92" : o.sep);
+    if (!o.words_file.empty())
+      notes.push_back("--words " + o.words_file +
+                      " not used: the toy model's concept words come from its world");
   } else {
     if (!tok && !o.words_file.empty())
       fail("induction run: --words needs the model's tokenizer (none loaded)");
