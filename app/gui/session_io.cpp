@@ -4,6 +4,7 @@
 #include "model/hooks.h"
 #include "session/session.h"
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs::gui {
 
@@ -43,18 +44,18 @@ json interventionsToJson(const std::vector<InterventionEntry>& entries) {
   return out;
 }
 
-std::vector<InterventionEntry> interventionsFromJson(const json& j) {
+std::vector<InterventionEntry> interventionsFromJson(const json& j, const std::string& where) {
   std::vector<InterventionEntry> out;
   if (!j.is_array()) return out;
-  for (const json& e : j) {
-    if (!e.is_object() || !e.contains("kind")) continue;
+  JsonNode(j, where, "interventions").forEachElement([&](size_t, const JsonNode& e) {
+    if (!e.isObject() || !e.has("kind")) return;  // entries of other tools
     InterventionEntry x;
-    x.kind = QString::fromStdString(e.at("kind").get<std::string>());
-    opOfKind(x.kind);  // validates
-    x.head = {e.at("layer").get<int>(), e.at("head").get<int>()};
-    x.enabled = e.value("enabled", true);
+    x.kind = QString::fromStdString(e.at("kind").string());
+    withContext(e.where(), [&] { opOfKind(x.kind); });  // validates
+    x.head = {e.at("layer").intIn(0, 1 << 20), e.at("head").intIn(0, 1 << 20)};
+    x.enabled = e.optBool("enabled", true);
     out.push_back(x);
-  }
+  });
   return out;
 }
 
@@ -81,7 +82,7 @@ GuiSessionState loadGuiSession(const QString& path) {
   const std::string where = path.toStdString();
   Session session = loadSession(where);
   GuiSessionState s;
-  try {
+  {
     s.model = session.model;
     s.tokenizer = session.tokenizer;
     s.task = session.task;
@@ -92,13 +93,17 @@ GuiSessionState loadGuiSession(const QString& path) {
         o->tensors[name] = session.tensors.at(name);
       s.outputs.push_back(o);
     }
-    if (session.selections.is_object() && session.selections.contains("heads"))
-      for (const json& h : session.selections.at("heads"))
-        s.selectedHeads.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
-    s.interventions = interventionsFromJson(session.interventions);
+    const JsonNode selections(session.selections, where, "selections");
+    if (selections.isObject() && selections.has("heads"))
+      selections.at("heads").forEachElement([&](size_t, const JsonNode& h) {
+        s.selectedHeads.push_back({h.at(size_t{0}).intIn(0, 1 << 20), h.at(size_t{1}).intIn(0, 1 << 20)});
+      });
+    s.interventions = interventionsFromJson(session.interventions, where);
     s.viewState = session.view_state.is_object() ? session.view_state : json::object();
-  } catch (const json::exception& e) {
-    fail(where, ": the session's selections or interventions are malformed: ", e.what());
+    // Fields the window reads after switching to the session are type-checked now, while a refusal
+    // still changes nothing.
+    (void)JsonNode(s.model, where, "model").optString("path", "");
+    (void)JsonNode(s.tokenizer, where, "tokenizer").optString("path", "");
   }
   return s;
 }
