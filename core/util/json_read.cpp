@@ -306,7 +306,7 @@ std::optional<JsonNode> JsonNode::find(const std::string& key) const {
 
 JsonNode JsonNode::at(const std::string& key) const {
   auto n = find(key);
-  if (!n) throw Error(cat(where(), path_.empty() ? "" : ":", " missing required field \"", key, "\""));
+  if (!n) throw Error(cat(where(), ": missing required field \"", key, "\""));
   return *n;
 }
 
