@@ -12,6 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace hs::fuzz {
 
@@ -35,9 +36,9 @@ inline std::string writeInput(const uint8_t* data, size_t size, const std::strin
   return path;
 }
 
-// A reader may refuse an input only with hs::Error, in one line that neither dumps the parser's raw
-// exception nor a libtorch backtrace; anything else (another exception type, bad_alloc, an unclear
-// message) is a finding, reported like a crash.
+// A reader may refuse an input only with hs::Error whose message, as the CLI and GUI show it, neither
+// dumps the parser's raw exception nor a libtorch backtrace nor only says "std::bad_alloc"; anything else
+// (another exception type, bad_alloc, such a message) is a finding, reported like a crash.
 template <typename F>
 void expectCleanOutcome(F&& body) {
   try {

@@ -6,7 +6,7 @@
 #include "cli_common.h"
 #include "model/io/mapped_file.h"
 #include "util/allocator.h"
-#include "util/error.h"
+#include "util/one_line.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
@@ -44,7 +44,13 @@ int main(int argc, char** argv) {
               << std::endl;
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << hs::oneLine(e.what()) << std::endl;
+    const std::string m = hs::oneLine(e.what());
+    std::cerr << "error: " << m
+              << (hs::isBadAllocMessage(m)
+                      ? " (out of memory: an allocation failed; try fewer prompts, a smaller "
+                        "batch or a smaller model)"
+                      : "")
+              << std::endl;
     return 1;
   }
   return 0;

@@ -13,6 +13,7 @@
 #include "model/io/mapped_file.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
+#include "util/one_line.h"
 
 namespace hs::gui {
 
@@ -39,9 +40,9 @@ void EngineWorker::job(const QString& name, F&& body) {
     Q_EMIT progress(0.0, name + ": cancelled");
     Q_EMIT cancelled(name);
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    Q_EMIT failed(name, QString::fromStdString(e.what_without_backtrace()));
+    Q_EMIT failed(name, QString::fromStdString(oneLine(e.what_without_backtrace())));
   } catch (const std::exception& e) {
-    Q_EMIT failed(name, QString::fromStdString(e.what()));
+    Q_EMIT failed(name, QString::fromStdString(oneLine(e.what())));
   }
   Q_EMIT busy(false);
 }

@@ -26,32 +26,13 @@ template <typename... Args>
   throw Error(cat(std::forward<Args>(args)...));
 }
 
-// A message as one line: a libtorch error's "Exception raised from ..." backtrace is cut, any other line
-// breaks become "; ".
-inline std::string oneLine(const std::string& message) {
-  std::string m = message.substr(0, message.find("\nException raised from "));
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' '))
-    m.pop_back();
-  std::string out;
-  for (char c : m) {
-    if (c == '\r') continue;
-    if (c == '\n')
-      out += "; ";
-    else
-      out += c;
-  }
-  return out;
-}
-
 // Re-throw an error with a prefix naming where it happened ("loading /x/model.safetensors: ...").
 template <typename F>
 auto withContext(const std::string& context, F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const std::bad_alloc&) {
-    throw;  // keeps its type: the boundary reports it as out of memory
   } catch (const std::exception& e) {
-    throw Error(context + ": " + oneLine(e.what()));
+    throw Error(context + ": " + e.what());
   }
 }
 
