@@ -170,12 +170,16 @@ void from_json(const json& j, HeadGrid& g) {
   const json& rows = arrayMember(j, "values", where, true);
   if (static_cast<int64_t>(rows.size()) != L)
     fail(where, ": \"values\" has ", rows.size(), " rows, expected ", L, " (shape ", jsonExcerpt(shape), ")");
-  g.values.resize(L, H);  // [layers, heads]
+  // Every row is checked before the matrix is sized: the shape alone must not allocate.
   for (int64_t l = 0; l < L; ++l) {
     const json& row = rows[static_cast<size_t>(l)];
     if (!row.is_array() || static_cast<int64_t>(row.size()) != H)
       fail(where, ": values row ", l, " has ", row.is_array() ? std::to_string(row.size()) : row.type_name(),
            " entries, expected ", H, " (shape ", jsonExcerpt(shape), ")");
+  }
+  g.values.resize(L, H);  // [layers, heads]
+  for (int64_t l = 0; l < L; ++l) {
+    const json& row = rows[static_cast<size_t>(l)];
     for (int64_t h = 0; h < H; ++h)
       g.values(l, h) = doubleFromJson(row[static_cast<size_t>(h)], where + ": values[" + std::to_string(l) +
                                                                        "][" + std::to_string(h) + "]");
