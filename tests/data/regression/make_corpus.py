@@ -314,6 +314,10 @@ run = ('[{"id": "r", "method": "m", "provenance": {"method": "m", "options": %s}
        '"tables": [], "tensors": [], "summary": {}}]' % ('{"a": %s}' % nested(90000)))
 session_case("session_deep_provenance", session_file(session_json(runs=run)), ["nested deeper than 256"],
              "provenance.options nested 90,000 deep")
+grid = ('[{"id": "r", "method": "m", "grids": [{"id": "g", "shape": [1000, 1048576], "values": [%s]}], '
+        '"curves": [], "tables": [], "tensors": [], "summary": {}}]' % ", ".join(["[]"] * 1000))
+session_case("session_grid_shape_huge", session_file(session_json(runs=grid)), ["values row 0", "1048576"],
+             "a grid shape of 1000 x 1048576 with empty rows sized an 8 GB matrix before the rows were read")
 session_case("session_checksum_mismatch", session_file(session_json(), flip=True),
              ["damaged", "SHA-256"], "a changed session exports altered numbers without a checksum")
 
