@@ -54,7 +54,7 @@ std::string payloadChecksum(const std::string& jsonText, const std::map<std::str
   for (const auto& [name, tensor] : tensors) {
     const at::Tensor t = tensor.to(at::kCPU).contiguous();
     field(name);
-    field(safetensorsDtypeName(t.scalar_type()));
+    field(withContext("tensor " + name, [&] { return safetensorsDtypeName(t.scalar_type()); }));
     field(json(t.sizes().vec()).dump());
     h.update(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
   }
@@ -130,8 +130,9 @@ void saveSession(const std::string& path, const Session& s) {
 
   const std::string text = sessionToJson(s).dump();
   std::vector<std::pair<std::string, at::Tensor>> tensors(s.tensors.begin(), s.tensors.end());
-  writeSafetensors(path, tensors,
-                   {{kSessionMetadataKey, text}, {kSessionChecksumKey, payloadChecksum(text, s.tensors)}});
+  writeSafetensors(path, tensors, {{kSessionMetadataKey, text}, {kSessionChecksumKey, withContext(path, [&] {
+                                                                   return payloadChecksum(text, s.tensors);
+                                                                 })}});
 }
 
 Session loadSession(const std::string& path) {

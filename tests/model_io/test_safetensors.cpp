@@ -271,7 +271,7 @@ class TestSafetensors : public QObject, protected hs::test::TempDirFixture {
     HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "no \"weight_map\"");
 
     writeBytes(indexPath, "not json");
-    HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "not a JSON object");
+    HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "malformed JSON");
   }
 };
 
