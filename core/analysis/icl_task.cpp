@@ -34,13 +34,9 @@ uint64_t approxBytes(const Prompt& p) {
 // The prompts of a task must fit in memory: estimated from the first prompt pair, refused with both
 // numbers before the rest are built.
 void checkPromptsFit(const std::string& id, int n, const Prompt& icl, const Prompt& zeroShot) {
-  const uint64_t perPrompt = approxBytes(icl) + approxBytes(zeroShot) + 64;
-  const uint64_t need = perPrompt * static_cast<uint64_t>(n);
-  const uint64_t avail = availableMemoryBytes();
-  if (need > avail / 2)
-    fail("task ", id, ": ", n, " prompts of ", icl.ids.size(), " tokens need about ", memoryText(need),
-         " for the prompts alone, more than half of the ", memoryText(avail),
-         " this process can still allocate; ask for fewer prompts (--n)");
+  checkFitsInMemory(cat("task ", id), static_cast<uint64_t>(n), approxBytes(icl) + approxBytes(zeroShot) + 64,
+                    cat("prompts of ", icl.ids.size(), " tokens"),
+                    "ask for fewer prompts (--n, or the command's other prompt counts)");
 }
 
 const std::vector<int>& splitPart(const Split& s, const std::string& name) {

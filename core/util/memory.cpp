@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/error.h"
+
 namespace hs {
 
 namespace {
@@ -52,6 +54,15 @@ std::string memoryText(uint64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
   return buf;
+}
+
+void checkFitsInMemory(const std::string& what, uint64_t count, uint64_t bytesEach, const std::string& items,
+                       const std::string& hint) {
+  const uint64_t need = bytesEach > 0 && count > UINT64_MAX / bytesEach ? UINT64_MAX : count * bytesEach;
+  const uint64_t avail = availableMemoryBytes();
+  if (need > avail / 2)
+    fail(what, ": ", count, " ", items, " need about ", memoryText(need), ", more than half of the ",
+         memoryText(avail), " this process can still allocate; ", hint);
 }
 
 }  // namespace hs

@@ -13,4 +13,10 @@ uint64_t availableMemoryBytes();
 // "1.5 GiB", "320 MiB", "12 KiB", "17 bytes".
 std::string memoryText(uint64_t bytes);
 
+// Refuses, before allocating, `count` items of about `bytesEach` bytes that would take more than half of
+// availableMemoryBytes(): "<what>: <count> <items> need about <X>, more than half of the <Y> this process can
+// still allocate; <hint>".
+void checkFitsInMemory(const std::string& what, uint64_t count, uint64_t bytesEach, const std::string& items,
+                       const std::string& hint);
+
 }  // namespace hs
