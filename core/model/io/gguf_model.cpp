@@ -34,6 +34,13 @@ class Meta {
   int64_t integer(const std::string& key, int64_t lo, int64_t hi, int64_t fallback) const {
     return has(key) ? integer(key, lo, hi) : fallback;
   }
+  // A token id, or -1 when absent or "none" (llama.cpp writes that as the U32 0xFFFFFFFF).
+  int tokenId(const std::string& key) const {
+    if (!has(key)) return -1;
+    const json& v = get(key);
+    if (v.is_number_unsigned() && v.get<uint64_t>() == 0xFFFFFFFFull) return -1;
+    return static_cast<int>(integer(key, -1, limits::kMaxVocab - 1));
+  }
 
   double number(const std::string& key) const {
     const json& v = get(key);
@@ -165,8 +172,8 @@ RawCheckpoint readGgufModel(const std::string& path) {
   }
   c.mlp = MlpKind::SwiGLU;
   c.activation = "silu";
-  c.bos_token_id = static_cast<int>(m.integer("tokenizer.ggml.bos_token_id", -1, limits::kMaxVocab - 1, -1));
-  c.eos_token_id = static_cast<int>(m.integer("tokenizer.ggml.eos_token_id", -1, limits::kMaxVocab - 1, -1));
+  c.bos_token_id = m.tokenId("tokenizer.ggml.bos_token_id");
+  c.eos_token_id = m.tokenId("tokenizer.ggml.eos_token_id");
 
   // The header's sizes are checked, and their weights must fit the file (4-bit types store 0.5625 bytes
   // a value), before the loader builds a table per layer.

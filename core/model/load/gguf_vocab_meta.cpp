@@ -25,9 +25,12 @@ class Meta {
     if (!n) fail(path_, ": metadata key ", key, " is missing");
     return *n;
   }
+  // A token id, or -1 for none: llama.cpp writes "none" as the U32 0xFFFFFFFF (its -1).
   int id(const std::string& key) const {
     auto n = find(key);
-    return n ? n->intIn(-1, static_cast<int>(limits::kMaxVocab - 1)) : -1;
+    if (!n) return -1;
+    if (n->raw().is_number_unsigned() && n->raw().get<uint64_t>() == 0xFFFFFFFFull) return -1;
+    return n->intIn(-1, static_cast<int>(limits::kMaxVocab - 1));
   }
   bool flag(const std::string& key, bool dflt) const {
     auto n = find(key);
