@@ -330,8 +330,8 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
     if (name.empty() || name == "__metadata__") fail(path, ": cannot write a tensor named \"", name, "\"");
     if (!seen.insert(name).second) fail(path, ": tensor ", name, " given twice");
     if (!t.defined()) fail(path, ": tensor ", name, " is undefined");
-    const std::string dt =
-        withContext(path + ": tensor " + name, [&] { return safetensorsDtypeName(t.scalar_type()); });
+    const at::ScalarType type = t.scalar_type();  // (a structured binding cannot be captured in C++17)
+    const std::string dt = withContext(path + ": tensor " + name, [&] { return safetensorsDtypeName(type); });
     items.push_back({name, dt, t.to(at::kCPU).contiguous(), c10::elementSize(t.scalar_type())});
   }
   // Largest element size first: with an 8-aligned buffer start every tensor is then aligned.
