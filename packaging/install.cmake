@@ -22,12 +22,14 @@ if(HEADSCOPE_RELOCATABLE AND TARGET headscope_loader)
     list(FILTER _hs_defs EXCLUDE REGEX "^HEADSCOPE_RESOURCE_DIR=")
     set_property(TARGET headscope_loader PROPERTY COMPILE_DEFINITIONS "${_hs_defs}")
   endif()
-  set(_hs_link "${CMAKE_BINARY_DIR}/share/headscope/models")
-  if(NOT IS_SYMLINK "${_hs_link}")
-    file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/share/headscope")
-    file(REMOVE_RECURSE "${_hs_link}")
-    file(CREATE_LINK "${_hs_res}/models" "${_hs_link}" SYMBOLIC)
-  endif()
+  foreach(_hs_part models corpora)
+    set(_hs_link "${CMAKE_BINARY_DIR}/share/headscope/${_hs_part}")
+    if(NOT IS_SYMLINK "${_hs_link}")
+      file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/share/headscope")
+      file(REMOVE_RECURSE "${_hs_link}")
+      file(CREATE_LINK "${_hs_res}/${_hs_part}" "${_hs_link}" SYMBOLIC)
+    endif()
+  endforeach()
 endif()
 
 # The toy model: the four files of a HF folder plus training.json (its recipe and loss curve) when present.
@@ -36,6 +38,9 @@ install(FILES "${_hs_toy}/config.json" "${_hs_toy}/model.safetensors" "${_hs_toy
               "${_hs_toy}/tokenizer_config.json"
         DESTINATION "${CMAKE_INSTALL_DATADIR}/headscope/models/toy-icl")
 install(FILES "${_hs_toy}/training.json" OPTIONAL DESTINATION "${CMAKE_INSTALL_DATADIR}/headscope/models/toy-icl")
+# The neutral corpus of mean ablation (an excerpt of WikiText-2, CC BY-SA 3.0) and its attribution.
+install(FILES "${_hs_res}/corpora/wikitext-2-test-excerpt.txt" "${_hs_res}/corpora/README.md"
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/headscope/corpora")
 
 # Desktop integration.
 install(FILES "${_hs_pkg}/headscope.desktop" DESTINATION "${CMAKE_INSTALL_DATADIR}/applications")

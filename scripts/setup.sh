@@ -9,6 +9,7 @@ packages=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libeigen3-dev nlohmann-json3-dev libpcre2-dev libcli11-dev
   python3-torch          # /usr/bin/python3 + PyTorch 1.13: independent reference forwards in tests and bench
+  python3-numpy          # docs/python.md's session reader, run by test_python_snippet
   xvfb xauth             # GUI tests and screenshots without a display
   desktop-file-utils appstream   # packaging/check_deb.sh validates the shipped .desktop and metainfo files
 )

@@ -1,9 +1,13 @@
 #include "cli_common.h"
 
+#include <ATen/Context.h>
+
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "analysis/registry.h"
+#include "model/compute_dtype.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"
 #include "session/output_set.h"
@@ -16,16 +20,38 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   auto* opt = cmd.add_option("model", args.model, "HF folder, llama2.c .bin, .gguf, or 'toy'");
   if (modelRequired) opt->required();
   cmd.add_option("--tokenizer", args.tokenizer,
-                 "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf");
-  cmd.add_option("--dtype", args.dtype, "compute dtype")->check(CLI::IsMember({"f32", "bf16", "f16"}));
+                 "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf")
+      ->default_str("the model's own");
+  // f16 is offered only where it runs: with CUDA, or a libtorch with float16 CPU kernels (1.13 has none).
+  const bool f16 = at::hasCUDA() || computeDtypeProblem(at::kHalf, at::kCPU).empty();
+  std::vector<std::string> dtypes = {"auto", "f32", "bf16"};
+  if (f16) dtypes.push_back("f16");
+  cmd.add_option("--dtype", args.dtype,
+                 std::string("compute dtype; auto: f32 when that copy fits comfortably in memory, else the "
+                             "checkpoint's; bf16 keeps norms, softmax, attention scores, pattern·V, the residual "
+                             "stream and logits in float32") +
+                     (f16 ? "" : "; f16 needs CUDA with this libtorch"))
+      ->capture_default_str()
+      ->check(CLI::IsMember(dtypes));
+  cmd.add_option("--device", args.device, "cpu, cuda, cuda:N, or cuda:0,cuda:1 to split the layers")
+      ->capture_default_str();
+  cmd.add_option("--gpu-layers", args.gpu_layers,
+                 "the last N layers and the head on --device, the rest on CPU")
+      ->default_str("all layers on --device")
+      ->check(CLI::NonNegativeNumber);
 }
 
 LoadedModel loadForCli(const ModelArgs& args) {
   LoadOptions opts;
   opts.tokenizer = args.tokenizer;
-  opts.dtype = args.dtype == "bf16" ? "bfloat16" : args.dtype == "f16" ? "float16" : "float32";
+  opts.dtype = args.dtype;
+  opts.device = args.device;
+  opts.gpu_layers = args.gpu_layers;
   progress("loading " + args.model);
-  return loadModel(args.model, opts);
+  LoadedModel m = loadModel(args.model, opts);
+  for (const auto& n : m.notes)
+    if (n.rfind("dtype auto:", 0) == 0 || n.rfind("devices:", 0) == 0) progress(n);
+  return m;
 }
 
 const Tokenizer& requireTokenizer(const LoadedModel& m) {
@@ -66,32 +92,17 @@ std::vector<int64_t> parseIdList(const std::string& s) {
   return ids;
 }
 
-std::vector<std::pair<int, int>> parseHeadList(const std::string& s) {
-  std::vector<std::pair<int, int>> heads;
-  for (const std::string& item : splitList(s)) {
-    const auto dot = item.find('.');
-    int layer = -1, head = -1;
-    try {
-      size_t a = 0, b = 0;
-      if (dot == std::string::npos) throw std::invalid_argument("no dot");
-      layer = std::stoi(item.substr(0, dot), &a);
-      head = std::stoi(item.substr(dot + 1), &b);
-      if (a != dot || b != item.size() - dot - 1) throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      fail("head '", item, "' is not LAYER.HEAD (e.g. 3.5)");
-    }
-    heads.emplace_back(layer, head);
-  }
-  return heads;
-}
-
-std::vector<std::pair<int, int>> parseHeadList(const std::string& s, const ModelConfig& c,
-                                               const std::string& option) {
-  const auto heads = withContext(option, [&] { return parseHeadList(s); });
-  for (const auto& [layer, head] : heads)
-    if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads)
-      fail(option, ": head ", layer, ".", head, " is not in the model: layers 0..", c.n_layers - 1,
-           ", heads 0..", c.n_heads - 1, " (LAYER.HEAD, e.g. ", c.n_layers - 1, ".", c.n_heads - 1, ")");
+std::vector<HeadRef> parseHeadList(const std::string& s) {
+  static const OptionSpec spec = [] {
+    OptionSpec o;
+    o.key = "ablate";
+    o.type = OptionType::HeadList;
+    o.default_value = nlohmann::json::array();
+    return o;
+  }();
+  std::vector<HeadRef> heads;
+  for (const nlohmann::json& h : parseOptionText(spec, s))
+    heads.push_back({h[0].get<int>(), h[1].get<int>()});
   return heads;
 }
 
@@ -114,7 +125,8 @@ void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
                  "toy:<task> (category_label, translate_a_b, translate_b_a, antonym_a, successor_a, copy_a) "
                  "or a dataset file (FV .json, .csv, .tsv, SST-2, TREC)")
       ->capture_default_str();
-  cmd.add_option("--template", spec.template_id, "prompt template (default: the dataset's)");
+  cmd.add_option("--template", spec.template_id, "prompt template (default: the dataset's)")
+      ->default_str("the dataset's");
   cmd.add_option("--shots", spec.shots, "demonstrations per prompt")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -122,52 +134,45 @@ void addTaskArgs(CLI::App& cmd, TaskSpec& spec) {
   cmd.add_option("--seed", spec.seed, "seed of the split, the queries and the demonstrations")
       ->capture_default_str();
   cmd.add_option("--labels", spec.label_words, "classification label words (replace the dataset's)")
-      ->delimiter(',');
-  addSplitOption(cmd, "--split", spec.split, "queries from this split");
-}
-
-TaskSpec functionTaskSpec() {
-  TaskSpec s;
-  s.dataset = "toy:antonym_a";  // a function task
-  s.shots = 10;
-  return s;
-}
-
-CLI::Option* addSplitOption(CLI::App& cmd, const std::string& name, std::string& split,
-                            const std::string& help) {
-  return cmd.add_option(name, split, help)
+      ->delimiter(',')
+      ->default_str("the dataset's");
+  cmd.add_option("--split", spec.split, "queries from this split")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test"}));
 }
 
 void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args) {
   cmd.add_option("--out", args.out, "write the run as a HeadScope session (.hscope)")->required();
-  cmd.add_option("--json", args.json, "also write the run as JSON");
+  cmd.add_option("--json", args.json, "also write the run as JSON")->default_str("none");
+  cmd.add_option("--run-id", args.run_id, "the run's id in the session")->default_str("<method>-1");
+}
+
+std::string modelLabel(const LoadedModel& m, const ModelArgs& margs) {
+  return margs.model == "toy" ? "toy" : m.path;
 }
 
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args) {
   Session s;
   s.model = modelIdentity(m.files);
-  s.model["path"] = m.path;
+  s.model["path"] = modelLabel(m, margs);
   s.model["format"] = m.format;
-  s.model["dtype"] = margs.dtype;
+  s.model["dtype"] = dtypeName(m.model->dtype());  // what it ran at ("auto" resolved)
   s.tokenizer = {{"path", margs.tokenizer}};
   if (task) s.task = taskSpecToJson(*task);
   s.runs.push_back(output.run);
   s.tensors = output.tensors;
+  s.methods = methodRecords(s.runs);
   const nlohmann::json runJson = output.run;
   writeRunFiles(s, args.out, args.json, args.json.empty() ? std::string() : runJson.dump(1) + "\n");
+  nlohmann::json grids = nlohmann::json::array();
+  for (const auto& g : output.run.grids)
+    grids.push_back(g.id);
   printJson({{"run", output.run.id},
              {"method", output.run.method},
+             {"label", runLabel(output.run)},
              {"summary", output.run.summary},
-             {"grids",
-              [&] {
-                nlohmann::json ids = nlohmann::json::array();
-                for (const auto& g : output.run.grids)
-                  ids.push_back(g.id);
-                return ids;
-              }()},
+             {"grids", grids},
              {"out", args.out},
              {"json", args.json}});
 }
@@ -176,24 +181,6 @@ void checkRunDestinations(const RunOutputArgs& args) {
   std::vector<std::string> paths = {args.out};
   if (!args.json.empty()) paths.push_back(args.json);
   checkDestinations(paths);
-}
-
-void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                     const TaskAnalysis& analysis) {
-  checkRunDestinations(outArgs);
-  const LoadedModel m = loadForCli(margs);
-  const AnalysisOutput out = analysis(m, requireTokenizer(m));
-  writeRunOutputs(m, margs, &spec, out, outArgs);
-}
-
-void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                        const IclTaskAnalysis& analysis) {
-  checkRunDestinations(outArgs);
-  const LoadedModel m = loadForCli(margs);
-  const Tokenizer& tok = requireTokenizer(m);
-  const IclTask task = buildIclTask(tok, spec);
-  const AnalysisOutput out = analysis(m, tok, task);
-  writeRunOutputs(m, margs, &task.spec, out, outArgs);
 }
 
 AnalysisContext cliContext(const std::string& what) {

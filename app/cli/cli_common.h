@@ -1,5 +1,7 @@
 #pragma once
-// Shared pieces of the headscope-cli commands: loading, parsing lists, printing JSON.
+// Shared pieces of the headscope-cli commands: loading, parsing lists, printing JSON. buildCli adds every
+// command to an app: the tools (info, tokenize, logits, generate, train-toy, eval-toy, export) and one
+// command per analysis method of the registry (core/analysis/registry.h), generated from its record.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -12,15 +14,18 @@
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
 #include "analysis/icl_task.h"
+#include "analysis/registry.h"
 #include "model/load/model_loader.h"
 
 namespace hs::cli {
 
 // Options every model-using command shares.
 struct ModelArgs {
-  std::string model;      // HF folder, .bin, .gguf or "toy"
-  std::string tokenizer;  // optional override
-  std::string dtype = "f32";
+  std::string model;           // HF folder, .bin, .gguf or "toy"
+  std::string tokenizer;       // optional override
+  std::string dtype = "auto";  // auto: f32 when it fits comfortably, else the checkpoint's 16-bit dtype
+  std::string device = "cpu";  // cpu, cuda, cuda:N, or cuda:0,cuda:1 (layers split in order)
+  int gpu_layers = -1;         // >= 0: the last N layers and the head on --device, the rest on the CPU
 };
 void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired = true);
 
@@ -34,53 +39,42 @@ std::vector<int64_t> parseIdList(const std::string& s);
 std::vector<std::string> splitList(const std::string& s);
 // s as a whole integer; nullopt for anything else (junk, out of range, empty).
 std::optional<long long> parseInteger(const std::string& s);
-// "L.H,L.H" → (layer, head) pairs.
-std::vector<std::pair<int, int>> parseHeadList(const std::string& s);
-// The same, each head checked against the model; errors name `option` and the valid ranges.
-std::vector<std::pair<int, int>> parseHeadList(const std::string& s, const ModelConfig& c,
-                                               const std::string& option);
+// "L.H,L.H" → heads.
+std::vector<HeadRef> parseHeadList(const std::string& s);
 
 // Task options every ICL analysis shares: --task, --template, --shots, --n, --seed, --labels, --split.
 void addTaskArgs(CLI::App& cmd, TaskSpec& spec);
-// The default task of the function-vector family (fv, site, ltv): toy:antonym_a with 10 demonstrations.
-TaskSpec functionTaskSpec();
 
-// A numeric option that must be positive; --help shows its default.
-template <typename T>
-CLI::Option* addPositiveOption(CLI::App& cmd, const std::string& name, T& value, const std::string& help) {
-  return cmd.add_option(name, value, help)->capture_default_str()->check(CLI::PositiveNumber);
-}
-// An option naming a split (train, valid or test); --help shows its default.
-CLI::Option* addSplitOption(CLI::App& cmd, const std::string& name, std::string& split,
-                            const std::string& help);
-
-// --out RUN.hscope (session) and --json RUN.json (the run as JSON).
+// --out RUN.hscope (session), --json RUN.json (the run as JSON) and --run-id.
 struct RunOutputArgs {
   std::string out;
   std::string json;
+  std::string run_id;
 };
 void addRunOutputArgs(CLI::App& cmd, RunOutputArgs& args);
-// Writes the session (model identity, dtype, tokenizer, task, the run and its tensors) to args.out (atomic)
-// and the run JSON to args.json when given, then prints {"run", "summary", "out", "json"} on stdout.
+// The model as runs record it: "toy" for the embedded model, else the path as loaded.
+std::string modelLabel(const LoadedModel& m, const ModelArgs& margs);
+// Writes the session (model identity, dtype, tokenizer, task, the run and its tensors, the method's record)
+// to args.out (atomic) and the run JSON to args.json when given, then prints {"run", "label", "summary",
+// "out", "json"} on stdout.
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args);
 // Refuses unwritable --out / --json destinations (output_set.h checkDestinations); commands call it
 // before loading the model, so a bad path fails at once instead of after the analysis.
 void checkRunDestinations(const RunOutputArgs& args);
-// The callback of a task analysis command: loads the model, runs `analysis` with the model's tokenizer and
-// writes its outputs with `spec` as the session's task.
-using TaskAnalysis = std::function<AnalysisOutput(const LoadedModel&, const Tokenizer&)>;
-void runTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                     const TaskAnalysis& analysis);
-// The same for an analysis of the ICL task built from `spec`; the session's task is the built task's spec.
-using IclTaskAnalysis = std::function<AnalysisOutput(const LoadedModel&, const Tokenizer&, const IclTask&)>;
-void runIclTaskAnalysis(const ModelArgs& margs, const TaskSpec& spec, const RunOutputArgs& outArgs,
-                        const IclTaskAnalysis& analysis);
 // Progress on stderr ("<what>: 42% message"), never cancelled.
 AnalysisContext cliContext(const std::string& what);
 
 void printJson(const nlohmann::json& j);
 void progress(const std::string& message);  // stderr
+
+// Every command of headscope-cli on `app`: the tools and one command per registered method (registry.h;
+// methods registered before the call are included). Defaults show in every command's --help.
+void buildCli(CLI::App& app);
+// The command of one method: model options, task options when it takes a task (its default task),
+// one flag per option of its record (--key-with-dashes, the default and range in --help), --out, --json,
+// --run-id; the callback loads the model, runs the method through the registry and writes the run.
+CLI::App* addMethodCommand(CLI::App& app, const MethodInfo& method);
 
 // Each command file registers its subcommand.
 void addInfoCommand(CLI::App& app);
@@ -89,13 +83,8 @@ void addLogitsCommand(CLI::App& app);
 void addGenerateCommand(CLI::App& app);
 void addTrainToyCommand(CLI::App& app);
 void addEvalToyCommand(CLI::App& app);
-void addFvCommand(CLI::App& app);
-void addSiteCommand(CLI::App& app);
-void addPatchCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
-void addInductionCommand(CLI::App& app);
-void addLtvCommand(CLI::App& app);
-void addTslaCommand(CLI::App& app);
-void addGeometryCommand(CLI::App& app);
+void addBatchCommand(CLI::App& app);  // cmd_batch.cpp
+void addMergeCommand(CLI::App& app);  // cmd_merge.cpp
 
 }  // namespace hs::cli

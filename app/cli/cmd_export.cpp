@@ -60,7 +60,7 @@ void addExportCommand(CLI::App& app) {
       app.add_subcommand("export", "Write every grid, curve and table of a session as CSV (and JSON)");
   cmd->add_option("session", a.session, "session file (.hscope)")->required();
   cmd->add_option("--csv", a.csv, "folder for the CSV files (created if missing)")->required();
-  cmd->add_option("--json", a.json, "also write JSON files into this folder");
+  cmd->add_option("--json", a.json, "also write JSON files into this folder")->default_str("none");
   cmd->add_flag("--long", a.longForm, "grids also in long form (layer,head,value) as .long.csv");
   cmd->callback([] {
     const Session s = loadSession(a.session);  // errors name the file

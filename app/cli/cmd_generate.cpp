@@ -13,8 +13,8 @@ void addGenerateCommand(CLI::App& app) {
   static bool noStop = false;
   auto* cmd = app.add_subcommand("generate", "Greedy generation (JSON: ids, text)");
   addModelArgs(*cmd, args);
-  cmd->add_option("--text", text, "prompt text");
-  cmd->add_option("--ids", ids, "prompt token ids, comma separated");
+  cmd->add_option("--text", text, "prompt text")->default_str("none");
+  cmd->add_option("--ids", ids, "prompt token ids, comma separated")->default_str("none");
   cmd->add_option("--max-new", maxNew, "new tokens at most")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-stop", noStop, "do not stop at the end-of-sequence token");
   cmd->callback([] {

@@ -1,27 +1,19 @@
-// headscope-cli info MODEL: architecture and sizes of a checkpoint.
+// headscope-cli info MODEL: architecture, sizes, files and the memory plan of a checkpoint (JSON).
+// Large checkpoints are read from their headers only (safetensors headers, GGUF metadata, the llama2.c
+// header, config.json): no weight is read or converted, so an 8B model answers in well under a second. Small
+// ones (up to 256 MB of weights, or any with --load) are loaded too, to find heads that write nothing.
 #include <ATen/ATen.h>
 
-#include <set>
-
 #include "cli_common.h"
+#include "model/load/memory_plan.h"
 #include "model/load/silent_heads.h"
 #include "results/results_json.h"
+#include "util/error.h"
 
 namespace hs::cli {
 namespace {
 
-// Parameters actually loaded, each storage counted once (tied embeddings share one).
-long long loadedParameters(const ModelWeights& w) {
-  std::set<const void*> seen;
-  long long n = 0;
-  auto add = [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    if (!seen.insert(t.data_ptr()).second) return;
-    n += t.numel();
-  };
-  forEachWeight(w, add);  // tied embeddings share storage: counted once
-  return n;
-}
+constexpr uint64_t kLoadForInfoBytes = 256ull * 1000 * 1000;
 
 const char* ropeName(RopeLayout r) {
   switch (r) {
@@ -35,34 +27,72 @@ const char* ropeName(RopeLayout r) {
   return "?";
 }
 
-const char* dtypeName(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return "float32";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kHalf:
-      return "float16";
-    case at::kDouble:
-      return "float64";
-    default:
-      return "other";
-  }
+nlohmann::json needsJson(const std::vector<DeviceNeed>& needs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& n : needs)
+    out.push_back(
+        {{"device", n.device.str()},
+         {"weights_bytes", n.weights},
+         {"working_bytes", n.working},
+         {"available_bytes", n.available >= 0 ? nlohmann::json(n.available) : nlohmann::json(nullptr)}});
+  return out;
 }
 
 }  // namespace
 
 void addInfoCommand(CLI::App& app) {
   static ModelArgs args;
-  auto* cmd = app.add_subcommand("info", "Architecture, sizes and files of a checkpoint (JSON)");
+  static bool load = false;
+  auto* cmd = app.add_subcommand("info", "Architecture, sizes, files and memory plan of a checkpoint (JSON)");
   addModelArgs(*cmd, args);
+  cmd->add_flag("--load", load,
+                "also load the weights (to list heads that write nothing) whatever their size");
   cmd->callback([] {
-    const LoadedModel m = loadForCli(args);
-    const ModelConfig& c = m.config;
+    const ModelProbe probe = probeModel(args.model);
+    const ModelConfig& c = probe.config;
+    std::vector<std::string> notes = probe.notes;
+
+    // The plan loading would make with these options: the dtype "auto" picks, or why it would refuse.
+    const DeviceMap devices = parseDeviceMap(args.device, args.gpu_layers, c.n_layers);
+    const MemoryBudget budget = currentMemoryBudget();
+    nlohmann::json memory;
+    std::string dtype;
+    bool fits = true;
+    try {
+      const MemoryPlan plan = planMemory(probe.path, c, probe.n_params, args.dtype, devices, budget);
+      dtype = dtypeName(plan.dtype);
+      memory["devices"] = needsJson(plan.devices);
+      if (!plan.note.empty()) notes.push_back(plan.note);
+    } catch (const Error& e) {
+      fits = false;
+      dtype = args.dtype == "auto" ? c.dtype : dtypeName(parseDtype(args.dtype));
+      memory["devices"] =
+          needsJson(memoryNeeds(c, probe.n_params, c10::elementSize(parseDtype(dtype)), devices, budget));
+      notes.push_back(e.what());
+    }
+    memory["fits"] = fits;
+    memory["ram_limit"] = budget.ram_source;
+
+    nlohmann::json silent = nullptr, tokenizer = nullptr;
+    LoadedModel m;
+    if (fits && (load || probe.stored_bytes <= kLoadForInfoBytes)) {
+      m = loadForCli(args);
+      silent = silentHeads(m.model->weights(), c);
+      for (const auto& n : m.notes)
+        if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+    } else {
+      m.path = probe.path, m.format = probe.format, m.config = c;
+      attachTokenizer(m, args.tokenizer);
+      notes.insert(notes.end(), m.notes.begin(), m.notes.end());
+      notes.push_back(cat("headers only (", formatBytes(probe.stored_bytes),
+                          " of weights): heads that write nothing are not checked; --load checks them"));
+    }
+    if (m.tokenizer) tokenizer = m.tokenizer->kind();
+
     nlohmann::json j = {
         {"architecture", toString(c.arch)},
         {"model_type", c.model_type},
-        {"format", m.format},
+        {"format", probe.format},
         {"n_layers", c.n_layers},
         {"n_heads", c.n_heads},
         {"n_kv_heads", c.n_kv_heads},
@@ -71,17 +101,20 @@ void addInfoCommand(CLI::App& app) {
         {"d_mlp", c.d_mlp},
         {"vocab_size", c.vocab_size},
         {"context_length", c.context_length},
-        {"n_params", loadedParameters(m.model->weights())},
-        {"dtype", dtypeName(m.model->dtype())},
+        {"n_params", probe.n_params},
+        {"dtype", dtype},
         {"stored_dtype", c.dtype},
+        {"stored_bytes", probe.stored_bytes},
+        {"device", devices.describe()},
+        {"memory", memory},
         {"rope", ropeName(c.rope_layout)},
         {"rope_theta", c.rope_theta},
         {"tied_embeddings", c.tied_embeddings},
-        {"path", m.path},
-        {"files", m.files},
-        {"tokenizer", m.tokenizer ? nlohmann::json(m.tokenizer->kind()) : nlohmann::json(nullptr)},
-        {"silent_heads", silentHeads(m.model->weights(), c)},
-        {"notes", m.notes},
+        {"path", probe.path},
+        {"files", probe.files},
+        {"tokenizer", tokenizer},
+        {"silent_heads", silent},
+        {"notes", notes},
     };
     printJson(j);
   });

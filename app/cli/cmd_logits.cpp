@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/head_toolkit.h"
 #include "cli_common.h"
 #include "util/error.h"
 
@@ -18,32 +19,11 @@ struct LogitsArgs {
 
 // One intervention per ablated head on hook_z at every position. Mean ablation replaces the head's
 // z by its mean over the positions of this prompt (taken from an unablated run of the same prompt).
-std::vector<Intervention> ablations(const Transformer& model, const at::Tensor& tokens,
-                                    const std::vector<std::pair<int, int>>& heads, const std::string& mode) {
-  std::vector<Intervention> out;
-  if (heads.empty()) return out;
-  ActivationCache clean;
-  if (mode == "mean") {
-    RunRequest req;
-    req.tokens = tokens;
-    for (const auto& [l, h] : heads)
-      req.capture.insert(attnZ(l));
-    clean = model.run(req).cache;
-  }
-  for (const auto& [l, h] : heads) {
-    Intervention iv;
-    iv.site = attnZ(l);
-    iv.heads = {h};
-    if (mode == "mean") {
-      iv.op = InterventionOp::Mean;
-      iv.tensor = clean.at(attnZ(l)).select(2, h).mean(1);  // [batch, d_head] → broadcast below
-      iv.tensor = iv.tensor.unsqueeze(1).unsqueeze(2);      // [batch, 1, 1, d_head]
-    } else {
-      iv.op = InterventionOp::Zero;
-    }
-    out.push_back(iv);
-  }
-  return out;
+std::vector<Intervention> ablations(const Transformer& model, const std::vector<int64_t>& ids,
+                                    const std::vector<HeadRef>& heads, const std::string& mode) {
+  checkHeads(model, heads, "--ablate");
+  if (mode != "mean") return zeroHeads(heads);
+  return meanHeads(heads, meanZ(model, {ids}, ZMean::AllPositions));
 }
 
 }  // namespace
@@ -53,10 +33,11 @@ void addLogitsCommand(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("logits", "Next-token logits at the last position, optionally with heads ablated");
   addModelArgs(*cmd, a.model);
-  cmd->add_option("--text", a.text, "prompt text (encoded as the tokenizer config says)");
-  cmd->add_option("--ids", a.ids, "prompt token ids, comma separated");
+  cmd->add_option("--text", a.text, "prompt text (encoded as the tokenizer config says)")
+      ->default_str("none");
+  cmd->add_option("--ids", a.ids, "prompt token ids, comma separated")->default_str("none");
   cmd->add_option("--top", a.top, "how many top tokens to list")->check(CLI::PositiveNumber);
-  cmd->add_option("--ablate", a.ablate, "heads to ablate: LAYER.HEAD,LAYER.HEAD,...");
+  cmd->add_option("--ablate", a.ablate, "heads to ablate: LAYER.HEAD,LAYER.HEAD,...")->default_str("none");
   cmd->add_option("--ablate-mode", a.ablateMode,
                   "zero: hook_z := 0 at all positions; mean: hook_z := its mean over this prompt's positions")
       ->check(CLI::IsMember({"zero", "mean"}));
@@ -68,8 +49,7 @@ void addLogitsCommand(CLI::App& app) {
     RunRequest req;
     req.tokens = tokens;
     req.last_logits_only = true;
-    req.interventions =
-        ablations(*m.model, tokens, parseHeadList(a.ablate, m.config, "--ablate"), a.ablateMode);
+    req.interventions = ablations(*m.model, ids, parseHeadList(a.ablate), a.ablateMode);
     const RunResult r = m.model->run(req);
     const at::Tensor last = r.logits[0][-1].to(at::kFloat).cpu().contiguous();  // [vocab]
     const at::Tensor probs = at::softmax(last.to(at::kDouble), 0);              // [vocab]

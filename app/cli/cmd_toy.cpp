@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "analysis/head_toolkit.h"
 #include "cli_common.h"
 #include "tasks/toy/world.h"
 #include "train/numeric_kernels.h"
@@ -91,6 +92,36 @@ void addTrainToyCommand(CLI::App& app) {
   cmd->add_option("--main-from", mainFrom,
                   "take the main schedule's result from this finished folder of the same recipe (its "
                   "training.json must say so) and run only the head-pruning stage");
+  // --help shows the recipe's own values (the variables hold "not given" markers).
+  {
+    const ToyRecipe r = defaultToyRecipe();
+    auto show = [&](const char* flag, const auto& value) {
+      std::ostringstream os;
+      os << value;
+      cmd->get_option(flag)->default_str(os.str());
+    };
+    show("--out", "none");
+    show("--resume", "none");
+    show("--steps", r.train.steps);
+    show("--seed", r.train.seed);
+    show("--batch", r.batch);
+    show("--stop-after", "never");
+    show("--threads", r.train.threads);
+    show("--d-head", r.model.d_head);
+    show("--n-layers", r.model.n_layers);
+    show("--n-heads", r.model.n_heads);
+    show("--icl-from", r.curriculum.icl_from);
+    show("--category-weight", r.curriculum.category_weight);
+    show("--category-sep", r.curriculum.category_sep);
+    show("--fuzzy-list-weight", r.curriculum.fuzzy_list_weight);
+    show("--fuzzy-list-sep", r.curriculum.fuzzy_list_sep);
+    show("--icl-cls-weight", r.curriculum.icl_cls_weight);
+    show("--prune-steps", r.pruning.steps);
+    show("--prune-l0", r.pruning.l0_weight);
+    show("--prune-lr", r.pruning.lr);
+    show("--prune-gate-lr", r.pruning.gate_lr);
+    show("--main-from", "none");
+  }
   cmd->callback([] {
     if (out.empty() && resume.empty()) fail("train-toy needs --out DIR (or --resume DIR)");
     if (!out.empty() && !resume.empty() && out != resume) fail("--out and --resume name different folders");
@@ -163,7 +194,8 @@ void addEvalToyCommand(CLI::App& app) {
   cmd->add_option("--model", args.model, "toy (the embedded model) or a folder written by train-toy");
   cmd->add_option("--n", n, "prompts per quantity")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", seed, "evaluation seed");
-  cmd->add_option("--ablate", ablate, "zero-ablate these heads (hook_z, all positions): LAYER.HEAD,...");
+  cmd->add_option("--ablate", ablate, "zero-ablate these heads (hook_z, all positions): LAYER.HEAD,...")
+      ->default_str("none");
   cmd->callback([] {
     const LoadedModel m = loadForCli(args);
     const toy::ToyWorld world = toy::ToyWorld::build(defaultToyRecipe().world);
@@ -173,13 +205,9 @@ void addEvalToyCommand(CLI::App& app) {
     ToyEvalOptions opts;
     opts.n = n;
     opts.seed = seed;
-    for (const auto& [l, h] : parseHeadList(ablate, m.config, "--ablate")) {
-      Intervention iv;
-      iv.site = attnZ(l);
-      iv.heads = {h};
-      iv.op = InterventionOp::Zero;
-      opts.interventions.push_back(iv);
-    }
+    const std::vector<HeadRef> heads = parseHeadList(ablate);
+    checkHeads(*m.model, heads, "--ablate");
+    opts.interventions = zeroHeads(heads);
     nlohmann::json j = evalToy(*m.model, world, opts);
     j["model"] = m.path;
     j["ablated"] = ablate;

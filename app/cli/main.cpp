@@ -5,31 +5,21 @@
 
 #include "cli_common.h"
 #include "model/io/mapped_file.h"
+#include "model/thread_policy.h"
 #include "util/allocator.h"
+#include "util/error_text.h"
 #include "util/one_line.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
+  hs::applyThreadPolicy();  // model/thread_policy.h
   // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Exit);
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
   app.require_subcommand(1);
-  hs::cli::addInfoCommand(app);
-  hs::cli::addTokenizeCommand(app);
-  hs::cli::addLogitsCommand(app);
-  hs::cli::addGenerateCommand(app);
-  hs::cli::addTrainToyCommand(app);
-  hs::cli::addEvalToyCommand(app);
-  hs::cli::addFvCommand(app);
-  hs::cli::addSiteCommand(app);
-  hs::cli::addPatchCommand(app);
-  hs::cli::addExportCommand(app);
-  hs::cli::addInductionCommand(app);
-  hs::cli::addLtvCommand(app);
-  hs::cli::addTslaCommand(app);
-  hs::cli::addGeometryCommand(app);
+  hs::cli::buildCli(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,13 +28,8 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
     std::cerr << "error: " << hs::oneLine(e.what_without_backtrace()) << std::endl;
     return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "error: out of memory (an allocation failed; try fewer prompts, a smaller batch or a "
-                 "smaller model)"
-              << std::endl;
-    return 1;
-  } catch (const std::exception& e) {
-    const std::string m = hs::oneLine(e.what());
+  } catch (const std::exception& e) {  // also wrapped torch errors and allocation failures: one line
+    const std::string m = hs::oneLine(hs::errorText(e));
     std::cerr << "error: " << m
               << (hs::isBadAllocMessage(m)
                       ? " (out of memory: an allocation failed; try fewer prompts, a smaller "

@@ -14,6 +14,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "analysis/registry.h"
 #include "head_grid_view.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
@@ -37,6 +38,9 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   metric_ = new QComboBox;
+  // Run labels are long (method · model · task · seed · grid): the box keeps its width and elides.
+  metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  metric_->setMinimumContentsLength(28);
   metric_->setMinimumContentsLength(30);
   metric_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   topK_ = new QSpinBox;
@@ -50,6 +54,12 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* selectPct = new QPushButton("Select top %");
   bar->addWidget(new QLabel("Metric"));
   bar->addWidget(metric_, 1);
+  auto* explain = new QPushButton("?");
+  explain->setObjectName("GlossaryButton");
+  explain->setFixedWidth(explain->fontMetrics().horizontalAdvance("  ?  ") + 8);
+  explain->setToolTip("What this metric means (Help → Glossary of metrics)");
+  connect(explain, &QPushButton::clicked, this, [this] { Q_EMIT glossaryRequested(currentMetric()); });
+  bar->addWidget(explain);
   bar->addSpacing(12);
   bar->addWidget(topK_);
   bar->addWidget(selectK);
@@ -60,6 +70,8 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* bar2 = new QHBoxLayout;
   compare_ = new QCheckBox("Compare with");
   other_ = new QComboBox;
+  other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  other_->setMinimumContentsLength(20);
   other_->setMinimumContentsLength(30);
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   jaccardK_ = new QSpinBox;
@@ -99,6 +111,10 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   connect(jaccardK_, &QSpinBox::valueChanged, this, [this](int k) { scatter_->setK(k); });
 }
 
+void HeadsTab::setSilentHeads(const std::vector<HeadRef>& heads) {
+  view_->setSilentHeads(heads);
+}
+
 void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   const QString keep = currentMetric(), keepOther = compareMetric();
   grids_.clear();
@@ -118,7 +134,8 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
     for (const AnalysisRun& run : runs)
       for (const HeadGrid& g : run.grids) {
         const QString key = QString::fromStdString(run.id + "/" + g.id);
-        const QString label = QString::fromStdString(run.id + " · " + (g.name.empty() ? g.id : g.name));
+        const QString label =
+            QString::fromStdString(runLabel(run) + " · " + (g.name.empty() ? g.id : g.name));
         grids_.emplace_back(key, g);
         metric_->addItem(label, key);
         other_->addItem(label, key);

@@ -17,6 +17,7 @@
 #include "interventions_dock.h"
 #include "main_window.h"
 #include "model/io/mapped_file.h"
+#include "model/thread_policy.h"
 #include "results/rank_stats.h"
 #include "util/allocator.h"
 
@@ -26,9 +27,9 @@ namespace {
 // Drives the window, after the start analyses (every method on the toy model), to a representative state (top
 // induction heads selected and zero-ablated, the comparison scatter on, the top head's pattern shown, the
 // evaluation done), then grabs every tab.
-void scriptScreenshots(MainWindow& w, const QString& dir) {
+void scriptScreenshots(MainWindow& w, const QString& dir, QSize size) {
   w.setInteractive(false);
-  w.resize(1800, 960);  // the documented size, whatever window geometry the settings remember
+  w.resize(size);  // the documented size, whatever window geometry the settings remember
   auto finish = std::make_shared<std::function<void()>>([&w, dir] {
     for (const QString& f : w.saveScreenshots(dir))
       qInfo("wrote %s", qPrintable(f));
@@ -40,7 +41,7 @@ void scriptScreenshots(MainWindow& w, const QString& dir) {
         const hs::HeadGrid& g = w.headsView()->grid();
         w.headsTab()->setCompare(true);
         w.headsView()->selectTopK(1);  // one head: its pattern is requested
-        w.interventionsDock()->add("zero_ablate", hs::topHeads(g, 3));
+        w.interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, hs::topHeads(g, 3));
         w.evaluate();
       },
       Qt::SingleShotConnection);
@@ -67,7 +68,8 @@ bool asksHelpOrVersion(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hs::tuneAllocator();  // keep freed activations in the process (util/allocator.h)
+  hs::tuneAllocator();      // keep freed activations in the process (util/allocator.h)
+  hs::applyThreadPolicy();  // ATen's and OpenBLAS's pools sized to the CPUs (model/thread_policy.h)
   // A model file truncated on disk while mapped reads as zeros and fails the job instead of a crash.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Recover);
   QApplication::setApplicationName("HeadScope");
@@ -84,8 +86,11 @@ int main(int argc, char** argv) {
                                "path");
   QCommandLineOption screenshot("screenshot",
                                 "Save one PNG per tab into DIR after the first analysis, then quit", "DIR");
+  QCommandLineOption screenshotSize("screenshot-size", "Window size of --screenshot (default 1800x960)",
+                                    "WxH", "1800x960");
   parser.addOption(tokenizer);
   parser.addOption(screenshot);
+  parser.addOption(screenshotSize);
   if (asksHelpOrVersion(argc, argv)) {
     QCoreApplication textOnly(argc, argv);
     parser.process(textOnly);  // prints and exits
@@ -94,7 +99,16 @@ int main(int argc, char** argv) {
   parser.process(app);  // --help-all lists Qt's GUI options too, so it needs the QApplication
 
   MainWindow window;
-  if (parser.isSet(screenshot)) scriptScreenshots(window, parser.value(screenshot));
+  if (parser.isSet(screenshot)) {
+    const QStringList wh = parser.value(screenshotSize).split('x');
+    const QSize size = wh.size() == 2 ? QSize(wh[0].toInt(), wh[1].toInt()) : QSize();
+    if (!size.isValid() || size.width() < 200 || size.height() < 200) {
+      qCritical("--screenshot-size: expected WIDTHxHEIGHT, e.g. 1280x800, got %s",
+                qPrintable(parser.value(screenshotSize)));
+      return 2;
+    }
+    scriptScreenshots(window, parser.value(screenshot), size);
+  }
   window.show();
   const QStringList args = parser.positionalArguments();
   if (args.isEmpty())

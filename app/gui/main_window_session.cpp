@@ -6,24 +6,29 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QTabWidget>
+#include <QUndoStack>
 
 #include <optional>
 
+#include "batch/merge.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
+#include "attention_tab.h"
 #include "interventions_dock.h"
+#include "prompt_tab.h"
 #include "main_window.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "session/export_csv.h"
 #include "session_io.h"
+#include "study_view.h"
 #include "task_dock.h"
 
 namespace hs::gui {
 
 bool MainWindow::saveSessionTo(const QString& path) {
   GuiSessionState s;
-  s.model = {{"path", info_.path.toStdString()},
+  s.model = {{"path", (info_.label.isEmpty() ? info_.path : info_.label).toStdString()},
              {"format", info_.format.toStdString()},
              {"dtype", info_.dtype.toStdString()}};
   s.tokenizer = {{"path", tokenizerPath_.toStdString()}, {"kind", info_.tokenizer.toStdString()}};
@@ -46,6 +51,16 @@ bool MainWindow::saveSessionTo(const QString& path) {
 }
 
 bool MainWindow::openSession(const QString& path) {
+  if (batch::isStudySession(path.toStdString())) {  // a merged batch opens in its own window (study_view.h)
+    QString error;
+    if (!openStudyWindow(this, path, &error)) {
+      showError("open study", error);
+      return false;
+    }
+    addRecent(path);
+    log("opened the study " + path);
+    return true;
+  }
   if (!maybeSave()) return false;
   GuiSessionState s;
   try {  // read and check everything before touching the window's state
@@ -65,11 +80,16 @@ bool MainWindow::openSession(const QString& path) {
   outputs_ = s.outputs;
   sessionPath_ = path;
   if (task) taskDock_->setSpec(*task);
+  restoring_ = true;
   refreshResults();
   const nlohmann::json& view = s.viewState;
   if (view.contains("heads")) headsTab_->restoreViewState(view["heads"]);
   headsView()->setSelection(s.selectedHeads);
+  if (!s.selectedHeads.empty()) attentionTab_->setHeads(s.selectedHeads);
   interventionsDock_->setEntries(s.interventions);
+  restoring_ = false;
+  undo_->clear();
+  lastSnapshot_ = snapshot();
   if (view.contains("tab") && view["tab"].is_number_integer()) tabs_->setCurrentIndex(view["tab"].get<int>());
   addRecent(path);
   const QString model = QString::fromStdString(s.model.value("path", std::string()));
@@ -79,7 +99,7 @@ bool MainWindow::openSession(const QString& path) {
           .arg(s.interventions.size())
           .arg(model.isEmpty() ? QString("not recorded") : model));
   // The plots need no model; load the session's model (without analysing) only when none is open.
-  if (info_.path.isEmpty() && !model.isEmpty() && QFileInfo::exists(model))
+  if (info_.path.isEmpty() && !model.isEmpty() && (model == "toy" || QFileInfo::exists(model)))
     openModel(model, QString::fromStdString(s.tokenizer.value("path", std::string())), false);
   setDirty(false);
   Q_EMIT sessionOpened();
@@ -123,7 +143,9 @@ QCustomPlot* MainWindow::currentPlot() const {
     case TaskVectorsTabIndex:
       return taskVectorsTab_->currentPlot();
     case AttentionTabIndex:
-      return pattern_.n > 0 ? attention_ : nullptr;
+      return attentionTab_->shownCount() > 0 ? attentionTab_->plot() : nullptr;
+    case AttributionTabIndex:
+      return attributionTab_->view()->hasGrid() ? attributionTab_->view()->plot() : nullptr;
     default:
       return nullptr;
   }
@@ -164,10 +186,10 @@ bool MainWindow::exportCurrentData(const QString& path) {
 
 QStringList MainWindow::saveScreenshots(const QString& dir) {
   QDir().mkpath(dir);
-  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt"};
+  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt", "attribution"};
   QStringList written;
   const int keep = tabs_->currentIndex();
-  for (int i = 0; i < tabs_->count() && i < 5; ++i) {
+  for (int i = 0; i < tabs_->count() && i < 6; ++i) {
     tabs_->setCurrentIndex(i);
     QApplication::processEvents();
     const QString f = QDir(dir).filePath(QString("main_%1.png").arg(names[i]));

@@ -1,5 +1,7 @@
 #include "results_tab.h"
 
+#include "eliding_label.h"
+
 #include <QGridLayout>
 #include <QLabel>
 #include <QStackedWidget>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/registry.h"
 #include "curve_view.h"
 #include "head_grid_view.h"
 #include "plot_style.h"
@@ -86,7 +89,10 @@ ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) 
     auto* box = new QWidget;
     auto* bl = new QVBoxLayout(box);
     bl->setContentsMargins(4, 4, 4, 4);
-    s.title = new QLabel;
+    s.title = new ElidedLabel;
+    QFont bold = s.title->font();
+    bold.setBold(true);
+    s.title->setFont(bold);
     setTitle(s, QString::fromStdString(s.panel.id));
     bl->addWidget(s.title);
     s.stack = new QStackedWidget;
@@ -151,15 +157,14 @@ void ResultsTab::drawLive() {
 }
 
 void ResultsTab::setTitle(Slot& s, const QString& source) {
-  s.title->setText("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
-                   source.toHtmlEscaped() + "</span>");
+  s.title->setFullText(s.panel.title + "  ·  " + source);
 }
 
 void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   for (Slot& s : panels_) {
     s.filled = false;
     const Provenance* from = nullptr;
-    std::string runId;
+    const AnalysisRun* fromRun = nullptr;
     for (auto run = runs.rbegin(); run != runs.rend() && !s.filled; ++run) {
       if (s.panel.kind == Kind::Curve) {
         for (const Curve& c : run->curves)
@@ -185,13 +190,12 @@ void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
             break;
           }
       }
-      if (s.filled) runId = run->id;
+      if (s.filled) fromRun = &*run;
     }
     // Which run and task the panel shows: the task-vector views may run on another task than the dock's.
     QString source = QString::fromStdString(s.panel.id);
     if (s.filled) {
-      source = QString::fromStdString(runId);
-      if (from && !from->task.empty()) source += " · " + QString::fromStdString(from->task);
+      source = QString::fromStdString(runLabel(*fromRun));
       if (from && from->n_prompts > 0) source += QString(" · %1 prompts").arg(from->n_prompts);
     }
     setTitle(s, source);

@@ -1,6 +1,7 @@
 #include "session_io.h"
 
 #include "analysis/analysis_output.h"
+#include "analysis/registry.h"
 #include "model/hooks.h"
 #include "session/session.h"
 #include "util/error.h"
@@ -12,12 +13,18 @@ using nlohmann::json;
 
 namespace {
 
-const char* opOfKind(const QString& kind) {
-  if (kind == "zero_ablate") return "zero";
-  if (kind == "mean_ablate") return "mean";
-  if (kind == "patch_clean") return "replace";
-  if (kind == "steer") return "add";
-  fail("unknown intervention kind \"", kind.toStdString(), "\"");
+const char* opOfKind(InterventionKind kind) {
+  switch (kind) {
+    case InterventionKind::ZeroAblate:
+      return "zero";
+    case InterventionKind::MeanAblate:
+      return "mean";
+    case InterventionKind::PatchClean:
+      return "replace";
+    case InterventionKind::Steer:
+      return "add";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -29,14 +36,17 @@ const AnalysisRun& runOf(const AnalysisOutputPtr& output) {
 json interventionsToJson(const std::vector<InterventionEntry>& entries) {
   json out = json::array();
   for (const InterventionEntry& e : entries) {
-    const bool atLast = e.kind == "patch_clean" || e.kind == "steer";
+    const bool atLast = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
     out.push_back({{"site", attnZ(e.head.layer).name()},
                    {"heads", {e.head.head}},
-                   {"positions", atLast ? json::array({-1}) : json::array()},
+                   {"positions", !e.positions.empty() ? json(e.positions)
+                                 : atLast            ? json::array({-1})
+                                                     : json::array()},
+                   {"custom_positions", !e.positions.empty()},
                    {"rows", json::array()},
                    {"op", opOfKind(e.kind)},
-                   {"scale", 1.0},
-                   {"kind", e.kind.toStdString()},
+                   {"scale", e.kind == InterventionKind::Steer ? e.scale : 1.0},
+                   {"kind", kindKey(e.kind)},
                    {"layer", e.head.layer},
                    {"head", e.head.head},
                    {"enabled", e.enabled}});
@@ -50,10 +60,14 @@ std::vector<InterventionEntry> interventionsFromJson(const json& j, const std::s
   JsonNode(j, where, "interventions").forEachElement([&](size_t, const JsonNode& e) {
     if (!e.isObject() || !e.has("kind")) return;  // entries of other tools
     InterventionEntry x;
-    x.kind = QString::fromStdString(e.at("kind").string());
-    withContext(e.where(), [&] { opOfKind(x.kind); });  // validates
+    x.kind = withContext(e.where(), [&] { return parseInterventionKind(e.at("kind").string()); });
     x.head = {e.at("layer").intIn(0, 1 << 20), e.at("head").intIn(0, 1 << 20)};
     x.enabled = e.optBool("enabled", true);
+    if (x.kind == InterventionKind::Steer && e.has("scale")) x.scale = e.at("scale").finiteNumber();
+    if (e.optBool("custom_positions", false))
+      e.at("positions").forEachElement([&](size_t, const JsonNode& p) {
+        x.positions.push_back(p.intIn(-(1 << 20), 1 << 20));
+      });
     out.push_back(x);
   });
   return out;
@@ -69,6 +83,7 @@ void saveGuiSession(const QString& path, const GuiSessionState& s) {
     for (const auto& [name, t] : o->tensors)
       session.tensors[name] = t;
   }
+  session.methods = methodRecords(session.runs);
   json heads = json::array();
   for (const HeadRef& h : s.selectedHeads)
     heads.push_back({h.layer, h.head});

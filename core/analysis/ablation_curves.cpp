@@ -8,6 +8,7 @@
 #include <array>
 #include <set>
 
+#include "analysis/head_toolkit.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "tasks/toy/eval_prompts.h"
@@ -18,35 +19,8 @@ namespace hs {
 
 namespace {
 
-// Left-padded tokens [n, pos] and mask [n, pos] of prompts [begin, end): every prompt's last token is at −1.
-std::pair<at::Tensor, at::Tensor> leftPad(const std::vector<std::vector<int64_t>>& prompts, size_t begin,
-                                          size_t end) {
-  size_t P = 0;
-  for (size_t i = begin; i < end; ++i)
-    P = std::max(P, prompts[i].size());
-  const int64_t n = static_cast<int64_t>(end - begin);
-  at::Tensor tokens = at::zeros({n, static_cast<int64_t>(P)}, at::kLong);  // [batch, pos]
-  at::Tensor mask = at::zeros({n, static_cast<int64_t>(P)}, at::kLong);    // [batch, pos]
-  for (size_t i = begin; i < end; ++i) {
-    const auto& p = prompts[i];
-    if (p.empty()) fail("dual route: prompt ", i, " is empty");
-    const int64_t pad = static_cast<int64_t>(P - p.size());
-    const int64_t row = static_cast<int64_t>(i - begin);
-    tokens[row].slice(0, pad).copy_(at::tensor(p, at::kLong));
-    mask[row].slice(0, pad).fill_(1);
-  }
-  return {tokens, mask};
-}
-
 std::vector<int64_t> toIds(const std::vector<int>& v) {
   return {v.begin(), v.end()};
-}
-
-nlohmann::json headsJson(const std::vector<HeadRef>& heads) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const HeadRef& h : heads)
-    j.push_back(h);
-  return j;
 }
 
 }  // namespace
@@ -98,76 +72,16 @@ double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
   if (task.prompts.empty() || task.prompts.size() != task.answers.size())
     fail("next-token accuracy of ", task.id, ": ", task.prompts.size(), " prompts and ", task.answers.size(),
          " answers (expected as many, >= 1)");
-  at::NoGradGuard noGrad;
+  std::vector<std::vector<int64_t>> answers;
+  for (int64_t a : task.answers)
+    answers.push_back({a});
+  AnswerScoring scoring;
+  scoring.batch = batch;
+  scoring.interventions = interventions;
   int64_t correct = 0;
-  for (size_t b = 0; b < task.prompts.size(); b += static_cast<size_t>(batch)) {
-    ctx.checkCancelled();
-    const size_t e = std::min(task.prompts.size(), b + static_cast<size_t>(batch));
-    const auto [tokens, mask] = leftPad(task.prompts, b, e);
-    RunRequest req;
-    req.tokens = tokens.to(model.device());
-    req.attention_mask = mask.to(model.device());
-    req.last_logits_only = true;
-    req.interventions = interventions;
-    const at::Tensor pred = model.run(req).logits.select(1, 0).argmax(-1).cpu();  // [batch]
-    for (size_t i = b; i < e; ++i)
-      correct += pred[static_cast<int64_t>(i - b)].item<int64_t>() == task.answers[i];
-  }
+  for (const AnswerScore& s : scoreAnswers(model, task.prompts, answers, scoring, ctx))
+    correct += s.correct;
   return double(correct) / double(task.prompts.size());
-}
-
-at::Tensor meanZAllPositions(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                             int batch, const AnalysisContext& ctx) {
-  if (prompts.empty()) fail("meanZAllPositions: no prompts given");
-  at::NoGradGuard noGrad;
-  const ModelConfig& c = model.config();
-  at::Tensor sum = at::zeros({c.n_layers, c.n_heads, c.d_head}, at::kDouble);  // [layers, heads, d_head]
-  double count = 0;
-  for (size_t b = 0; b < prompts.size(); b += static_cast<size_t>(batch)) {
-    ctx.checkCancelled();
-    const size_t e = std::min(prompts.size(), b + static_cast<size_t>(batch));
-    const auto [tokens, mask] = leftPad(prompts, b, e);
-    RunRequest req;
-    req.tokens = tokens.to(model.device());
-    req.attention_mask = mask.to(model.device());
-    req.last_logits_only = true;
-    for (int l = 0; l < c.n_layers; ++l)
-      req.capture.insert(attnZ(l));
-    const RunResult r = model.run(req);
-    const at::Tensor m = mask.to(at::kDouble).unsqueeze(-1).unsqueeze(-1);  // [batch, pos, 1, 1]
-    for (int l = 0; l < c.n_layers; ++l)
-      sum[l] +=
-          (r.cache.at(attnZ(l)).cpu().to(at::kDouble) * m).sum(at::IntArrayRef{0, 1});  // [heads, d_head]
-    count += mask.sum().item<double>();
-  }
-  return (sum / count).to(at::kFloat);  // [layers, heads, d_head]
-}
-
-std::vector<Intervention> ablateHeads(const std::vector<HeadRef>& heads, const at::Tensor& mean_z) {
-  std::vector<Intervention> out;
-  for (const HeadRef& h : heads) {
-    Intervention iv;
-    iv.site = attnZ(h.layer);
-    iv.heads = {h.head};
-    if (mean_z.defined()) {
-      iv.op = InterventionOp::Mean;
-      iv.tensor = mean_z[h.layer][h.head];  // [d_head], broadcast over [rows, pos, 1, d_head]
-    } else {
-      iv.op = InterventionOp::Zero;
-    }
-    out.push_back(iv);
-  }
-  return out;
-}
-
-std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed) {
-  toy::Rng rng(toy::deriveSeed(seed, 0x72616e64ULL));
-  std::vector<HeadRef> out;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h)
-      out.push_back({l, h});
-  rng.shuffle(out);
-  return out;
 }
 
 Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
@@ -185,7 +99,7 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
     if (static_cast<int>(order.size()) < kmax)
       fail("ablation curve: ordering ", id, " lists ", order.size(), " heads, k goes to ", kmax);
 
-  const at::Tensor meanZ = meanZAllPositions(model, task.prompts, o.batch, ctx);  // [layers, heads, d_head]
+  const at::Tensor meanZ = hs::meanZ(model, task.prompts, ZMean::AllPositions, ctx, o.batch);  // [L, H, dh]
   const double base = nextTokenAccuracy(model, task, {}, o.batch, ctx);
   Curve c;
   c.id = "dual_route.ablation." + task.id;
@@ -203,7 +117,7 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
       y.push_back(k == 0 ? base : nextTokenAccuracy(model, task, ablateHeads(heads, meanZ), o.batch, ctx));
     }
     c.series.emplace_back(id, y);
-    orders[id] = headsJson(std::vector<HeadRef>(order.begin(), order.begin() + kmax));
+    orders[id] = std::vector<HeadRef>(order.begin(), order.begin() + kmax);
     ctx.report(double(++done) / orderings.size(), "ablation " + task.id + ": ordering " + id);
   }
   c.provenance.method = "induction";

@@ -40,20 +40,10 @@ std::vector<NextTokenTask> toyListTasks(const toy::ToyWorld& w, int n, uint64_t 
 NextTokenTask randomCopyTask(const DualRouteVocab& v, int n, uint64_t seed, int span = 16);
 
 // Next-token accuracy of a task under interventions (their `rows` must be empty; positions apply to the
-// left-padded batch, empty = every position). Batched forwards with left padding (pad id 0, masked).
+// left-padded batch, empty = every position): scoreAnswers (batch_runner.h) with one-token answers.
 double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
                          const std::vector<Intervention>& interventions = {}, int batch = 32,
                          const AnalysisContext& ctx = {});
-
-// Mean hook_z per head over every real position of every prompt: [layers, heads, d_head] float32.
-at::Tensor meanZAllPositions(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                             int batch = 32, const AnalysisContext& ctx = {});
-
-// One intervention per head on hook_z at every position: Zero, or Mean with mean_z [layers, heads, d_head].
-std::vector<Intervention> ablateHeads(const std::vector<HeadRef>& heads, const at::Tensor& mean_z = {});
-
-// Every head of an L × H model in a seeded random order.
-std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed);
 
 struct AblationCurveOptions {
   std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32};  // capped at L·H (duplicates after capping dropped)

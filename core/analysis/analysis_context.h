@@ -1,15 +1,13 @@
 #pragma once
 // What every analysis receives besides its inputs: progress reporting and cooperative cancellation,
-// checked between forward passes. Throwing Cancelled unwinds without leaving state behind.
+// checked between forward passes, and what its provenance records about the run (its id in the session,
+// the model it ran on). Throwing Cancelled unwinds without leaving state behind.
 #include <functional>
-#include <stdexcept>
 #include <string>
 
-namespace hs {
+#include "util/cancelled.h"
 
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("cancelled") {}
-};
+namespace hs {
 
 struct AnalysisContext {
   std::function<void(double fraction, const std::string& message)> progress;  // fraction in [0, 1]
@@ -17,6 +15,12 @@ struct AnalysisContext {
   // Optional: a training curve while it is made (curve id, step, value), e.g. "site.loss" per Adam step,
   // so a viewer can draw it live. Training code calls reportPoint after each step.
   std::function<void(const std::string& curve, int step, double value)> point;
+  // The id the run gets in its session (unique there; registry.h uniqueRunId); "" = "<method>-1".
+  std::string run_id;
+  // The model as the user named it (path, hub id or "toy"), recorded in every provenance.
+  std::string model_path;
+
+  std::string runId(const std::string& method) const { return run_id.empty() ? method + "-1" : run_id; }
 
   void report(double fraction, const std::string& message) const {
     if (progress) progress(fraction, message);
@@ -37,6 +41,8 @@ inline AnalysisContext subContext(const AnalysisContext& ctx, double from, doubl
   AnalysisContext s;
   s.cancelled = ctx.cancelled;
   s.point = ctx.point;
+  s.run_id = ctx.run_id;
+  s.model_path = ctx.model_path;
   if (ctx.progress) {
     auto progress = ctx.progress;
     s.progress = [progress, from, to, what](double f, const std::string& m) {

@@ -10,33 +10,58 @@
 
 #include <algorithm>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_eval.h"
 #include "analysis/patching.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
-#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs {
 
-namespace {
-
-std::vector<std::vector<int64_t>> idsOf(const std::vector<Prompt>& prompts) {
-  std::vector<std::vector<int64_t>> out;
-  out.reserve(prompts.size());
-  for (const Prompt& p : prompts)
-    out.emplace_back(p.ids.begin(), p.ids.end());
-  return out;
+const OptionTable<FvOptions>& fvOptionTable() {
+  static const OptionTable<FvOptions> table =
+      OptionTable<FvOptions>()
+          .add("n_mean", &FvOptions::n_mean, "clean ICL prompts averaged into the mean head outputs",
+               OptionCheck::atLeast(1))
+          .add("n_corrupt", &FvOptions::n_corrupt, "shuffled-label prompts of the AIE sweep",
+               OptionCheck::atLeast(1))
+          .add("top", &FvOptions::top, "heads summed into the function vector", OptionCheck::atLeast(1))
+          .add("source_split", &FvOptions::source_split, "split of the mean and shuffled prompts' queries",
+               OptionCheck::oneOf({"train", "valid", "test"}))
+          .add("batch", &FvOptions::batch, "prompts per forward in the evaluations", OptionCheck::atLeast(1));
+  return table;
 }
 
-}  // namespace
-
-nlohmann::json fvOptionsToJson(const FvOptions& o) {
-  return {{"n_mean", o.n_mean},
-          {"n_corrupt", o.n_corrupt},
-          {"top", o.top},
-          {"source_split", o.source_split},
-          {"batch", o.batch}};
+MethodInfo fvMethod() {
+  MethodInfo m;
+  m.name = "fv";
+  m.title = "Function vectors (causal head scores)";
+  m.paper =
+      "Todd, Li, Sen Sharma, Mueller, Wallace, Bau: Function Vectors in Large Language Models (ICLR 2024)";
+  m.description =
+      "Which heads carry the task. Each head's output at the last position is averaged over clean ICL "
+      "prompts; on prompts whose demonstration labels are shuffled (the task is no longer shown), one head "
+      "at a time gets its clean mean back and the rise of the correct answer's probability is its average "
+      "indirect effect (AIE). The function vector is the sum of the top heads' mean writes; added to the "
+      "residual stream after a layer of a zero-shot prompt, it shows how much of the task it carries, layer "
+      "by layer.";
+  m.tasks = {TaskKind::Classification, TaskKind::Generation};
+  m.default_task.dataset = "toy:antonym_a";
+  m.default_task.shots = 10;
+  m.options = fvOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Grid, "fv.aie", "ΔP", "rise of P(answer) when the head's clean mean is restored"},
+      {OutputSpec::Kind::Curve, "fv.accuracy_vs_layer", "layer → accuracy",
+       "zero-shot accuracy with the function vector added after the layer"},
+      {OutputSpec::Kind::Table, "fv.top_heads", "AIE", "the heads summed into the function vector"},
+      {OutputSpec::Kind::Tensor, "fv", "", "[d_model] the function vector"},
+      {OutputSpec::Kind::Tensor, "mean_z", "", "[layers, heads, d_head] the clean mean head outputs"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    return runFv(in.model, *in.tokenizer, in.task, fvOptionTable().read(options), ctx);
+  };
+  return m;
 }
 
 HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Prompt>& corrupt,
@@ -82,19 +107,8 @@ at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
   return fv;
 }
 
-Intervention fvInjection(const at::Tensor& fv, int layer, double scale) {
-  Intervention iv;
-  iv.site = residPost(layer);
-  iv.positions = {-1};
-  iv.op = InterventionOp::Add;
-  iv.tensor = fv;  // [d_model], broadcast over [rows, 1, d_model]
-  iv.scale = scale;
-  return iv;
-}
-
-AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                               const FvOptions& opt, const AnalysisContext& ctx,
-                               const std::string& modelPath) {
+AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                     const FvOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
   if (opt.n_mean < 1 || opt.n_corrupt < 1) fail("fv: n_mean and n_corrupt must be >= 1");
   if (static_cast<int64_t>(opt.n_mean) + opt.n_corrupt > std::numeric_limits<int>::max())
@@ -116,7 +130,8 @@ AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, c
   const std::vector<Prompt> shuffled(allShuffled.begin() + opt.n_mean, allShuffled.end());
 
   at::NoGradGuard noGrad;
-  const at::Tensor meanZ = meanHeadOutputs(model, idsOf(clean), -1, subContext(ctx, 0.0, 0.2, "mean z"));
+  const at::Tensor meanZ =
+      hs::meanZ(model, tokenSeqs(clean), ZMean::LastPosition, subContext(ctx, 0.0, 0.2, "mean z"));
   HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
 
   const std::vector<HeadRef> top = topHeads(aie, opt.top);
@@ -132,7 +147,7 @@ AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, c
   for (int l = 0; l < c.n_layers; ++l) {
     ctx.checkCancelled();
     IclEvalOptions lo = eo;
-    lo.interventions = {fvInjection(fv, l)};
+    lo.interventions = {addToResidual(residPost(l), fv)};
     layers.push_back(l);
     fvAcc.push_back(evaluateIcl(model, evalTask.zero_shot, lo).accuracy);
     ctx.report(0.8 + 0.2 * (l + 1) / c.n_layers, cat("FV accuracy: layer ", l + 1, "/", c.n_layers));
@@ -140,18 +155,12 @@ AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, c
   const int best = int(std::max_element(fvAcc.begin(), fvAcc.end()) - fvAcc.begin());
 
   // Provenance shared by every result (options: the FV options and the task).
-  Provenance prov;
-  prov.method = "fv";
-  prov.model = modelPath;
-  prov.task = spec.dataset;
-  prov.seed = spec.seed;
-  prov.n_prompts = spec.n_prompts;
-  prov.options = fvOptionsToJson(opt);
+  Provenance prov =
+      makeProvenance("fv", ctx, spec.dataset, spec.seed, spec.n_prompts, fvOptionTable().write(opt));
   prov.options["task"] = taskSpecToJson(spec);
-  prov.created = utcTimestamp();
 
   AnalysisOutput out;
-  out.run.id = "fv-1";
+  out.run.id = ctx.runId("fv");
   out.run.method = "fv";
   out.run.options = prov.options;
 

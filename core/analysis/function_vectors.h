@@ -21,6 +21,7 @@
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
 #include "analysis/icl_task.h"
+#include "analysis/registry.h"
 #include "model/intervention.h"
 #include "model/transformer.h"
 #include "results/results.h"
@@ -36,16 +37,16 @@ struct FvOptions {
   std::string source_split = "train";  // split of the queries of the mean and the shuffled prompts
   int batch = 16;                      // prompts per forward in the accuracy evaluations
 };
-nlohmann::json fvOptionsToJson(const FvOptions& o);
+const OptionTable<FvOptions>& fvOptionTable();
+MethodInfo fvMethod();  // the registry record
 
 // The whole analysis. `spec` is the evaluation set (its split, n_prompts, seed); the mean and shuffled
 // prompts use its dataset, template, shots and seed (hence the same split) with queries from
 // opt.source_split: prompts 0..n_mean−1 of that set are the clean ones, the next n_corrupt are shuffled.
-// `modelPath` goes into the provenance. Run id "fv-1"; grids "fv.aie", curve "fv.accuracy_vs_layer", table
-// "fv.top_heads"; summary: top heads, best layer, accuracies.
-AnalysisOutput functionVectors(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                               const FvOptions& opt = {}, const AnalysisContext& ctx = {},
-                               const std::string& modelPath = "");
+// Grids "fv.aie", curve "fv.accuracy_vs_layer", table "fv.top_heads"; summary: top heads, best layer,
+// accuracies. Run id and model name from ctx.
+AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                     const FvOptions& opt = {}, const AnalysisContext& ctx = {});
 
 // AIE grid over shuffled-label prompts: for prompt i, ΔP(answer_token_i) when head (l, k)'s z at the last
 // position is replaced by mean_z[l, k] ([layers, heads, d_head]); averaged over prompts. Id "fv.aie".
@@ -55,8 +56,5 @@ HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Promp
 // Σ over `heads` of W_O slice · mean_z[l, k]: [d_model] float32.
 at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
                           const std::vector<HeadRef>& heads);
-
-// The intervention that adds `fv` ([d_model]) to the residual stream after `layer` at the last position.
-Intervention fvInjection(const at::Tensor& fv, int layer, double scale = 1.0);
 
 }  // namespace hs

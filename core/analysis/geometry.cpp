@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <Eigen/SVD>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_eval.h"
 #include "analysis/tsla.h"
 #include "results/results_json.h"
@@ -32,6 +33,44 @@ Eigen::MatrixXd principalCoordinates(const Eigen::MatrixXd& x, Eigen::MatrixXd* 
   return centred * dirs.transpose();  // [n, 2]
 }
 
+const OptionTable<GeometryOptions>& geometryOptionTable() {
+  static const OptionTable<GeometryOptions> table = OptionTable<GeometryOptions>().add(
+      "layer", &GeometryOptions::layer,
+      "layer whose residual (after the layer) is projected in 2-D (-1: the layer of maximal alignment)",
+      OptionCheck::atLeast(-1));
+  return table;
+}
+
+MethodInfo geometryMethod() {
+  MethodInfo m;
+  m.name = "geometry";
+  m.title = "Label-subspace geometry of the hidden states";
+  m.paper =
+      "Yang, Cho, Inoue: Localizing Task Recognition and Task Learning in In-Context Learning (ICLR 2026)";
+  m.description =
+      "How the last-position hidden state of ICL prompts moves into the label subspace (spanned by the "
+      "unembeddings of the label words) layer by layer: its alignment ‖P h‖/‖h‖ and the logit difference of "
+      "the correct label against the others, per layer; and at one layer, the prompts' hidden states "
+      "projected onto the two principal directions inside the subspace, coloured by their gold label.";
+  m.tasks = {TaskKind::Classification};
+  m.options = geometryOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Curve, "geometry.alignment", "layer → ‖P h‖/‖h‖",
+       "alignment with the label subspace"},
+      {OutputSpec::Kind::Curve, "geometry.logit_diff", "layer → logit", "correct label vs the others"},
+      {OutputSpec::Kind::Table, "geometry.projection", "x, y",
+       "2-D projection of the hidden states at one layer"},
+      {OutputSpec::Kind::Tensor, "coordinates", "", "[prompts, 2] the projection"},
+      {OutputSpec::Kind::Tensor, "directions", "", "[2, d_model] the principal directions"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    ctx.report(0.0, "building the prompts of " + in.task.dataset);
+    return runGeometry(in.model, *in.tokenizer, buildIclTask(*in.tokenizer, in.task),
+                       geometryOptionTable().read(options), ctx);
+  };
+  return m;
+}
+
 AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, const IclTask& task,
                            const GeometryOptions& opts, const AnalysisContext& ctx) {
   const int L = model.config().n_layers;
@@ -42,17 +81,18 @@ AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, c
   const LabelProjector projector = taskProjector(model, task, "geometry");
   at::NoGradGuard noGrad;
 
-  const nlohmann::json options = {{"layer", opts.layer}, {"pad_id", opts.pad_id}, {"final_norm", false}};
-  const Provenance prov = iclProvenance("geometry", opts.model_path, task, options);
+  nlohmann::json options = geometryOptionTable().write(opts);
+  options["final_norm"] = false;
+  const Provenance prov = iclProvenance("geometry", ctx, task, options);
   AnalysisOutput out;
-  out.run.id = opts.run_id;
+  out.run.id = ctx.runId("geometry");
   out.run.method = "geometry";
   out.run.options = prov.options;
 
   const std::vector<int> gold = goldLabelIndices(task.icl, task.label_tokens);
   const at::Tensor h =
-      residualsAtLast(model, task.icl, opts.pad_id, {}, subContext(ctx, 0.0, 0.9, "residuals"))
-          .to(at::kCPU, at::kDouble);  // [n, layers, d_model]
+      captureAtLast(model, tokenSeqs(task.icl), residPost, {}, subContext(ctx, 0.0, 0.9, "residuals"))
+          .to(at::kDouble);  // [n, layers, d_model]
   const SubspaceCurves sc = subspaceCurves(h, projector, gold);
   Curve align{"geometry.alignment", "Label-subspace alignment ‖P h‖/‖h‖", "layer", "alignment", {}, {}, prov};
   Curve diff{"geometry.logit_diff",

@@ -12,6 +12,7 @@
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
 #include "analysis/icl_task.h"
+#include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,10 +20,9 @@ namespace hs {
 
 struct GeometryOptions {
   int layer = -1;  // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
-  int pad_id = 0;
-  std::string model_path;             // recorded in the provenance only
-  std::string run_id = "geometry-1";  // AnalysisRun id
 };
+const OptionTable<GeometryOptions>& geometryOptionTable();
+MethodInfo geometryMethod();  // the registry record
 
 // Top-2 principal coordinates of the rows of x [n, d] after centring: [n, 2] (a missing direction,
 // when the rows span fewer than two, gives zeros). Each direction's sign is fixed so that its largest

@@ -9,6 +9,7 @@
 
 #include "analysis/ablation_curves.h"
 #include "analysis/dual_route.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/induction_scores.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
@@ -18,21 +19,74 @@
 
 namespace hs {
 
-namespace {
-
-// Progress of stage i of n inside the whole run; cancellation passes through.
-AnalysisContext stage(const AnalysisContext& ctx, int i, int n, const std::string& what) {
-  return subContext(ctx, double(i) / n, double(i + 1) / n, what);
+const OptionTable<InductionRunOptions>& inductionOptionTable() {
+  using O = InductionRunOptions;
+  static const OptionTable<O> table =
+      OptionTable<O>()
+          .add("n", &O::n, "prompt pairs per dual-route score (and sequences of the induction scores)",
+               OptionCheck::atLeast(1))
+          .add("seed", &O::seed, "seed of every prompt set")
+          .add("top_k", &O::top_k, "heads in the ablation table and concept patching",
+               OptionCheck::atLeast(1))
+          .add("n_eval", &O::n_eval, "prompts per ablation task", OptionCheck::atLeast(1))
+          .add("span", &O::span, "induction scores: random tokens per copy", OptionCheck::atLeast(2))
+          .add("filler_len", &O::filler_len, "dual route: tokens before the separator (filler + entity)",
+               OptionCheck::atLeast(4), "filler")
+          .add("entity_min", &O::entity_min, "random-token entity length: shortest", OptionCheck::atLeast(1))
+          .add("entity_max", &O::entity_max, "random-token entity length: longest", OptionCheck::atLeast(1))
+          .add("r1_len", &O::r1_len, "matching prompts: tokens repeated after the separator",
+               OptionCheck::atLeast(1))
+          .add("shots", &O::shots, "toy model: demonstrations of the antonym and concept-patching prompts",
+               OptionCheck::atLeast(0))
+          .add("sep", &O::sep,
+               "separator between the halves: 'default' = the toy model's arrow token, none elsewhere; "
+               "'' = none; else a token")
+          .add("words_file", &O::words_file,
+               "word list (one a line) for the concept parts on models other than the toy model",
+               OptionCheck::path(), "words")
+          .add("ks", &O::ks, "k values of the mean-ablation curves", OptionCheck::atLeast(0))
+          .add("stages", &O::stages,
+               "how much to run: scores (induction and previous-token scores, the induction ablation table), "
+               "dual_route (also the copying and matching grids) or all (also the ablation curves and concept "
+               "patching)",
+               OptionCheck::oneOf({"scores", "dual_route", "all"}));
+  return table;
 }
 
-nlohmann::json headsJson(const std::vector<HeadRef>& heads) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const HeadRef& h : heads)
-    j.push_back(h);
-  return j;
+MethodInfo inductionMethod() {
+  MethodInfo m;
+  m.name = "induction";
+  m.title = "Induction heads and the dual route (token vs concept copying)";
+  m.paper = "Feucht, Wallace, Bau: The Dual-Route Model of Induction (COLM 2025); Olsson et al. 2022";
+  m.description =
+      "Classic induction and previous-token scores on repeated random tokens, then the dual route: token "
+      "copying heads (patching a head from a clean prompt with a repeated random-token entity raises the "
+      "probability of copying its next token) versus concept copying heads (the same for multi-token words: "
+      "the word's meaning, not its tokens, is copied), next- and last-token matching attention, mean-"
+      "ablation curves of each head ordering on list tasks, the induction accuracy with the top prefix-"
+      "matching heads ablated against random heads, and (toy model) cross-language concept patching.";
+  m.options = inductionOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Grid, "induction.prev_token", "attention", "attention to the previous token"},
+      {OutputSpec::Kind::Grid, "induction.prefix_matching", "attention",
+       "attention to the token after the earlier copy (induction)"},
+      {OutputSpec::Kind::Grid, "dual_route.token_copying", "ΔP", "causal score for copying tokens"},
+      {OutputSpec::Kind::Grid, "dual_route.concept_copying", "ΔP", "causal score for copying word meanings"},
+      {OutputSpec::Kind::Grid, "dual_route.next_token_matching", "value-weighted attention",
+       "attention to the first token of the earlier entity"},
+      {OutputSpec::Kind::Grid, "dual_route.last_token_matching", "value-weighted attention",
+       "attention to the last token of the earlier word"},
+      {OutputSpec::Kind::Curve, "dual_route.ablation.*", "k → accuracy",
+       "list-task accuracy with the top-k heads of each ordering mean-ablated"},
+      {OutputSpec::Kind::Table, "induction.ablation", "accuracy",
+       "top prefix-matching heads vs random heads"},
+      {OutputSpec::Kind::Table, "dual_route.concept_patching", "share", "toy model: does the meaning move?"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    return runInduction(in.model, in.tokenizer, inductionOptionTable().read(options), ctx);
+  };
+  return m;
 }
-
-}  // namespace
 
 bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
   if (!tok) return false;
@@ -45,7 +99,7 @@ bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
   return true;
 }
 
-AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
+AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
                             const AnalysisContext& ctx) {
   if (o.n < 1 || o.n_eval < 1) fail("induction run: n = ", o.n, " and n_eval = ", o.n_eval, " must be >= 1");
   // The word list is checked before any work, whatever the model (a device or FIFO is refused by name).
@@ -90,6 +144,7 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   io.token_low = tokenRange.first;
   io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
+  const bool dualRoute = o.stages != "scores", all = o.stages == "all";
 
   // ---- dual-route grids ----
   DualRouteOptions dro;
@@ -100,18 +155,20 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   dro.entity_max = o.entity_max;
   dro.r1_len = o.r1_len;
   std::vector<HeadGrid> grids = {ind.previous_token, ind.induction};
-  const HeadGrid tokenCopy = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
-  grids.push_back(tokenCopy);
-  HeadGrid conceptCopy;
-  if (concept) {
-    conceptCopy = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
-    grids.push_back(conceptCopy);
+  HeadGrid tokenCopy, conceptCopy;
+  if (dualRoute) {
+    tokenCopy = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
+    grids.push_back(tokenCopy);
+    if (concept) {
+      conceptCopy = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
+      grids.push_back(conceptCopy);
+    }
+    grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
+    if (concept)
+      grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
   }
-  grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
-  if (concept)
-    grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
   for (HeadGrid& g : grids)
-    g.provenance.model = o.model_path;
+    g.provenance.model = ctx.model_path;
 
   // ---- mean-ablation curves ----
   std::vector<NextTokenTask> tasks =
@@ -125,10 +182,10 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   AblationCurveOptions ao;
   ao.ks = o.ks;
   AnalysisOutput out;
-  for (size_t i = 0; i < tasks.size(); ++i) {
+  for (size_t i = 0; all && i < tasks.size(); ++i) {
     Curve cv =
         ablationCurve(model, tasks[i], orderings, ao, stage(ctx, 4, nStages, "ablation " + tasks[i].id));
-    cv.provenance.model = o.model_path;
+    cv.provenance.model = ctx.model_path;
     cv.provenance.seed = o.seed;
     out.run.curves.push_back(std::move(cv));
   }
@@ -139,14 +196,14 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
     if (t.id == "copy_random") inductionTask = &t;
   Table ablation = inductionAblationTable(model, *inductionTask, ind.induction, o.top_k, o.seed,
                                           stage(ctx, 5, nStages, "ablation"));
-  ablation.provenance.model = o.model_path;
+  ablation.provenance.model = ctx.model_path;
   out.run.tables.push_back(ablation);
 
   // ---- cross-language concept patching (toy world) ----
-  if (toyModel) {
+  if (toyModel && all) {
     Table cp = conceptPatchingTable(model, world, conceptCopy, tokenCopy, o.top_k, o.n, o.seed, o.shots,
                                     stage(ctx, 6, nStages, "concept patching"));
-    cp.provenance.model = o.model_path;
+    cp.provenance.model = ctx.model_path;
     out.run.tables.push_back(cp);
   }
 
@@ -160,9 +217,9 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   s["induction_acc_random_ablated"] = ablation.rows[2][2];
   nlohmann::json top = nlohmann::json::object();
   for (const HeadGrid& g : grids)
-    top[g.id] = headsJson(topHeads(g, o.top_k));
+    top[g.id] = topHeads(g, o.top_k);
   s["top_heads"] = top;
-  if (concept) {
+  if (concept && dualRoute) {
     s["token_vs_concept_jaccard_at_4"] = jaccardAtK(tokenCopy, conceptCopy, 4);
     s["token_vs_concept_jaccard_at_8"] = jaccardAtK(tokenCopy, conceptCopy, 8);
     s["token_vs_concept_spearman"] = spearmanRho(tokenCopy, conceptCopy);
@@ -173,23 +230,10 @@ AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, cons
   s["task_accuracy"] = acc;
   s["notes"] = notes;
 
-  out.run.id = "induction-1";
+  out.run.id = ctx.runId("induction");
   out.run.method = "induction";
   out.run.grids = std::move(grids);
-  out.run.options = {{"n", o.n},
-                     {"seed", o.seed},
-                     {"top_k", o.top_k},
-                     {"n_eval", o.n_eval},
-                     {"span", o.span},
-                     {"filler_len", o.filler_len},
-                     {"entity_min", o.entity_min},
-                     {"entity_max", o.entity_max},
-                     {"r1_len", o.r1_len},
-                     {"shots", o.shots},
-                     {"sep", o.sep},
-                     {"words_file", o.words_file},
-                     {"ks", o.ks},
-                     {"model", o.model_path}};
+  out.run.options = inductionOptionTable().write(o);
   ctx.report(1.0, "induction run done");
   return out;
 }

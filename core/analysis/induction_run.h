@@ -19,6 +19,7 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,15 +40,19 @@ struct InductionRunOptions {
   std::string sep = "default";
   std::string words_file;  // other models: real words for the concept parts
   std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32};
-  std::string model_path;  // provenance only
+  // "scores": the classic grids and the induction ablation table; "dual_route": also the copying and
+  // matching grids; "all": also the mean-ablation curves and (toy world) concept patching.
+  std::string stages = "all";
 };
+const OptionTable<InductionRunOptions>& inductionOptionTable();
+MethodInfo inductionMethod();  // the registry record
 
 // True when the tokenizer's vocabulary is the default toy world's token table (same ids).
 bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
 
-// Runs everything; run.id "induction-1", method "induction". `tok` may be null for models without a
-// tokenizer (then no words file and no separator text can be used).
-AnalysisOutput inductionRun(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
+// Runs everything; run id and model name from ctx, method "induction". `tok` may be null for models
+// without a tokenizer (then no words file and no separator text can be used).
+AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
                             const AnalysisContext& ctx = {});
 
 }  // namespace hs

@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace hs {
@@ -23,48 +25,61 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
 
   c10::InferenceMode guard;
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
-  // Each sequence: distinct random tokens, so "the earlier occurrence" is unique.
-  at::Tensor tokens = at::empty({o.n_sequences, P}, at::kLong);  // [batch, pos]
-  for (int64_t b = 0; b < o.n_sequences; ++b) {
-    const at::Tensor r = at::randperm(hi - lo, gen, at::kLong).slice(0, 0, S) + lo;  // [span]
-    if (off) tokens[b][0] = o.bos;
-    tokens[b].slice(0, off, off + S).copy_(r);
-    tokens[b].slice(0, off + S, P).copy_(r);
-  }
-  RunRequest req;
-  req.tokens = tokens.to(model.device());
-  for (int l = 0; l < c.n_layers; ++l)
-    req.capture.insert(attnPattern(l));
-  ctx.report(0.0, "induction scores: one forward of " + std::to_string(o.n_sequences) + " sequences");
-  ctx.checkCancelled();
-  const RunResult run = model.run(req);
-
-  InductionScores out;
-  out.previous_token.values.resize(c.n_layers, c.n_heads);
-  out.induction.values.resize(c.n_layers, c.n_heads);
   const at::Tensor q = at::arange(off + S, P, at::kLong);      // [span] second-copy query positions
   const at::Tensor kInd = q - S + 1;                           // [span] token after the earlier occurrence
   const at::Tensor qPrev = at::arange(off + 1, P, at::kLong);  // positions with a previous real token
-  for (int l = 0; l < c.n_layers; ++l) {
-    const at::Tensor pat = run.cache.at(attnPattern(l)).to(at::kDouble).cpu();  // [batch, head, q, k]
-    // The last query of the second copy has no "next" key in range only when span = 1; kInd < q always.
-    const at::Tensor ind =
-        pat.index({at::indexing::Slice(), at::indexing::Slice(), q, kInd});  // [batch, head, span]
-    const at::Tensor prev = pat.index(
-        {at::indexing::Slice(), at::indexing::Slice(), qPrev, qPrev - 1});      // [batch, head, P-off-1]
-    const at::Tensor indMean = ind.mean(at::IntArrayRef{0, 2}).contiguous();    // [head]
-    const at::Tensor prevMean = prev.mean(at::IntArrayRef{0, 2}).contiguous();  // [head]
-    for (int h = 0; h < c.n_heads; ++h) {
-      out.induction.values(l, h) = indMean[h].item<double>();
-      out.previous_token.values(l, h) = prevMean[h].item<double>();
+  at::Tensor indSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);   // [layers, heads]
+  at::Tensor prevSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);  // [layers, heads]
+  double copied = 0;
+  // Sequences go through the model `chunk` at a time: memory stays bounded and cancellation is checked
+  // between forwards; the sums over all sequences give the exact means.
+  const int64_t chunk = std::max(1, o.chunk);
+  for (int64_t done = 0; done < o.n_sequences; done += chunk) {
+    ctx.checkCancelled();
+    const int64_t B = std::min<int64_t>(chunk, o.n_sequences - done);
+    // Each sequence: distinct random tokens, so "the earlier occurrence" is unique.
+    at::Tensor tokens = at::empty({B, P}, at::kLong);  // [batch, pos]
+    for (int64_t b = 0; b < B; ++b) {
+      const at::Tensor r = at::randperm(hi - lo, gen, at::kLong).slice(0, 0, S) + lo;  // [span]
+      if (off) tokens[b][0] = o.bos;
+      tokens[b].slice(0, off, off + S).copy_(r);
+      tokens[b].slice(0, off + S, P).copy_(r);
     }
-    ctx.report(double(l + 1) / c.n_layers, "induction scores: layer " + std::to_string(l));
+    RunRequest req;
+    req.tokens = tokens.to(model.device());
+    for (int l = 0; l < c.n_layers; ++l)
+      req.capture.insert(attnPattern(l));
+    const RunResult run = model.run(req);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const at::Tensor pat = run.cache.at(attnPattern(l)).to(at::kDouble).cpu();  // [batch, head, q, k]
+      const at::Tensor ind =
+          pat.index({at::indexing::Slice(), at::indexing::Slice(), q, kInd});  // [batch, head, span]
+      const at::Tensor prev = pat.index(
+          {at::indexing::Slice(), at::indexing::Slice(), qPrev, qPrev - 1});  // [batch, head, P-off-1]
+      indSum[l] += ind.sum(at::IntArrayRef{0, 2});                            // [head]
+      prevSum[l] += prev.sum(at::IntArrayRef{0, 2});                          // [head]
+    }
+    // Copying: the prediction at second-copy position i (i > first) should be token i + 1.
+    const at::Tensor pred = run.logits.argmax(-1).cpu();         // [batch, pos]
+    const at::Tensor predicted = pred.slice(1, off + S, P - 1);  // [batch, span-1]
+    const at::Tensor wanted = tokens.slice(1, off + S + 1, P);   // [batch, span-1]
+    copied += predicted.eq(wanted).to(at::kDouble).sum().item<double>();
+    ctx.report(double(done + B) / o.n_sequences,
+               cat("induction scores: ", done + B, " / ", o.n_sequences, " sequences"));
   }
-  // Copying: the prediction at second-copy position i (i > first) should be token i + 1.
-  const at::Tensor pred = run.logits.argmax(-1).cpu();         // [batch, pos]
-  const at::Tensor predicted = pred.slice(1, off + S, P - 1);  // [batch, span-1]
-  const at::Tensor wanted = tokens.slice(1, off + S + 1, P);   // [batch, span-1]
-  out.copy_accuracy = predicted.eq(wanted).to(at::kDouble).mean().item<double>();
+
+  InductionScores out;
+  const at::Tensor indMean = (indSum / double(o.n_sequences * S)).contiguous();  // [layers, heads]
+  const at::Tensor prevMean =
+      (prevSum / double(o.n_sequences * (P - off - 1))).contiguous();  // [layers, heads]
+  out.previous_token.values.resize(c.n_layers, c.n_heads);
+  out.induction.values.resize(c.n_layers, c.n_heads);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h) {
+      out.induction.values(l, h) = indMean[l][h].item<double>();
+      out.previous_token.values(l, h) = prevMean[l][h].item<double>();
+    }
+  out.copy_accuracy = copied / double(o.n_sequences * (S - 1));
 
   Provenance prov;
   prov.method = "induction";

@@ -14,7 +14,8 @@ namespace hs {
 
 struct InductionScoreOptions {
   int span = 20;         // random tokens per copy
-  int n_sequences = 16;  // batch of independent sequences
+  int n_sequences = 16;  // independent sequences
+  int chunk = 16;        // sequences per forward (memory and cancellation granularity; not the result)
   uint64_t seed = 1;
   int64_t bos = -1;        // prepended when >= 0
   int64_t token_low = -1;  // random tokens drawn from [token_low, token_high); defaults: [vocab/8, vocab)

@@ -10,10 +10,11 @@
 #include <map>
 #include <set>
 
+#include "analysis/function_vectors.h"
 #include "analysis/icl_eval.h"
 #include "analysis/ltv_mechanism.h"
 #include "analysis/patching.h"
-#include "results/timestamp.h"
+#include "results/rank_stats.h"
 #include "tasks/toy/rng.h"
 #include "util/error.h"
 
@@ -32,35 +33,18 @@ IclEval evalWith(const Transformer& model, const std::vector<Prompt>& prompts, s
                  const LtvOptions& opt, const AnalysisContext& ctx = {}) {
   IclEvalOptions eo;
   eo.batch = opt.eval_batch;
-  eo.pad_id = opt.pad_id;
   eo.interventions = std::move(ivs);
   return evaluateIcl(model, prompts, eo, ctx);
 }
 
-// Heads ordered by a grid's values, largest first (ties: layer-major order).
-std::vector<HeadRef> rankHeads(const Eigen::MatrixXd& v) {
-  std::vector<HeadRef> heads;
-  for (int l = 0; l < v.rows(); ++l)
-    for (int h = 0; h < v.cols(); ++h)
-      heads.push_back({l, h});
-  std::stable_sort(heads.begin(), heads.end(), [&](const HeadRef& a, const HeadRef& b) {
-    return v(a.layer, a.head) > v(b.layer, b.head);
-  });
-  return heads;
+// Every head ordered by a grid's values, largest first (ties: layer-major order).
+std::vector<HeadRef> rankHeads(const HeadGrid& g) {
+  return topHeads(g, g.layers() * g.heads());
 }
 
 }  // namespace
 
 // ---- LTV training ----
-
-Intervention ltvInjection(int layer, const at::Tensor& theta) {
-  Intervention iv;
-  iv.site = residPre(layer);
-  iv.positions = {-1};
-  iv.op = InterventionOp::Add;
-  iv.tensor = theta;  // [d_model], broadcasts over the selected [rows, 1, d_model]
-  return iv;
-}
 
 LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
                      const std::vector<Prompt>& valid, int layer, const LtvTrainOptions& opt,
@@ -87,7 +71,6 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
                             torch::optim::AdamWOptions(opt.lr).weight_decay(opt.weight_decay));
   IclEvalOptions eo;
   eo.batch = opt.eval_batch;
-  eo.pad_id = opt.pad_id;
 
   LtvTraining out;
   // Validation: accuracy first; among equal accuracies the lower mean −log p(y*) (a larger margin) wins.
@@ -187,107 +170,127 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
 
 // ---- extracted baselines ----
 
-at::Tensor meanResidualsAtLast(const Transformer& model, const std::vector<Prompt>& prompts, int pad_id,
-                               const AnalysisContext& ctx) {
-  return residualsAtLast(model, prompts, pad_id, {}, ctx).mean(0);  // [layers, d_model]
-}
-
-Intervention tvReplace(int layer, const at::Tensor& h) {
-  Intervention iv;
-  iv.site = residPost(layer);
-  iv.positions = {-1};
-  iv.op = InterventionOp::Replace;
-  iv.tensor = h;  // [d_model]
-  return iv;
-}
-
-Intervention residPostAdd(int layer, const at::Tensor& v) {
-  Intervention iv;
-  iv.site = residPost(layer);
-  iv.positions = {-1};
-  iv.op = InterventionOp::Add;
-  iv.tensor = v;  // [d_model]
-  return iv;
-}
-
 FvBaselineResult fvBaseline(const Transformer& model, const std::vector<Prompt>& icl,
-                            const std::vector<Prompt>& shuffled, int n_heads, int pad_id,
-                            const AnalysisContext& ctx) {
+                            const std::vector<Prompt>& shuffled, int n_heads, const AnalysisContext& ctx) {
   if (icl.empty() || shuffled.empty()) fail("FV baseline: needs ICL and shuffled-label prompts");
   const ModelConfig& c = model.config();
   if (n_heads <= 0 || n_heads > c.n_layers * c.n_heads)
     fail("FV baseline: ", n_heads, " heads requested, the model has ", c.n_layers * c.n_heads);
-  std::vector<std::vector<int64_t>> clean;
-  for (const Prompt& p : icl)
-    clean.emplace_back(p.ids.begin(), p.ids.end());
-  const at::Tensor meanZ =
-      meanHeadOutputs(model, clean, -1, subContext(ctx, 0.0, 0.2, "mean z"));  // [L, H, dh]
-  std::vector<PatchSweepSpec> specs;
-  for (const Prompt& p : shuffled) {
-    PatchSweepSpec s;
-    s.corrupt.assign(p.ids.begin(), p.ids.end());
-    s.target = p.answer_token;
-    s.metric = PatchMetric::TargetProb;
-    s.mode = PatchMode::Mean;
-    s.mean_z = meanZ;
-    specs.push_back(std::move(s));
-  }
+  const at::Tensor meanZ = hs::meanZ(model, tokenSeqs(icl), ZMean::LastPosition,
+                                     subContext(ctx, 0.0, 0.2, "mean z"));  // [L, H, dh]
   FvBaselineResult out;
-  out.aie = patchingSweepAverage(model, specs, subContext(ctx, 0.2, 0.9, "AIE"));
+  out.aie = averageIndirectEffect(model, shuffled, meanZ, subContext(ctx, 0.2, 1.0, "AIE"));
   out.aie.id = "ltv.fv_aie";
   out.aie.name = "FV baseline: AIE (mean-patching one head on shuffled-label prompts)";
-  const std::vector<HeadRef> ranked = rankHeads(out.aie.values);
-  out.heads.assign(ranked.begin(), ranked.begin() + n_heads);
-  const at::Tensor meanA = headOutputsAtLast(model, icl, pad_id, {}, subContext(ctx, 0.9, 1.0, "head writes"))
-                               .mean(0);  // [layers, head, d_model]
-  out.vector = at::zeros({c.d_model}, at::kFloat);
-  for (const HeadRef& h : out.heads)
-    out.vector += meanA[h.layer][h.head].to(at::kCPU, at::kFloat);  // [d_model]
+  out.heads = topHeads(out.aie, n_heads);
+  out.vector = functionVector(model, meanZ, out.heads);  // [d_model]
   return out;
 }
 
 // ---- the whole analysis ----
 
-nlohmann::json ltvOptionsToJson(const LtvOptions& o) {
-  const LtvTrainOptions& t = o.train;
-  return {
-      {"layer", o.layer},
-      {"layers", o.layers},
-      {"steps", t.steps},
-      {"lr", t.lr},
-      {"weight_decay", t.weight_decay},
-      {"batch", t.batch},
-      {"init_range", t.init_range},
-      {"eval_every", t.eval_every},
-      {"patience", t.patience},
-      {"train_seed", t.seed},
-      {"lr_schedule", "linear decay to 0"},
-      {"optimizer", "AdamW"},
-      {"ltv_site", "hook_resid_pre(l), last position"},
-      {"tv_site", "hook_resid_post(l), last position; h_ICL averaged over ICL prompts of the train split"},
-      {"fv_site", "hook_resid_post(l), last position"},
-      {"fv_source", "fvBaseline in ltv.cpp (top heads by AIE of mean-patching on shuffled-label prompts)"},
-      {"train_prompts", o.train_prompts},
-      {"valid_prompts", o.valid_prompts},
-      {"icl_prompts", o.icl_prompts},
-      {"fv_prompts", o.fv_prompts},
-      {"fv_heads", o.fv_heads},
-      {"ov_include_layer", o.ov_include_layer},
-      {"ov_inject", o.ov_inject},
-      {"key_head_fraction", o.key_head_fraction},
-      {"key_head_saliency_prompts", "zero-shot prompts of the train split (icl_prompts of them)"},
-      {"random_sets", o.random_sets},
-      {"ablation", o.ablate_mean ? "mean" : "zero"},
-      {"prop_samples", o.prop_samples},
-      {"prop_lambda", o.prop_lambda},
-      {"prop_prompts", o.prop_prompts},
-      {"prop_target", "hook_resid_post of the last layer at N, before the final norm"},
-      {"eval_batch", o.eval_batch},
-      {"pad_id", o.pad_id}};
+const OptionTable<LtvOptions>& ltvOptionTable() {
+  using O = LtvOptions;
+  static const OptionTable<O> table =
+      OptionTable<O>()
+          .add("layer", &O::layer, "layer of the summary and the mechanism views (-1: n_layers / 2)",
+               OptionCheck::atLeast(-1))
+          .add(
+              "layers", &O::layers,
+              "layers of the accuracy and rotation curves (empty or all: every layer; the chosen one always)",
+              OptionCheck::atLeast(0))
+          .add(
+              "steps", [](O& o) -> int& { return o.train.steps; }, "AdamW steps at most per layer",
+              OptionCheck::atLeast(1))
+          .add(
+              "lr", [](O& o) -> double& { return o.train.lr; }, "peak learning rate (linear decay to 0)",
+              OptionCheck::positive())
+          .add(
+              "weight_decay", [](O& o) -> double& { return o.train.weight_decay; }, "AdamW weight decay",
+              OptionCheck::atLeast(0))
+          .add(
+              "batch", [](O& o) -> int& { return o.train.batch; }, "zero-shot prompts per step",
+              OptionCheck::atLeast(1))
+          .add(
+              "init_range", [](O& o) -> double& { return o.train.init_range; }, "θ starts uniform in (-r, r)",
+              OptionCheck::atLeast(0))
+          .add(
+              "eval_every", [](O& o) -> int& { return o.train.eval_every; },
+              "steps between validation evaluations", OptionCheck::atLeast(1))
+          .add(
+              "patience", [](O& o) -> int& { return o.train.patience; },
+              "validations without improvement before stopping", OptionCheck::atLeast(1))
+          .add(
+              "train_seed", [](O& o) -> uint64_t& { return o.train.seed; },
+              "seed of θ's start and the training order")
+          .add("train_prompts", &O::train_prompts, "zero-shot training prompts (train split)",
+               OptionCheck::atLeast(1))
+          .add("valid_prompts", &O::valid_prompts,
+               "zero-shot validation prompts for early stopping (0: none)", OptionCheck::atLeast(0))
+          .add("icl_prompts", &O::icl_prompts, "ICL prompts averaged into h_ICL, h_ZS and the FV means",
+               OptionCheck::atLeast(1))
+          .add("fv_prompts", &O::fv_prompts, "shuffled-label prompts for the FV heads' AIE",
+               OptionCheck::atLeast(1))
+          .add("fv_heads", &O::fv_heads, "heads summed into the FV", OptionCheck::atLeast(1))
+          .add("ov_include_layer", &O::ov_include_layer, "OV reconstruction over l' >= l (default l' > l)")
+          .add("ov_inject", &O::ov_inject,
+               "where θ_OV is added: final (the last layer's output) or layer (where θ was)",
+               OptionCheck::oneOf({"final", "layer"}))
+          .add("key_head_fraction", &O::key_head_fraction, "share of heads ablated as key heads",
+               OptionCheck::range(0, 1).openBelow(), "key-fraction")
+          .add("random_sets", &O::random_sets, "random head sets of the same size (control)",
+               OptionCheck::atLeast(0))
+          .add("ablate_mean", &O::ablate_mean, "mean- instead of zero-ablate key and random heads",
+               OptionCheck{}, "mean-ablation")
+          .add("prop_samples", &O::prop_samples, "perturbations for the propagation fit (-1: 2 d_model)",
+               OptionCheck::atLeast(-1))
+          .add("prop_lambda", &O::prop_lambda, "perturbation length relative to ‖θ‖", OptionCheck::positive())
+          .add("prop_prompts", &O::prop_prompts, "zero-shot prompts the hidden-state change is averaged over",
+               OptionCheck::atLeast(1))
+          .add("eval_batch", &O::eval_batch, "prompts per forward in the evaluations",
+               OptionCheck::atLeast(1));
+  return table;
+}
+
+MethodInfo ltvMethod() {
+  MethodInfo m;
+  m.name = "ltv";
+  m.title = "Learned task vectors (LTV) vs extracted task and function vectors";
+  m.paper =
+      "Yang, Cho, Ding, Inoue: Task Vectors, Learned Not Extracted: Performance Gains and Mechanistic "
+      "Insights "
+      "(ICLR 2026)";
+  m.description =
+      "Trains a task vector θ directly: added to the residual stream at the last position of zero-shot "
+      "prompts, the frozen model is asked to produce the answer, and θ is optimised (AdamW, early stop on "
+      "validation accuracy). Per layer it is compared with the vanilla task vector (the ICL hidden state), "
+      "its additive variant and the function vector. At the chosen layer: the OV reconstruction of θ "
+      "through the later heads, the key heads by saliency and their ablation against random heads, and "
+      "the linear propagation W = QΣ to the last layer (rotation cos(θ, Qθ) and stretch).";
+  m.tasks = {TaskKind::Classification, TaskKind::Generation};
+  m.default_task.dataset = "toy:antonym_a";
+  m.default_task.shots = 10;
+  m.options = ltvOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Curve, "ltv.accuracy_vs_layer", "layer → accuracy",
+       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer"},
+      {OutputSpec::Kind::Curve, "ltv.rotation_stretch", "layer → cos / stretch",
+       "how θ's effect propagates: rotation early, stretch late"},
+      {OutputSpec::Kind::Grid, "ltv.key_heads", "|a·∂p/∂a|", "saliency of each head for the LTV's effect"},
+      {OutputSpec::Kind::Grid, "ltv.fv_aie", "ΔP", "the FV baseline's average indirect effect"},
+      {OutputSpec::Kind::Table, "ltv.key_head_ablation", "accuracy", "key heads ablated vs random heads"},
+      {OutputSpec::Kind::Table, "ltv.ov_reconstruction", "accuracy", "θ_OV re-injected instead of θ"},
+      {OutputSpec::Kind::Tensor, "theta_l*", "", "[d_model] the learned vector of each layer"},
+      {OutputSpec::Kind::Tensor, "W", "", "[d_model, d_model] the propagation fit at the chosen layer"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    return runLtv(in.model, *in.tokenizer, in.task, ltvOptionTable().read(options), ctx);
+  };
+  return m;
 }
 
 AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                      const LtvOptions& opt, const std::string& modelPath, const AnalysisContext& ctx) {
+                      const LtvOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
   const int L = c.n_layers, H = c.n_heads;
   if (opt.layer < -1 || opt.layer >= L)
@@ -325,27 +328,22 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   const std::vector<Prompt> propPrompts = firstN(trainTask.zero_shot, opt.prop_prompts);
 
   AnalysisOutput out;
-  out.run.id = "ltv-1";
+  out.run.id = ctx.runId("ltv");
   out.run.method = "ltv";
-  out.run.options = ltvOptionsToJson(opt);
+  out.run.options = ltvOptionTable().write(opt);
   out.run.options["task"] = taskSpecToJson(spec);
-  Provenance prov;
-  prov.method = "ltv";
-  prov.model = modelPath;
-  prov.task = spec.dataset;
-  prov.seed = spec.seed;
-  prov.n_prompts = spec.n_prompts;
-  prov.options = out.run.options;
-  prov.created = utcTimestamp();
+  out.run.options["ltv_site"] = residPre(0).name() + " of the layer, last position";
+  out.run.options["tv_site"] = residPost(0).name() + " of the layer, last position";
+  const Provenance prov =
+      makeProvenance("ltv", ctx, spec.dataset, spec.seed, spec.n_prompts, out.run.options);
 
   // Baselines without any vector.
   ctx.report(0.0, "baselines");
   const double zsAcc = evalWith(model, test.zero_shot, {}, opt).accuracy;
   const double iclAcc = evalWith(model, test.icl, {}, opt).accuracy;
-  const at::Tensor hIcl =
-      meanResidualsAtLast(model, iclTrain, opt.pad_id).to(at::kCPU, at::kFloat);                    // [L, d]
-  const at::Tensor hZs = meanResidualsAtLast(model, zsTrain, opt.pad_id).to(at::kCPU, at::kFloat);  // [L, d]
-  const FvBaselineResult fv = fvBaseline(model, iclTrain, shuffled, std::min(opt.fv_heads, L * H), opt.pad_id,
+  const at::Tensor hIcl = captureAtLast(model, tokenSeqs(iclTrain), residPost).mean(0);  // [L, d]
+  const at::Tensor hZs = captureAtLast(model, tokenSeqs(zsTrain), residPost).mean(0);    // [L, d]
+  const FvBaselineResult fv = fvBaseline(model, iclTrain, shuffled, std::min(opt.fv_heads, L * H),
                                          subContext(ctx, 0.0, 0.1, "FV baseline"));
 
   // Per layer: LTV and the three extracted vectors, and the rotation / stretch of W at that layer.
@@ -377,9 +375,10 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
     ctx.checkCancelled();
     acc.x.push_back(l);
     yLtv.push_back(evalWith(model, test.zero_shot, {ltvInjection(l, t.theta)}, opt).accuracy);
-    yTv.push_back(evalWith(model, test.zero_shot, {tvReplace(l, hIcl[l])}, opt).accuracy);
-    yTvAdd.push_back(evalWith(model, test.zero_shot, {residPostAdd(l, hIcl[l] - hZs[l])}, opt).accuracy);
-    yFv.push_back(evalWith(model, test.zero_shot, {residPostAdd(l, fv.vector)}, opt).accuracy);
+    yTv.push_back(evalWith(model, test.zero_shot, {replaceResidual(residPost(l), hIcl[l])}, opt).accuracy);
+    yTvAdd.push_back(
+        evalWith(model, test.zero_shot, {addToResidual(residPost(l), hIcl[l] - hZs[l])}, opt).accuracy);
+    yFv.push_back(evalWith(model, test.zero_shot, {addToResidual(residPost(l), fv.vector)}, opt).accuracy);
     yZs.push_back(zsAcc);
     yIcl.push_back(iclAcc);
     const PropagationFit fit =
@@ -409,7 +408,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   // OV reconstruction re-injected instead of θ.
   const at::Tensor thetaOv = ovReconstruction(model, theta, chosen, opt.ov_include_layer);  // [d_model]
   const Intervention ovIv =
-      opt.ov_inject == "final" ? residPostAdd(L - 1, thetaOv) : ltvInjection(chosen, thetaOv);
+      opt.ov_inject == "final" ? addToResidual(residPost(L - 1), thetaOv) : ltvInjection(chosen, thetaOv);
   const IclEval withOv = evalWith(model, test.zero_shot, {ovIv}, opt);
   Table ovTable;
   ovTable.id = "ltv.ov_reconstruction";
@@ -431,18 +430,13 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
                                subContext(ctx, 0.87, 0.93, "key heads"));
   key.provenance = prov;
   const int k = std::max(1, static_cast<int>(std::lround(opt.key_head_fraction * L * H)));
-  const std::vector<HeadRef> ranked = rankHeads(key.values);
+  const std::vector<HeadRef> ranked = rankHeads(key);
   const std::vector<HeadRef> top(ranked.begin(), ranked.begin() + std::min<size_t>(k, ranked.size()));
-  at::Tensor meanZ;
-  if (opt.ablate_mean) {
-    std::vector<std::vector<int64_t>> clean;
-    for (const Prompt& p : iclTrain)
-      clean.emplace_back(p.ids.begin(), p.ids.end());
-    meanZ = meanHeadOutputs(model, clean);  // [layers, head, d_head]
-  }
+  at::Tensor meanZ;  // [layers, head, d_head]
+  if (opt.ablate_mean) meanZ = hs::meanZ(model, tokenSeqs(iclTrain), ZMean::LastPosition);
   auto ablated = [&](const std::vector<HeadRef>& heads) {
     std::vector<Intervention> ivs = inject;
-    for (const Intervention& iv : headAblation(heads, opt.ablate_mean, meanZ))
+    for (const Intervention& iv : ablateHeads(heads, meanZ))
       ivs.push_back(iv);
     return evalWith(model, test.zero_shot, ivs, opt);
   };
@@ -455,16 +449,14 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   abl.rows.push_back({"ltv_ablate_key", static_cast<int>(top.size()), headsText(top), keyAbl.accuracy,
                       keyAbl.mean_answer_prob});
   // Random sets of the same size, disjoint from the key heads.
-  const std::vector<HeadRef> others(ranked.begin() + top.size(), ranked.end());
+  const std::set<HeadRef> keySet(top.begin(), top.end());
   double randAcc = 0, randProb = 0;
   int nSets = 0;
-  for (int s = 0; s < opt.random_sets && others.size() >= top.size(); ++s) {
+  for (int s = 0; s < opt.random_sets && ranked.size() >= 2 * top.size(); ++s) {
     ctx.checkCancelled();
-    toy::Rng rng(toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(s)));
-    std::vector<HeadRef> set;
-    for (int j : rng.choose(static_cast<int>(others.size()), static_cast<int>(top.size())))
-      set.push_back(others[static_cast<size_t>(j)]);
-    std::sort(set.begin(), set.end());
+    const std::vector<HeadRef> set =
+        randomHeads(L, H, static_cast<int>(top.size()), keySet,
+                    toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(s)));
     const IclEval r = ablated(set);
     abl.rows.push_back({cat("ltv_ablate_random_", s), static_cast<int>(set.size()), headsText(set),
                         r.accuracy, r.mean_answer_prob});

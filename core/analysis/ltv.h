@@ -20,7 +20,9 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
+#include "analysis/registry.h"
 #include "model/transformer.h"
 #include "results/results.h"
 #include "tasks/prompt.h"
@@ -55,7 +57,9 @@ struct LtvTraining {
 };
 
 // The LTV injection: θ added at hook_resid_pre(layer), position N (−1) of every row.
-Intervention ltvInjection(int layer, const at::Tensor& theta);
+inline Intervention ltvInjection(int layer, const at::Tensor& theta) {
+  return addToResidual(residPre(layer), theta);
+}
 
 // Trains θ at `layer` on zero-shot `train` prompts; `valid` (may be empty: no early stop, the last θ is
 // kept) selects the best θ. The model's weights get no gradients (Frozen model). Cancellation between steps.
@@ -65,25 +69,16 @@ LtvTraining trainLtv(const Transformer& model, const std::vector<Prompt>& train,
 
 // ---- extracted baselines ----
 
-// Mean over prompts of hook_resid_post(l) at N: [layers, d_model].
-at::Tensor meanResidualsAtLast(const Transformer& model, const std::vector<Prompt>& prompts, int pad_id = 0,
-                               const AnalysisContext& ctx = {});
-// Replace hook_resid_post(layer) at N by h [d_model] (vanilla TV).
-Intervention tvReplace(int layer, const at::Tensor& h);
-// Add v [d_model] to hook_resid_post(layer) at N (additive TV, FV).
-Intervention residPostAdd(int layer, const at::Tensor& v);
-
 struct FvBaselineResult {
   HeadGrid aie;                // [layers, heads] mean ΔP(y*) of mean-patching one head on shuffled prompts
   std::vector<HeadRef> heads;  // the top heads by AIE, best first
   at::Tensor vector;           // [d_model] Σ over those heads of the mean write a at N over ICL prompts
 };
 
-// The FV baseline written here because core/analysis/function_vectors.h was not available: mean z at N
-// over `icl` (PatchMode::Mean's mean_z), the AIE of patchingSweepAverage on `shuffled` (target = the
-// answer token, metric P(y*)), FV = Σ_{top n_heads} mean_{icl} a_{l,k,N}.
+// The FV baseline (function_vectors.h): mean z at N over `icl`, the AIE of mean-patching one head on
+// `shuffled` (target = the answer token, metric P(y*)), FV = Σ over the top n_heads of W_O · mean z.
 FvBaselineResult fvBaseline(const Transformer& model, const std::vector<Prompt>& icl,
-                            const std::vector<Prompt>& shuffled, int n_heads, int pad_id = 0,
+                            const std::vector<Prompt>& shuffled, int n_heads,
                             const AnalysisContext& ctx = {});
 
 // ---- the whole analysis ----
@@ -109,7 +104,8 @@ struct LtvOptions {
   int eval_batch = 16;
   int pad_id = 0;
 };
-nlohmann::json ltvOptionsToJson(const LtvOptions& o);
+const OptionTable<LtvOptions>& ltvOptionTable();
+MethodInfo ltvMethod();  // the registry record
 
 // Runs everything on the task (test split = spec.split, n = spec.n_prompts; train / valid split of the
 // same seed): per layer LTV + baselines (curve "ltv.accuracy_vs_layer"), the mechanism at the chosen
@@ -117,6 +113,6 @@ nlohmann::json ltvOptionsToJson(const LtvOptions& o);
 // and stretch per layer (curve "ltv.rotation_stretch"). Tensors: "theta_l<l>" [d_model] per layer,
 // "W" [d_model, d_model] at the chosen layer, "fv" [d_model], "h_icl" / "h_zs" [layers, d_model].
 AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                      const LtvOptions& opt, const std::string& modelPath, const AnalysisContext& ctx = {});
+                      const LtvOptions& opt, const AnalysisContext& ctx = {});
 
 }  // namespace hs

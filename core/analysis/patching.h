@@ -53,7 +53,7 @@ struct PatchSweepSpec {
   // patched together (one grid); with per_position each is its own sweep (one grid per position;
   // empty = every position of the prompt).
   std::vector<int> positions;
-  at::Tensor mean_z;          // Mean mode: [layers, heads, d_head]
+  at::Tensor mean_z;          // Mean mode: [layers, heads, d_head] (head_toolkit.h meanZ)
   bool per_position = false;  // see positions
 };
 
@@ -75,11 +75,6 @@ std::vector<HeadGrid> patchingSweepPositions(const Transformer& model, const Pat
 // (patchingSweep each; all specs must share metric and mode, and not be per_position).
 HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchSweepSpec>& specs,
                               const AnalysisContext& ctx = {});
-
-// Mean hook_z per head at one position (default: the last) over prompts: [layers, heads, d_head],
-// the mean_z of PatchMode::Mean. Prompts may differ in length. Cancellation between forwards.
-at::Tensor meanHeadOutputs(const Transformer& model, const std::vector<std::vector<int64_t>>& prompts,
-                           int position = -1, const AnalysisContext& ctx = {});
 
 // The metric of last-position logits [batch, vocab] → [batch] float64 (differentiable in the logits).
 at::Tensor patchMetric(const at::Tensor& lastLogits, const PatchSweepSpec& spec);

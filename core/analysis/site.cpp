@@ -11,9 +11,9 @@
 #include <numeric>
 #include <random>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/patching.h"
 #include "results/results_json.h"
-#include "results/timestamp.h"
 #include "util/error.h"
 
 namespace hs {
@@ -36,14 +36,52 @@ at::Tensor mask(const at::Tensor& selected) {
 
 }  // namespace
 
-nlohmann::json siteOptionsToJson(const SiteOptions& o) {
-  return {{"n_embed", o.n_embed},
-          {"steps", o.steps},
-          {"lr", o.lr},
-          {"batch", o.batch},
-          {"n_train", o.n_train},
-          {"max_new_tokens", o.max_new_tokens},
-          {"train_split", o.train_split}};
+const OptionTable<SiteOptions>& siteOptionTable() {
+  static const OptionTable<SiteOptions> table =
+      OptionTable<SiteOptions>()
+          .add("n_embed", &SiteOptions::n_embed, "ICL prompts averaged into the task embedding t",
+               OptionCheck::atLeast(1))
+          .add("steps", &SiteOptions::steps, "Adam steps", OptionCheck::atLeast(1))
+          .add("lr", &SiteOptions::lr, "Adam learning rate on the head logits", OptionCheck::positive())
+          .add("batch", &SiteOptions::batch, "zero-shot prompts per step", OptionCheck::atLeast(1))
+          .add("n_train", &SiteOptions::n_train, "distinct zero-shot training prompts (cycled)",
+               OptionCheck::atLeast(1))
+          .add("max_new_tokens", &SiteOptions::max_new_tokens, "greedy tokens generated at most",
+               OptionCheck::atLeast(1), "max-new")
+          .add("train_split", &SiteOptions::train_split, "split of the embedding and training queries",
+               OptionCheck::oneOf({"train", "valid", "test"}));
+  return table;
+}
+
+MethodInfo siteMethod() {
+  MethodInfo m;
+  m.name = "site";
+  m.title = "SITE: soft head selection for task embeddings";
+  m.paper =
+      "Park, Kim, Choi, Rhee: Soft Head Selection for Injecting ICL-Derived Task Embeddings (arXiv "
+      "2507.20906)";
+  m.description =
+      "Learns one weight α per head (a sigmoid of a trained logit) that mixes the head's task embedding — "
+      "its mean output at the last position over ICL prompts — into its output on zero-shot prompts, "
+      "z ← (1 − α) z + α t, at the last position of every layer. The model is frozen; the loss is the "
+      "cross-entropy of the first answer token. Heads with α near 1 are the ones the task needs; accuracy "
+      "is measured by greedy generation with the injection in the prefill pass, also for the high-α and "
+      "low-α heads alone.";
+  m.tasks = {TaskKind::Classification, TaskKind::Generation};
+  m.default_task.dataset = "toy:antonym_a";
+  m.default_task.shots = 10;
+  m.options = siteOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets"},
+      {OutputSpec::Kind::Curve, "site.loss", "step → loss", "training loss"},
+      {OutputSpec::Kind::Table, "site.accuracy", "accuracy", "zero-shot, ICL, SITE, high-α and low-α heads"},
+      {OutputSpec::Kind::Tensor, "alpha", "", "[layers, heads] α"},
+      {OutputSpec::Kind::Tensor, "t", "", "[layers, heads, d_head] the task embedding"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    return runSite(in.model, *in.tokenizer, in.task, siteOptionTable().read(options), ctx);
+  };
+  return m;
 }
 
 std::vector<Intervention> siteInterventions(const at::Tensor& t, const at::Tensor& alpha) {
@@ -65,22 +103,16 @@ at::Tensor siteLoss(const Transformer& model, const std::vector<SiteExample>& ba
   checkShapes(model, t, logit, "siteLoss");
   if (batch.empty()) fail("siteLoss: empty batch");
   // Left padding so that every row's N is the last position.
-  size_t P = 0;
+  TokenSeqs seqs;
+  std::vector<int64_t> answers;
   for (const SiteExample& e : batch) {
     if (e.ids.empty() || e.answer < 0) fail("siteLoss: an example without tokens or answer");
-    P = std::max(P, e.ids.size());
+    seqs.push_back(e.ids);
+    answers.push_back(e.answer);
   }
-  const int64_t B = int64_t(batch.size());
-  at::Tensor tokens = at::zeros({B, int64_t(P)}, at::kLong);  // [batch, pos]
-  at::Tensor amask = at::zeros({B, int64_t(P)}, at::kLong);   // [batch, pos]
-  std::vector<int64_t> answers;
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& ids = batch[size_t(r)].ids;
-    const int64_t pad = int64_t(P - ids.size());
-    tokens[r].slice(0, pad).copy_(at::tensor(ids, at::kLong));
-    amask[r].slice(0, pad).fill_(1);
-    answers.push_back(batch[size_t(r)].answer);
-  }
+  const PaddedBatch pb = padLeft(seqs, 0, seqs.size());
+  const at::Tensor& tokens = pb.tokens;         // [batch, pos]
+  const at::Tensor& amask = pb.attention_mask;  // [batch, pos]
   const auto dev = model.device();
   const at::Tensor tt = t.to(dev, model.dtype());
   const at::Tensor alpha = at::sigmoid(logit.to(dev));  // [layers, heads]
@@ -175,8 +207,8 @@ int64_t separatorToken(const Tokenizer& tok, const PromptTemplate& tmpl) {
   return ids.empty() ? -1 : ids.front();
 }
 
-AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                    const SiteOptions& opt, const AnalysisContext& ctx, const std::string& modelPath) {
+AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                       const SiteOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
   if (opt.n_embed < 1 || opt.n_train < 1 || opt.max_new_tokens < 1)
     fail("site: n_embed, n_train and max_new_tokens must be >= 1");
@@ -192,11 +224,9 @@ AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSp
   const IclTask evalTask = withContext("site: evaluation prompts", [&] { return buildIclTask(tok, spec); });
 
   // t[l, k]: mean z at N over the embedding prompts.
-  std::vector<std::vector<int64_t>> embedIds;
-  for (int i = 0; i < opt.n_embed; ++i)
-    embedIds.emplace_back(trainTask.icl[size_t(i)].ids.begin(), trainTask.icl[size_t(i)].ids.end());
-  const at::Tensor t =
-      meanHeadOutputs(model, embedIds, -1, subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
+  const std::vector<Prompt> embedPrompts(trainTask.icl.begin(), trainTask.icl.begin() + opt.n_embed);
+  const at::Tensor t = meanZ(model, tokenSeqs(embedPrompts), ZMean::LastPosition,
+                             subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
 
   std::vector<SiteExample> examples;
   for (int i = 0; i < opt.n_train; ++i) {
@@ -242,20 +272,14 @@ AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSp
     accJson[cd.id] = a;
   }
 
-  Provenance prov;
-  prov.method = "site";
-  prov.model = modelPath;
-  prov.task = spec.dataset;
-  prov.seed = spec.seed;
-  prov.n_prompts = spec.n_prompts;
-  prov.options = siteOptionsToJson(opt);
+  Provenance prov =
+      makeProvenance("site", ctx, spec.dataset, spec.seed, spec.n_prompts, siteOptionTable().write(opt));
   prov.options["task"] = taskSpecToJson(spec);
   prov.options["stop_token"] = stop;
-  prov.created = utcTimestamp();
   acc.provenance = prov;
 
   AnalysisOutput out;
-  out.run.id = "site-1";
+  out.run.id = ctx.runId("site");
   out.run.method = "site";
   out.run.options = prov.options;
 

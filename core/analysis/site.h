@@ -24,6 +24,7 @@
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
 #include "analysis/icl_task.h"
+#include "analysis/registry.h"
 #include "model/intervention.h"
 #include "model/transformer.h"
 #include "tasks/prompt.h"
@@ -40,14 +41,14 @@ struct SiteOptions {
   int max_new_tokens = 20;            // greedy generation length limit
   std::string train_split = "train";  // split of the embedding and training queries
 };
-nlohmann::json siteOptionsToJson(const SiteOptions& o);
+const OptionTable<SiteOptions>& siteOptionTable();
+MethodInfo siteMethod();  // the registry record
 
 // The whole analysis. `spec` is the evaluation set (test queries by default); the embedding and training
 // prompts use its dataset, template, shots and seed (hence the same split) with queries from
-// opt.train_split. Training order is seeded with spec.seed. Run id "site-1".
-AnalysisOutput site(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                    const SiteOptions& opt = {}, const AnalysisContext& ctx = {},
-                    const std::string& modelPath = "");
+// opt.train_split. Training order is seeded with spec.seed. Run id and model name from ctx.
+AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                       const SiteOptions& opt = {}, const AnalysisContext& ctx = {});
 
 // The injection: one Interpolate on every layer's hook_z at position −1, tensor t[l] [heads, d_head], alpha
 // alpha[l] as [heads, 1]. `alpha` [layers, heads] may require grad (training) or not (inference).

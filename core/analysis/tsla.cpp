@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <set>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_eval.h"
 #include "analysis/induction_scores.h"
 #include "results/rank_stats.h"
@@ -42,42 +42,70 @@ at::Tensor headSetVector(const at::Tensor& meanA, const std::vector<HeadRef>& he
   return v;
 }
 
-// A seeded random head set of size k among the heads not in `exclude` (Fisher–Yates with mt19937_64,
-// so the set is the same on every platform), reported in layer-major order.
-std::vector<HeadRef> randomHeads(int layers, int heads, int k, const std::set<HeadRef>& exclude,
-                                 uint64_t seed) {
-  std::vector<HeadRef> pool;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h)
-      if (!exclude.count({l, h})) pool.push_back({l, h});
-  std::mt19937_64 rng(seed);
-  const int take = std::min<int>(k, static_cast<int>(pool.size()));
-  for (int i = 0; i < take; ++i) {
-    const uint64_t j = i + rng() % (pool.size() - i);
-    std::swap(pool[i], pool[j]);
-  }
-  pool.resize(take);
-  std::sort(pool.begin(), pool.end());
-  return pool;
-}
-
 nlohmann::json evalJson(const IclEval& e) {
   return {{"accuracy", doubleToJson(e.accuracy)}, {"tr_ratio", doubleToJson(e.tr_ratio)}, {"n", e.n}};
 }
 
 }  // namespace
 
-nlohmann::json tslaOptionsToJson(const TslaOptions& o) {
-  return {{"top_percent", o.top_percent},
-          {"ablation", o.ablation},
-          {"random_seed", o.random_seed},
-          {"induction_span", o.induction_span},
-          {"induction_sequences", o.induction_sequences},
-          {"steer_layer", o.steer_layer},
-          {"steer_scale", o.steer_scale},
-          {"batch", o.batch},
-          {"pad_id", o.pad_id},
-          {"final_norm", false}};
+const OptionTable<TslaOptions>& tslaOptionTable() {
+  static const OptionTable<TslaOptions> table =
+      OptionTable<TslaOptions>()
+          .add("top_percent", &TslaOptions::top_percent,
+               "share of heads (%) selected by TR, TL, induction score and at random (at least one)",
+               OptionCheck::range(0, 100).openBelow())
+          .add("ablation", &TslaOptions::ablation, "how the selected heads are ablated in the ablation table",
+               OptionCheck::oneOf({"zero", "mean", "both"}))
+          .add("random_seed", &TslaOptions::random_seed,
+               "seed of the random head set and of the induction-score sequences")
+          .add("induction_span", &TslaOptions::induction_span, "induction scores: random tokens per copy",
+               OptionCheck::atLeast(2))
+          .add("induction_sequences", &TslaOptions::induction_sequences, "induction scores: sequences",
+               OptionCheck::atLeast(1))
+          .add("steer_layer", &TslaOptions::steer_layer,
+               "steer the residual stream entering this layer (-1: n_layers / 2)", OptionCheck::atLeast(-1))
+          .add("steer_scale", &TslaOptions::steer_scale, "scale of the steering vectors")
+          .add("batch", &TslaOptions::batch, "prompts per forward", OptionCheck::atLeast(1));
+  return table;
+}
+
+MethodInfo tslaMethod() {
+  MethodInfo m;
+  m.name = "tsla";
+  m.title = "Task recognition and task learning heads (TSLA)";
+  m.paper =
+      "Yang, Cho, Inoue: Localizing Task Recognition and Task Learning in In-Context Learning via Attention "
+      "Head Analysis (ICLR 2026)";
+  m.description =
+      "Task Subspace Logit Attribution. Each head's write into the residual stream at the last prompt "
+      "position is projected onto the label subspace spanned by the unembeddings of the task's label words. "
+      "TR (task recognition) is the norm of that projection: how much the head moves the prediction into the "
+      "label set. TL (task learning) is the projection's alignment with the correct label's direction: "
+      "whether it picks the right label. The top heads by TR, by TL and by induction score, and a random set "
+      "of the same size, are ablated on held-out prompts (accuracy and TR ratio) and used as steering "
+      "vectors on zero-shot prompts; per-layer curves show how the last-position hidden state aligns with "
+      "the subspace with and without the TR and TL heads.";
+  m.tasks = {TaskKind::Classification};
+  m.options = tslaOptionTable().specs();
+  m.outputs = {
+      {OutputSpec::Kind::Grid, "tsla.tr", "norm", "how much the head writes into the label subspace"},
+      {OutputSpec::Kind::Grid, "tsla.tl", "logit / norm", "how much of that write points at the right label"},
+      {OutputSpec::Kind::Grid, "tsla.induction", "attention", "prefix-matching (induction) score"},
+      {OutputSpec::Kind::Table, "tsla.ablation", "accuracy, TR ratio",
+       "each head set ablated on held-out prompts"},
+      {OutputSpec::Kind::Table, "tsla.steering", "accuracy, TR ratio",
+       "zero-shot prompts steered by each set"},
+      {OutputSpec::Kind::Curve, "tsla.alignment", "layer → ‖P h‖/‖h‖", "alignment with the label subspace"},
+      {OutputSpec::Kind::Curve, "tsla.logit_diff", "layer → logit", "correct label vs the others"},
+      {OutputSpec::Kind::Table, "tsla.overlap", "Jaccard, τ, ρ",
+       "agreement of the TR, TL and induction rankings"},
+  };
+  m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
+    ctx.report(0.0, "building the prompts of " + in.task.dataset);
+    return runTsla(in.model, *in.tokenizer, buildIclTask(*in.tokenizer, in.task),
+                   tslaOptionTable().read(options), ctx);
+  };
+  return m;
 }
 
 std::vector<int> goldLabelIndices(const std::vector<Prompt>& prompts, const std::vector<int>& labelTokens) {
@@ -143,18 +171,12 @@ LabelProjector taskProjector(const Transformer& model, const IclTask& task, cons
   return LabelProjector(unembedRows(model, task.label_tokens));
 }
 
-Provenance iclProvenance(const std::string& method, const std::string& modelPath, const IclTask& task,
+Provenance iclProvenance(const std::string& method, const AnalysisContext& ctx, const IclTask& task,
                          const nlohmann::json& options) {
-  Provenance p;
-  p.method = method;
-  p.model = modelPath;
-  p.task = task.spec.dataset;
-  p.seed = task.spec.seed;
-  p.n_prompts = static_cast<int>(task.icl.size());
-  p.options = options;
+  Provenance p = makeProvenance(method, ctx, task.spec.dataset, task.spec.seed,
+                                static_cast<int>(task.icl.size()), options);
   p.options["task"] = taskSpecToJson(task.spec);
   p.options["label_tokens"] = task.label_tokens;
-  p.created = utcTimestamp();
   return p;
 }
 
@@ -185,20 +207,21 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
     fail("tsla: the held-out task has other label tokens than the analysed task");
   at::NoGradGuard noGrad;
 
-  nlohmann::json options = tslaOptionsToJson(opts);
+  nlohmann::json options = tslaOptionTable().write(opts);
+  options["final_norm"] = false;
   options["eval_seed"] = evalTask.spec.seed;
   options["eval_n_prompts"] = evalTask.icl.size();
-  const Provenance prov = iclProvenance("tsla", opts.model_path, task, options);
+  const Provenance prov = iclProvenance("tsla", ctx, task, options);
   AnalysisOutput out;
-  out.run.id = opts.run_id;
+  out.run.id = ctx.runId("tsla");
   out.run.method = "tsla";
   out.run.options = prov.options;
 
   // 1. Head outputs at N and the TR / TL grids.
   const std::vector<int> gold = goldLabelIndices(task.icl, task.label_tokens);
   const at::Tensor a =
-      headOutputsAtLast(model, task.icl, opts.pad_id, {}, subContext(ctx, 0.0, 0.1, "head outputs"))
-          .to(at::kCPU, at::kFloat);  // [n, layers, heads, d_model]
+      headOutputsAtLast(model, tokenSeqs(task.icl), {},
+                        subContext(ctx, 0.0, 0.1, "head outputs"));  // [n, layers, heads, d_model]
   const TrTlScores scores = trTlScores(a, projector, gold);
   HeadGrid tr{"tsla.tr", "Task recognition ‖P a‖", "norm", scores.tr, prov};
   HeadGrid tl{"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / ‖P a‖", "logit / norm", scores.tl,
@@ -228,14 +251,13 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
   IclEvalOptions eo;
   eo.batch = opts.batch;
   eo.label_tokens = task.label_tokens;
-  eo.pad_id = opts.pad_id;
   const IclEval base = evaluateIcl(model, evalTask.icl, eo, subContext(ctx, 0.15, 0.2, "baseline"));
   std::vector<std::string> modes;
   if (opts.ablation != "mean") modes.push_back("zero");
   if (opts.ablation != "zero") modes.push_back("mean");
   at::Tensor meanZ;  // [layers, heads, d_head] mean z at N over the analysed prompts
   if (opts.ablation != "zero")
-    meanZ = headZAtLast(model, task.icl, opts.pad_id, {}, subContext(ctx, 0.2, 0.25, "mean z")).mean(0);
+    meanZ = hs::meanZ(model, tokenSeqs(task.icl), ZMean::LastPosition, subContext(ctx, 0.2, 0.25, "mean z"));
   Table ablation{"tsla.ablation", "Accuracy and TR ratio with head sets ablated", {}, {}, prov};
   ablation.columns = {"heads", "mode", "n_heads", "accuracy", "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
   ablation.rows.push_back(
@@ -246,7 +268,7 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
   for (const std::string& mode : modes)
     for (const auto& [name, heads] : sets) {
       if (heads->empty()) continue;  // a model too small for a disjoint random set
-      eo.interventions = headAblation(*heads, mode == "mean", meanZ);
+      eo.interventions = mode == "mean" ? meanHeads(*heads, meanZ) : zeroHeads(*heads);
       const IclEval e =
           evaluateIcl(model, evalTask.icl, eo,
                       subContext(ctx, 0.25 + 0.35 * done / nAbl, 0.25 + 0.35 * (done + 1) / nAbl,
@@ -273,13 +295,8 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
     if (name == "induction" || heads->empty()) continue;
     const at::Tensor v = headSetVector(meanA, *heads);  // [d_model]
     out.addTensor("steering_" + name, v);
-    Intervention iv;
-    iv.site = residPre(steerLayer);
-    iv.positions = {-1};
-    iv.op = InterventionOp::Add;
-    iv.tensor = v.to(model.device(), model.dtype());
-    iv.scale = opts.steer_scale;
-    eo.interventions = {iv};
+    eo.interventions = {
+        addToResidual(residPre(steerLayer), v.to(model.device(), model.dtype()), {-1}, opts.steer_scale)};
     const IclEval e = evaluateIcl(model, evalTask.zero_shot, eo,
                                   subContext(ctx, 0.65 + 0.05 * done, 0.7 + 0.05 * done, "steer " + name));
     ++done;
@@ -299,8 +316,8 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
       {"baseline", nullptr}, {"without_tr", &trTop}, {"without_tl", &tlTop}};
   done = 0;
   for (const auto& [name, heads] : variants) {
-    const at::Tensor h = residualsAtLast(
-        model, task.icl, opts.pad_id, heads ? headAblation(*heads) : std::vector<Intervention>{},
+    const at::Tensor h = captureAtLast(
+        model, tokenSeqs(task.icl), residPost, heads ? zeroHeads(*heads) : std::vector<Intervention>{},
         subContext(ctx, 0.75 + 0.07 * done, 0.82 + 0.07 * done, "residuals " + name));  // [n, L, d]
     ++done;
     const SubspaceCurves sc = subspaceCurves(h, projector, gold);

@@ -26,6 +26,7 @@
 #include "analysis/analysis_output.h"
 #include "analysis/icl_task.h"
 #include "analysis/label_projector.h"
+#include "analysis/registry.h"
 #include "model/transformer.h"
 #include "results/results.h"
 
@@ -40,11 +41,11 @@ struct TslaOptions {
   int steer_layer = -1;           // residual entering this layer is steered; -1 = n_layers / 2
   double steer_scale = 1.0;       // scale of the steering vectors
   int batch = 16;                 // prompts per forward
-  int pad_id = 0;                 // left-padding token (masked)
-  std::string model_path;         // recorded in the provenance only
-  std::string run_id = "tsla-1";  // AnalysisRun id (tensor names start with it)
 };
-nlohmann::json tslaOptionsToJson(const TslaOptions& o);
+// The options as the registry declares them (keys, defaults, ranges, help).
+const OptionTable<TslaOptions>& tslaOptionTable();
+// The method's registry record (registry.h).
+MethodInfo tslaMethod();
 
 // Index into labelTokens of every prompt's answer token: [prompts]. Throws naming the prompt whose
 // answer is not a label token.
@@ -70,14 +71,16 @@ LabelProjector taskProjector(const Transformer& model, const IclTask& task, cons
 
 // The full analysis. `evalTask` is the held-out set the ablation and steering tables are measured on
 // (same dataset and label set, other prompts); the first overload builds it from task.spec with seed + 1.
+// The run's id and the model's name come from ctx (run_id, model_path).
 AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const IclTask& task,
                        const TslaOptions& opts = {}, const AnalysisContext& ctx = {});
 AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclTask& evalTask,
                        const TslaOptions& opts = {}, const AnalysisContext& ctx = {});
 
-// The provenance every grid/curve/table of an ICL analysis carries: method, model path, the task's dataset,
-// seed and prompt count, and `options` (all options with their values) plus the task spec and label tokens.
-Provenance iclProvenance(const std::string& method, const std::string& modelPath, const IclTask& task,
+// The provenance every grid/curve/table of an ICL analysis carries: method, model (ctx.model_path), the
+// task's dataset, seed and prompt count, and `options` (all options with their values) plus the task spec
+// and label tokens.
+Provenance iclProvenance(const std::string& method, const AnalysisContext& ctx, const IclTask& task,
                          const nlohmann::json& options);
 
 }  // namespace hs

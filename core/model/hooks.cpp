@@ -29,11 +29,29 @@ const SiteInfo& siteInfo(SiteKind kind) {
   fail("siteInfo: unknown site kind ", static_cast<int>(kind));
 }
 
+namespace {
+
+// A table pattern with "{l}" replaced by `layer`.
+std::string withLayer(const char* pattern, const std::string& layer) {
+  std::string name = pattern;
+  const auto at = name.find("{l}");
+  if (at != std::string::npos) name.replace(at, 3, layer);
+  return name;
+}
+
+// Every name of the table, the layer written as "L": "blocks.L.hook_resid_pre, ...,
+// ln_final.hook_normalized".
+std::string validSiteNames() {
+  std::string out;
+  for (const SiteInfo& info : siteTable())
+    out += (out.empty() ? "" : ", ") + withLayer(info.pattern, "L");
+  return out;
+}
+
+}  // namespace
+
 std::string Site::name() const {
-  std::string pattern = siteInfo(kind).pattern;
-  const auto at = pattern.find("{l}");
-  if (at != std::string::npos) pattern.replace(at, 3, std::to_string(layer));
-  return pattern;
+  return withLayer(siteInfo(kind).pattern, std::to_string(layer));
 }
 
 Site Site::parse(const std::string& name) {
@@ -55,10 +73,7 @@ Site Site::parse(const std::string& name) {
     if (!allDigits) fail("hook site \"", name, "\": layer \"", digits, "\" is not a non-negative integer");
     return Site{info.kind, std::atoi(digits.c_str())};
   }
-  fail("unknown hook site \"", name,
-       "\" (expected blocks.{l}.hook_resid_pre, blocks.{l}.attn.hook_pattern, blocks.{l}.attn.hook_v, "
-       "blocks.{l}.attn.hook_z, blocks.{l}.attn.hook_result, blocks.{l}.hook_attn_out, "
-       "blocks.{l}.hook_mlp_out, blocks.{l}.hook_resid_post or ln_final.hook_normalized)");
+  fail("unknown hook site \"", name, "\" (valid: ", validSiteNames(), "; L is a layer number)");
 }
 
 }  // namespace hs

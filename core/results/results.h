@@ -50,15 +50,27 @@ struct Table {
   Provenance provenance;
 };
 
+// One prompt a run used, exactly as the model saw it: enough to recompute the run's numbers from the
+// session alone. `set` says what the prompt was for ("icl", "zero_shot", "clean", "corrupt", "eval",
+// "train", "mean", ...; each method documents its sets).
+struct PromptRecord {
+  std::string set;
+  std::vector<int64_t> ids;         // [pos] the token ids, BOS included
+  int query_pos = -1;               // the position whose logits are read (N; -1 when none)
+  std::vector<int64_t> answer_ids;  // the answer's tokens (the first is what accuracy reads)
+};
+
 // Everything one analysis run produced. Large tensors (task embeddings, learned vectors) live beside
 // it in the session file under tensor names listed in `tensors`.
 struct AnalysisRun {
-  std::string id;      // unique within a session, e.g. "tsla-1"
+  std::string id;      // unique within a session, e.g. "tsla-1" (registry.h uniqueRunId)
   std::string method;  // as in Provenance::method
   nlohmann::json options = nlohmann::json::object();
+  Provenance provenance;  // the run's own: method, model, task, seed, prompts, options, created
   std::vector<HeadGrid> grids;
   std::vector<Curve> curves;
   std::vector<Table> tables;
+  std::vector<PromptRecord> prompts;                  // the prompts it ran on, by set
   std::vector<std::string> tensors;                   // names of the session tensors this run owns
   nlohmann::json summary = nlohmann::json::object();  // headline numbers (accuracies, ratios)
 };

@@ -272,9 +272,32 @@ void from_json(const json& j, Table& t) {
 // ---------------------------------------------------------------------------------------------
 // AnalysisRun
 
+void to_json(json& j, const PromptRecord& p) {
+  j = json{{"set", p.set}, {"ids", p.ids}, {"query_pos", p.query_pos}, {"answer_ids", p.answer_ids}};
+}
+
+void from_json(const json& j, PromptRecord& p) {
+  requireObject(j, "prompt");
+  p.set = stringMember(j, "set", "prompt", false);
+  auto ids = [&](const char* key) {
+    std::vector<int64_t> out;
+    for (const json& v : arrayMember(j, key, "prompt", false)) {
+      if (!v.is_number_integer()) fail("prompt: ", key, " holds ", v.dump(), ", expected token ids");
+      out.push_back(v.get<int64_t>());
+    }
+    return out;
+  };
+  p.ids = ids("ids");
+  p.answer_ids = ids("answer_ids");
+  const auto q = j.find("query_pos");
+  p.query_pos = q != j.end() && q->is_number_integer() ? q->get<int>() : -1;
+}
+
 void to_json(json& j, const AnalysisRun& r) {
-  j = json{{"id", r.id},         {"method", r.method}, {"options", r.options}, {"grids", r.grids},
-           {"curves", r.curves}, {"tables", r.tables}, {"tensors", r.tensors}, {"summary", r.summary}};
+  j = json{
+      {"id", r.id},           {"method", r.method},  {"options", r.options}, {"provenance", r.provenance},
+      {"grids", r.grids},     {"curves", r.curves},  {"tables", r.tables},   {"prompts", r.prompts},
+      {"tensors", r.tensors}, {"summary", r.summary}};
 }
 
 void from_json(const json& j, AnalysisRun& r) {
@@ -284,6 +307,7 @@ void from_json(const json& j, AnalysisRun& r) {
   r.method = stringMember(j, "method", where, false);
   r.options = objectMember(j, "options", where);
   r.summary = objectMember(j, "summary", where);
+  r.provenance = provenanceMember(j, where);
 
   // Ids must be unique per kind inside a run: exports and views address results by them.
   auto readAll = [&](const char* key, auto& out) {
@@ -299,6 +323,9 @@ void from_json(const json& j, AnalysisRun& r) {
   readAll("grids", r.grids);
   readAll("curves", r.curves);
   readAll("tables", r.tables);
+  r.prompts.clear();
+  for (const json& p : arrayMember(j, "prompts", where, false))
+    r.prompts.push_back(withContext(where, [&] { return p.get<PromptRecord>(); }));
 
   r.tensors.clear();
   for (const json& t : arrayMember(j, "tensors", where, false)) {

@@ -6,7 +6,9 @@
 //   HeadGrid:   {"id", "name", "unit", "shape": [L, H], "values": [[v00, v01, ...], ...], "provenance"}
 //   Curve:      {"id", "name", "x_label", "y_label", "x": [...], "series": [{"id", "y": [...]}],
 //   "provenance"} Table:      {"id", "name", "columns": [...], "rows": [[...], ...], "provenance"}
-//   AnalysisRun:{"id", "method", "options", "grids", "curves", "tables", "tensors", "summary"}
+//   AnalysisRun:{"id", "method", "options", "provenance", "grids", "curves", "tables", "prompts", "tensors",
+//               "summary"} ("provenance" and "prompts" may be absent: runs written before they existed)
+//   PromptRecord: {"set", "ids": [...], "query_pos", "answer_ids": [...]}
 //   Provenance: {"method", "model", "task", "seed", "n_prompts", "options", "created"}
 //
 // Doubles: finite values are JSON numbers, written with 17 significant digits, so they read back
@@ -40,6 +42,8 @@ void to_json(nlohmann::json& j, const Curve& c);
 void from_json(const nlohmann::json& j, Curve& c);
 void to_json(nlohmann::json& j, const Table& t);
 void from_json(const nlohmann::json& j, Table& t);
+void to_json(nlohmann::json& j, const PromptRecord& p);
+void from_json(const nlohmann::json& j, PromptRecord& p);
 void to_json(nlohmann::json& j, const AnalysisRun& r);
 void from_json(const nlohmann::json& j, AnalysisRun& r);
 void to_json(nlohmann::json& j, const HeadRef& h);  // [layer, head]

@@ -139,6 +139,21 @@ void writeCurveJson(const Curve& c, const std::string& path) {
   writeText(path, curveToJsonText(c));
 }
 
+std::string promptsToCsv(const std::vector<PromptRecord>& prompts) {
+  auto ids = [](const std::vector<int64_t>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? " " : "") + std::to_string(v[i]);
+    return s;
+  };
+  std::string out = "set,index,query_pos,ids,answer_ids\n";
+  std::map<std::string, int> index;  // position of each prompt inside its set
+  for (const PromptRecord& p : prompts)
+    out += csvField(p.set) + "," + std::to_string(index[p.set]++) + "," + std::to_string(p.query_pos) + "," +
+           ids(p.ids) + "," + ids(p.answer_ids) + "\n";
+  return out;
+}
+
 namespace {
 
 // One file to write: its name inside the export folder, its text, and the result it came from.
@@ -163,6 +178,7 @@ void renderRun(const AnalysisRun& run, const CsvExportOptions& options, std::vec
   }
   for (const auto& t : run.tables)
     add(t.id, ".csv", tableToCsv(t));
+  if (!run.prompts.empty()) add("prompts", ".csv", promptsToCsv(run.prompts));
 }
 
 // Everything is rendered and checked before it is staged, so a name clash (two ids that differ only in

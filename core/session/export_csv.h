@@ -38,8 +38,13 @@ struct CsvExportOptions {
   bool json = false;       // also <run>.<grid>.json and <run>.<curve>.json
 };
 
+// The prompts of a run: header "set,index,query_pos,ids,answer_ids", one row per prompt, token ids separated
+// by spaces.
+std::string promptsToCsv(const std::vector<PromptRecord>& prompts);
+
 // Writes every grid, curve and table of a run into `folder` (created if missing) as
-// "<run id>.<result id>.csv" (ids made file-name safe; ".long.csv" / ".json" for the other forms);
+// "<run id>.<result id>.csv" (ids made file-name safe; ".long.csv" / ".json" for the other forms), and its
+// prompts as "<run id>.prompts.csv" when it recorded any;
 // returns the paths written, in order. The files are written as one transaction (output_set.h): on any
 // error no file of the export is left and every previous file is as it was. Throws naming the file on
 // I/O errors, and — before writing anything — when two results would get the same file name.

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <set>
 
 #include "model/io/safetensors.h"
@@ -74,7 +75,17 @@ const AnalysisRun* Session::findRun(const std::string& id) const {
   return nullptr;
 }
 
-json sessionToJson(const Session& s) {
+bool Session::removeRun(const std::string& id) {
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const AnalysisRun& r) { return r.id == id; });
+  if (it == runs.end()) return false;
+  for (const std::string& t : it->tensors)
+    tensors.erase(t);
+  runs.erase(it);
+  return true;
+}
+
+// Every member but "batch", which is written only when it holds something.
+static json sessionMembers(const Session& s) {
   return json{{"format_version", kSessionFormatVersion},
               {"model", s.model},
               {"tokenizer", s.tokenizer},
@@ -82,7 +93,14 @@ json sessionToJson(const Session& s) {
               {"runs", s.runs},
               {"selections", s.selections},
               {"interventions", s.interventions},
-              {"view_state", s.view_state}};
+              {"view_state", s.view_state},
+              {"methods", s.methods}};
+}
+
+json sessionToJson(const Session& s) {
+  json j = sessionMembers(s);
+  if (s.batch.is_object() && !s.batch.empty()) j["batch"] = s.batch;
+  return j;
 }
 
 Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNames,
@@ -105,9 +123,11 @@ Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNam
   s.selections = memberOr(j, "selections", json::object());
   s.interventions = memberOr(j, "interventions", json::array());
   s.view_state = memberOr(j, "view_state", json::object());
-  for (const json* part : {&s.model, &s.tokenizer, &s.task})
+  s.methods = memberOr(j, "methods", json::object());
+  s.batch = memberOr(j, "batch", json::object());
+  for (const json* part : {&s.model, &s.tokenizer, &s.task, &s.batch})
     if (!part->is_object())
-      fail(where, ": \"model\", \"tokenizer\" and \"task\" must be JSON objects, found a ",
+      fail(where, ": \"model\", \"tokenizer\", \"task\" and \"batch\" must be JSON objects, found a ",
            part->type_name());
   if (!s.interventions.is_array())
     fail(where, ": \"interventions\" is a JSON ", s.interventions.type_name(), ", expected an array");

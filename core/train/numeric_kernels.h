@@ -4,9 +4,9 @@
 // (DEFAULT / AVX2 / AVX512, ATEN_CPU_CAPABILITY overrides it) and OpenBLAS's core-specific GEMM
 // (OPENBLAS_CORETYPE overrides it, in a DYNAMIC_ARCH build such as Debian's), and the number of threads
 // OpenBLAS splits a GEMM over (useThreads below pins it). Two machines that pick
-// different kernels round differently from the first step on, and a long schedule can end elsewhere (README,
-// "The toy ICL model"). The trainer records this with every run so such a difference can be seen and, on a
-// CPU that has the instructions, undone by setting the two variables.
+// different kernels round differently from the first step on, and a long schedule can end elsewhere
+// (docs/toy-model.md, "Reproducibility"). The trainer records this with every run so such a difference can be
+// seen and, on a CPU that has the instructions, undone by setting the two variables.
 #include <nlohmann/json.hpp>
 
 namespace hs {
@@ -18,9 +18,9 @@ namespace hs {
 nlohmann::json numericKernels();
 
 // Computes on `threads` threads: libtorch's intra-op pool and OpenBLAS's own pool, which at::set_num_threads
-// does not reach (OpenBLAS starts one thread per CPU). The thread count is part of the kernels: on a 2-core
-// machine OpenBLAS's two-thread GEMM rounds differently from its one-thread GEMM (the toy recipe's step-50
-// loss differs in the 9th digit), so a recipe's `threads` must hold for BLAS too. No-op for threads <= 0.
+// does not reach (OpenBLAS starts one thread per CPU). The thread count is part of the kernels: OpenBLAS's
+// GEMM split over two threads rounds differently from its one-thread GEMM, so a recipe's `threads` must hold
+// for BLAS too, whatever the machine's core count. No-op for threads <= 0.
 void useThreads(int threads);
 
 // Appends `record` to `records` (a JSON array) unless an equal record is there already.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "analysis/batch_runner.h"
 #include "tasks/toy/mixture.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -14,51 +15,21 @@ namespace hs {
 std::vector<PromptScore> scorePrompts(const Transformer& model, const std::vector<toy::EvalPrompt>& prompts,
                                       const std::vector<Intervention>& interventions, int batch) {
   c10::InferenceMode guard;
-  std::vector<PromptScore> scores;
-  for (size_t start = 0; start < prompts.size(); start += batch) {
-    const size_t end = std::min(prompts.size(), start + static_cast<size_t>(batch));
-    // Teacher forcing: prompt + answer[:-1]; the last |answer| positions predict the answer tokens.
-    // Left padding aligns every row's answer positions at the end.
-    std::vector<std::vector<int>> seqs;
-    int64_t T = 0;
-    for (size_t i = start; i < end; ++i) {
-      const auto& p = prompts[i];
-      if (p.answer.empty()) fail("eval prompt ", i, " (", p.kind, ") has no answer");
-      std::vector<int> s = p.tokens;
-      s.insert(s.end(), p.answer.begin(), p.answer.end() - 1);
-      T = std::max<int64_t>(T, static_cast<int64_t>(s.size()));
-      seqs.push_back(std::move(s));
-    }
-    const int64_t B = static_cast<int64_t>(seqs.size());
-    at::Tensor tokens = at::zeros({B, T}, at::kLong);  // [batch, pos]
-    at::Tensor mask = at::zeros({B, T}, at::kLong);    // [batch, pos]
-    auto tok = tokens.accessor<int64_t, 2>();
-    auto msk = mask.accessor<int64_t, 2>();
-    for (int64_t r = 0; r < B; ++r) {
-      const int64_t off = T - static_cast<int64_t>(seqs[r].size());
-      for (size_t t = 0; t < seqs[r].size(); ++t) {
-        tok[r][off + static_cast<int64_t>(t)] = seqs[r][t];
-        msk[r][off + static_cast<int64_t>(t)] = 1;
-      }
-    }
-    RunRequest req;
-    req.tokens = tokens.to(model.device());
-    req.attention_mask = mask.to(model.device());
-    req.interventions = interventions;
-    const at::Tensor pred = model.run(req).logits.argmax(-1).cpu();  // [batch, pos]
-    auto pr = pred.accessor<int64_t, 2>();
-    for (int64_t r = 0; r < B; ++r) {
-      const auto& p = prompts[start + static_cast<size_t>(r)];
-      const int64_t A = static_cast<int64_t>(p.answer.size());
-      PromptScore s;
-      s.correct = true;
-      for (int64_t a = 0; a < A; ++a)
-        if (pr[r][T - A + a] != p.answer[static_cast<size_t>(a)]) s.correct = false;
-      s.first_pred = static_cast<int>(pr[r][T - A]);
-      s.in_label_set = std::find(p.label_set.begin(), p.label_set.end(), s.first_pred) != p.label_set.end();
-      scores.push_back(s);
-    }
+  TokenSeqs seqs;
+  std::vector<std::vector<int64_t>> answers;
+  AnswerScoring scoring;
+  scoring.batch = batch;
+  scoring.interventions = interventions;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const toy::EvalPrompt& p = prompts[i];
+    if (p.answer.empty()) fail("eval prompt ", i, " (", p.kind, ") has no answer");
+    seqs.emplace_back(p.tokens.begin(), p.tokens.end());
+    answers.emplace_back(p.answer.begin(), p.answer.end());
+    scoring.label_sets.push_back(p.label_set);
   }
+  std::vector<PromptScore> scores;
+  for (const AnswerScore& a : scoreAnswers(model, seqs, answers, scoring))
+    scores.push_back({a.correct, a.first_pred, a.in_label_set});
   return scores;
 }
 

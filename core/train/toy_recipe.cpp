@@ -67,8 +67,9 @@ TrainResult mainScheduleFrom(const std::string& dir, const ToyRecipe& mainRecipe
   TrainResult result;
   withContext(path, [&] {
     const nlohmann::json t = readJsonFile(path, json_limits::recipe());
-    if (t.at("recipe") != recipeJson(mainRecipe))
-      fail("made with another recipe than this run's main schedule: ", t.at("recipe").dump(), " vs ",
+    const nlohmann::json recipe = migrateRecipeJson(t.at("recipe"));
+    if (recipe != recipeJson(mainRecipe))
+      fail("made with another recipe than this run's main schedule: ", recipe.dump(), " vs ",
            recipeJson(mainRecipe).dump());
     result.steps_done = t.at("steps").get<int64_t>();
     if (result.steps_done != mainRecipe.train.steps)
@@ -195,8 +196,9 @@ ToyRecipe defaultToyRecipe() {
   c.bos_token_id = toy::tok::kBos;
   c.eos_token_id = toy::tok::kEos;
   TrainConfig& t = r.train;
-  // 7000 steps of 32 x 128 tokens: about 70 minutes on one core (one thread is faster than two for
-  // matrices this small: the per-op synchronisation costs more than the second core gives).
+  // 7000 steps of 32 x 128 tokens on one thread: for matrices this small a second thread's per-op
+  // synchronisation costs more than it gives, and one thread (BLAS included, numeric_kernels.h) keeps the
+  // bits independent of the machine's core count.
   t.steps = 7000;
   t.lr = 3e-3;
   t.min_lr_ratio = 0.05;
@@ -209,17 +211,18 @@ ToyRecipe defaultToyRecipe() {
   t.checkpoint_every = 250;
   t.log_every = 50;
   t.threads = 1;
-  // Then 1500 steps of head pruning (about 11 minutes). After the main schedule six layer-3 heads share
-  // induction: zero-ablating the top 4 by prefix matching cuts it by only 45 points; λ = 0.03 closes 14 of
-  // the 32 heads (one of those six among them) and the same ablation then cuts 92 (λ = 0.01 closes 6 and
-  // leaves the cut at 45; README, "The toy ICL model").
+  // Then 1500 steps of head pruning. The main schedule spreads induction over several redundant heads, so
+  // ablating a few of them shows little; the L0 penalty concentrates each ability in the heads that keep
+  // it. λ trades the two: too small closes too few heads to concentrate induction, too large costs
+  // accuracy (docs/toy-model.md, "Head pruning").
   r.pruning.steps = 1500;
   r.pruning.l0_weight = 0.03;
   return r;
 }
 
 nlohmann::json recipeJson(const ToyRecipe& r) {
-  nlohmann::json j = {{"world",
+  nlohmann::json j = {{"format_version", kToyRecipeFormatVersion},
+                      {"world",
                        {{"seed", r.world.seed},
                         {"syllables_per_language", r.world.syllables_per_language},
                         {"words_per_language", r.world.words_per_language},
@@ -239,16 +242,12 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
                         {"seed", r.train.seed},
                         {"optimizer", "AdamW"},
                         {"schedule", "linear warm-up, cosine decay"},
-                        {"curriculum", "tasks/toy/curriculum.cpp defaultCurriculum"},
                         {"icl_from", r.curriculum.icl_from},
                         {"category_weight", r.curriculum.category_weight},
-                        {"icl_cls_weight", r.curriculum.icl_cls_weight}}}};
-  // Written only where it matters, so recipes from before the option (which ran with "=") read the same.
-  if (r.curriculum.category_weight > 0) j["train"]["category_sep"] = r.curriculum.category_sep;
-  if (r.curriculum.fuzzy_list_weight > 0) {
-    j["train"]["fuzzy_list_weight"] = r.curriculum.fuzzy_list_weight;
-    j["train"]["fuzzy_list_sep"] = r.curriculum.fuzzy_list_sep;
-  }
+                        {"category_sep", r.curriculum.category_sep},
+                        {"icl_cls_weight", r.curriculum.icl_cls_weight},
+                        {"fuzzy_list_weight", r.curriculum.fuzzy_list_weight},
+                        {"fuzzy_list_sep", r.curriculum.fuzzy_list_sep}}}};
   if (r.pruning.steps > 0)
     j["head_pruning"] = {
         {"steps", r.pruning.steps},
@@ -260,6 +259,33 @@ nlohmann::json recipeJson(const ToyRecipe& r) {
         {"gates", "hard concrete (beta 2/3, gamma -0.1, zeta 1.1) on hook_z, folded into W_O"},
         {"mixture", "the main curriculum stage's, samples after the main schedule's"}};
   return j;
+}
+
+nlohmann::json migrateRecipeJson(nlohmann::json recipe) {
+  if (!recipe.is_object()) fail("the recipe is a JSON ", recipe.type_name(), ", expected an object");
+  int64_t version = 0;
+  if (const auto v = recipe.find("format_version"); v != recipe.end()) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 0)
+      fail("recipe \"format_version\" is ", v->dump(), ", expected a non-negative integer");
+    version = v->get<int64_t>();
+    if (version > kToyRecipeFormatVersion)
+      fail("recipe format_version ", version, " was written by a newer HeadScope (this build reads up to ",
+           kToyRecipeFormatVersion, ")");
+  }
+  const auto train = recipe.find("train");
+  if (train == recipe.end() || !train->is_object()) fail("the recipe has no \"train\" object");
+  if (version == 0) {
+    // Version 0 wrote a curriculum setting only once it existed, and the separators and the fuzzy-list
+    // weight only when their episodes were on; these are the values its runs used without them.
+    const std::pair<const char*, nlohmann::json> ranWith[] = {
+        {"icl_from", 0.7},     {"category_weight", 0.0},   {"icl_cls_weight", 3.0},
+        {"category_sep", "="}, {"fuzzy_list_weight", 0.0}, {"fuzzy_list_sep", ","}};
+    for (const auto& [key, value] : ranWith)
+      if (!train->contains(key)) (*train)[key] = value;
+    train->erase("curriculum");  // named the source file of the curriculum; the settings above define it
+    recipe["format_version"] = 1;
+  }
+  return recipe;
 }
 
 void setHeadWidth(ToyRecipe& r, int64_t d_head) {
@@ -283,7 +309,7 @@ void setHeadCount(ToyRecipe& r, int64_t n_heads) {
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir) {
   const std::string path = outDir + "/checkpoint/recipe.json";
   if (!std::filesystem::exists(path)) return std::nullopt;
-  return readJsonFile(path, json_limits::recipe());
+  return withContext(path, [&] { return migrateRecipeJson(readJsonFile(path, json_limits::recipe())); });
 }
 
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
@@ -295,17 +321,13 @@ ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {
     base.train.steps = t.at("steps").get<int64_t>();
     base.train.seed = t.at("seed").get<uint64_t>();
     base.batch = t.at("batch").get<int>();
-    // Recipes written before an option existed ran with what is now its default.
-    const toy::CurriculumOptions defaults;
-    base.curriculum.icl_from = t.value("icl_from", defaults.icl_from);
-    base.curriculum.category_weight = t.value("category_weight", defaults.category_weight);
-    base.curriculum.icl_cls_weight = t.value("icl_cls_weight", defaults.icl_cls_weight);
-    base.curriculum.category_sep = t.value("category_sep", defaults.category_sep);
+    base.curriculum.icl_from = t.at("icl_from").get<double>();
+    base.curriculum.category_weight = t.at("category_weight").get<double>();
+    base.curriculum.icl_cls_weight = t.at("icl_cls_weight").get<double>();
+    base.curriculum.category_sep = t.at("category_sep").get<std::string>();
     toy::categorySepToken(base.curriculum.category_sep);
-    // Written only when on (recipeJson), so a recipe without it ran without fuzzy lists, whatever the
-    // default. The separator is written with it; recipes from before the ":" option lack it and used ",".
-    base.curriculum.fuzzy_list_weight = t.value("fuzzy_list_weight", 0.0);
-    base.curriculum.fuzzy_list_sep = t.value("fuzzy_list_sep", std::string(","));
+    base.curriculum.fuzzy_list_weight = t.at("fuzzy_list_weight").get<double>();
+    base.curriculum.fuzzy_list_sep = t.at("fuzzy_list_sep").get<std::string>();
     toy::fuzzyListSepToken(base.curriculum.fuzzy_list_sep);
     const nlohmann::json& m = saved->at("model");
     if (m.contains("head_dim")) setHeadWidth(base, m.at("head_dim").get<int64_t>());

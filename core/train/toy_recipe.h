@@ -40,8 +40,23 @@ struct ToyRecipe {
 
 // The shipped model's recipe: Llama architecture, 4 layers × 8 heads, d_model 128, RoPE.
 ToyRecipe defaultToyRecipe();
-// The recipe as training.json records it; "head_pruning" is present only when the recipe has that stage.
+
+// The format of the recipe JSON that recipeJson writes (recipe.json, training.json's "recipe", the
+// "headscope.toy_recipe" metadata of model.safetensors). Version 1 records every setting of the curriculum.
+// Version 0 (no "format_version") left out the settings a run had off or that did not exist yet; a missing
+// setting means the value those runs used.
+constexpr int kToyRecipeFormatVersion = 1;
+
+// The recipe as training.json records it (format kToyRecipeFormatVersion); "head_pruning" is present only
+// when the recipe has that stage.
 nlohmann::json recipeJson(const ToyRecipe& r);
+
+// A saved recipe in the current format. Version 0 → 1: the missing curriculum settings get the values
+// version-0 runs used (icl_from 0.7, category_weight 0, icl_cls_weight 3, category_sep "=", fuzzy_list_weight
+// 0, fuzzy_list_sep ","), and the informational "curriculum" entry (a source-file name) is dropped. A current
+// recipe is returned as it is. Fails (hs::Error; callers add the file) on a recipe without a "train" object,
+// a setting of the wrong type, or a format_version that is not 0 or 1.
+nlohmann::json migrateRecipeJson(nlohmann::json recipe);
 
 // Sets the head width (and the RoPE width with it); fails unless it is even and positive.
 void setHeadWidth(ToyRecipe& r, int64_t d_head);
@@ -50,8 +65,8 @@ void setHeadWidth(ToyRecipe& r, int64_t d_head);
 void setLayerCount(ToyRecipe& r, int64_t n_layers);
 void setHeadCount(ToyRecipe& r, int64_t n_heads);
 
-// The recipe a run in outDir was started with (outDir/checkpoint/recipe.json, as recipeJson wrote it), or
-// nullopt when there is none. Fails naming the file when it is unreadable or malformed.
+// The recipe a run in outDir was started with (outDir/checkpoint/recipe.json), migrated to the current
+// format, or nullopt when there is none. Fails naming the file when it is unreadable or malformed.
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir);
 
 // `base` with the saved steps, seed, batch, curriculum, layer and head counts and head width of the run in

@@ -3,9 +3,9 @@
 //
 // libtorch allocates each activation with malloc. With glibc's defaults, blocks above the (dynamic) mmap
 // threshold are mmap'd and unmapped per tensor, and the heap top is trimmed after frees, so every forward
-// pays for fresh zeroed pages: measured on the toy model's training step, 18 % of the time went to page
-// faults and the step took 3.4 s instead of 0.94 s. Raising the mmap and trim thresholds keeps freed memory
-// in the process for reuse. Numbers are unaffected. Programs call this once, first thing in main().
+// pays for fresh zeroed pages; for a small model such as the toy model's training step the page faults cost
+// more than the arithmetic. Raising the mmap and trim thresholds keeps freed memory in the process for
+// reuse. Numbers are unaffected. Programs call this once, first thing in main().
 namespace hs {
 
 void tuneAllocator();

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "util/cancelled.h"
+
 namespace hs {
 
 class Error : public std::runtime_error {
@@ -27,10 +29,13 @@ template <typename... Args>
 }
 
 // Re-throw an error with a prefix naming where it happened ("loading /x/model.safetensors: ...").
+// Cancellation (hs::Cancelled) passes through unchanged, however deeply it is nested.
 template <typename F>
 auto withContext(const std::string& context, F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (const Cancelled&) {
+    throw;
   } catch (const std::exception& e) {
     throw Error(context + ": " + e.what());
   }

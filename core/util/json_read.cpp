@@ -55,6 +55,12 @@ JsonLimits safetensorsHeader() {
 JsonLimits recipe() {
   return make("recipe", 64ull << 20, 4'000'000);
 }
+JsonLimits batchPlan() {
+  return make("batch plan", 64ull << 20, 4'000'000);
+}
+JsonLimits batchJobIndex() {
+  return make("batch job index", 256ull << 20, 16'000'000);
+}
 
 }  // namespace json_limits
 

@@ -43,7 +43,9 @@ JsonLimits shardIndex();       // model.safetensors.index.json
 JsonLimits dataset();          // FV task lists and other JSON datasets
 JsonLimits session();          // the session JSON inside a .hscope
 JsonLimits safetensorsHeader();
-JsonLimits recipe();  // training recipes and trainer state
+JsonLimits recipe();         // training recipes and trainer state
+JsonLimits batchPlan();      // a batch plan (batch/plan.h)
+JsonLimits batchJobIndex();  // a batch folder's jobs.json
 }  // namespace json_limits
 
 // Parses `text` within `limits`; errors start with `where` (the file) and quote at most a short excerpt.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
 #include "results/results_json.h"
 #include "session/session.h"
@@ -36,6 +37,13 @@ const T* findById(const std::vector<T>& items, const std::string& id) {
     if (item.id == id) return &item;
   return nullptr;
 }
+// The context of a run on the model named `path` (its provenance's model).
+inline AnalysisContext modelContext(const std::string& path) {
+  AnalysisContext ctx;
+  ctx.model_path = path;
+  return ctx;
+}
+
 inline const HeadGrid* findGrid(const AnalysisRun& r, const std::string& id) {
   return findById(r.grids, id);
 }

@@ -39,7 +39,6 @@ hs::InductionRunOptions smallRun() {
   o.n_eval = 48;
   o.seed = 3;
   o.top_k = 4;
-  o.model_path = "toy";
   return o;
 }
 
@@ -59,7 +58,7 @@ class TestDualRoute : public QObject {
     at::NoGradGuard noGrad;
     QElapsedTimer t;
     t.start();
-    run_ = hs::inductionRun(*toy_.model, toy_.tokenizer.get(), smallRun());
+    run_ = hs::runInduction(*toy_.model, toy_.tokenizer.get(), smallRun(), hs::test::modelContext("toy"));
     qInfo("induction run (n %d, n_eval %d): %.1f s", smallRun().n, smallRun().n_eval, t.elapsed() / 1000.0);
     qInfo("summary: %s", run_.run.summary.dump().c_str());
   }

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "analysis/function_vectors.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
 #include "analysis/patching.h"
 #include "analysis_test_util.h"
@@ -78,7 +79,7 @@ class TestFunctionVectors : public QObject {
     QVERIFY(shuffled[0].ids != task.icl[4].ids);
     QCOMPARE(shuffled[0].answer_token, task.icl[4].answer_token);
 
-    const at::Tensor meanZ = hs::meanHeadOutputs(m, ids64(clean));  // [layers, heads, d_head]
+    const at::Tensor meanZ = hs::meanZ(m, ids64(clean), hs::ZMean::LastPosition);  // [layers, heads, d_head]
     const hs::HeadGrid g = hs::averageIndirectEffect(m, shuffled, meanZ);
     QCOMPARE(g.id, std::string("fv.aie"));
     QCOMPARE(g.layers(), m.config().n_layers);
@@ -117,7 +118,7 @@ class TestFunctionVectors : public QObject {
     opt.n_corrupt = 4;
     opt.top = 5;
     const hs::TaskSpec spec = antonymSpec(24);
-    const hs::AnalysisOutput out = hs::functionVectors(m, *toy_.tokenizer, spec, opt, {}, "toy");
+    const hs::AnalysisOutput out = hs::runFv(m, *toy_.tokenizer, spec, opt, hs::test::modelContext("toy"));
 
     QCOMPARE(out.run.method, std::string("fv"));
     QCOMPARE(out.run.grids.size(), size_t(1));

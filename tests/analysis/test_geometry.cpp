@@ -38,8 +38,7 @@ class TestGeometry : public QObject {
     spec.n_prompts = 24;
     task_ = std::make_unique<hs::IclTask>(hs::buildIclTask(*toy_.tokenizer, spec));
     hs::GeometryOptions o;
-    o.model_path = toy_.path;
-    run_ = hs::runGeometry(*toy_.model, *toy_.tokenizer, *task_, o);
+    run_ = hs::runGeometry(*toy_.model, *toy_.tokenizer, *task_, o, hs::test::modelContext(toy_.path));
     qInfo("geometry summary: %s", run_.run.summary.dump().c_str());
   }
 

@@ -21,6 +21,7 @@
 #include "analysis/icl_eval.h"
 #include "analysis/ltv.h"
 #include "analysis/ltv_mechanism.h"
+#include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
 #include "session/session.h"
@@ -80,7 +81,7 @@ class TestLtv : public QObject {
       o.prop_samples = m.config.d_model + 40;
       o.prop_prompts = 2;
       o.random_sets = 3;
-      toyRun_ = hs::runLtv(*m.model, *m.tokenizer, spec, o, m.path);
+      toyRun_ = hs::runLtv(*m.model, *m.tokenizer, spec, o, hs::test::modelContext(m.path));
     }
     return *toyRun_;
   }
@@ -259,8 +260,8 @@ class TestLtv : public QObject {
                  zs = s["zero_shot_accuracy"];
     // Strictly better, unless LTV is already at 100 % (a tie at the ceiling).
     QVERIFY2(ltv > tv || (ltv == 1.0 && tv == 1.0), "LTV should beat vanilla TV at the middle layer");
-    // LTV vs FV: at least as good (measured on the shipped toy model with seed 1: LTV 0.91 vs FV 0.72 at
-    // the middle layer, where the FV was at the ceiling on the model shipped before).
+    // LTV vs FV: at least as good (the shipped toy model with seed 1: LTV 0.91 vs FV 0.72 at the middle
+    // layer; a tie is allowed because a model can put the FV at the ceiling too).
     qInfo("LTV - FV at the middle layer: %+.3f", ltv - fv);
     QVERIFY2(ltv >= fv, "LTV should be at least as accurate as the FV at the middle layer");
     QVERIFY2(ltv > zs + 0.2, "LTV should lift zero-shot accuracy clearly");

@@ -17,6 +17,7 @@
 
 #include "../engine/engine_fixtures.h"
 #include "analysis/attribution.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/patching.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
@@ -236,7 +237,8 @@ class TestPatching : public QObject {
     hs::PatchSweepSpec spec = tinySpec(hs::PatchMode(mode), hs::PatchMetric(metric));
     spec.positions.assign(positions.begin(), positions.end());
     if (spec.mode == hs::PatchMode::Mean)
-      spec.mean_z = hs::meanHeadOutputs(m, {{2, 4, 6, 8, 10}, {3, 7, 11, 15, 19, 23, 27}, {30, 31, 32}});
+      spec.mean_z = hs::meanZ(m, hs::TokenSeqs{{2, 4, 6, 8, 10}, {3, 7, 11, 15, 19, 23, 27}, {30, 31, 32}},
+                              hs::ZMean::LastPosition);
     compareFastNaive(m, spec, QTest::currentDataTag(), 1e-4);
   }
 
@@ -272,7 +274,8 @@ class TestPatching : public QObject {
     compareFastNaive(m, storiesSpec(hs::PatchMode::Zero, hs::PatchMetric::TargetLogit), "zero/logit/last",
                      1e-3);
     hs::PatchSweepSpec mean = storiesSpec(hs::PatchMode::Mean, hs::PatchMetric::TargetProb);
-    mean.mean_z = hs::meanHeadOutputs(m, {stories_.clean, stories_.corrupt, {1, 100, 200, 300, 400}});
+    mean.mean_z = hs::meanZ(m, hs::TokenSeqs{stories_.clean, stories_.corrupt, {1, 100, 200, 300, 400}},
+                            hs::ZMean::LastPosition);
     compareFastNaive(m, mean, "mean/prob/last", 1e-4);
     hs::PatchSweepSpec perPos = storiesSpec(hs::PatchMode::FromClean, hs::PatchMetric::TargetProb);
     perPos.per_position = true;

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "../engine/engine_fixtures.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
 #include "analysis/patching.h"
 #include "analysis/site.h"
@@ -45,7 +46,7 @@ at::Tensor tinyEmbedding(const hs::Transformer& m) {
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& e : tinyExamples(6, 99))
     prompts.push_back(e.ids);
-  return hs::meanHeadOutputs(m, prompts);  // [layers, heads, d_head]
+  return hs::meanZ(m, prompts, hs::ZMean::LastPosition);  // [layers, heads, d_head]
 }
 
 double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
@@ -133,7 +134,7 @@ class TestSite : public QObject {
     for (int i = 0; i < 12; ++i)
       first += a.loss[size_t(i)], last += a.loss[a.loss.size() - 1 - size_t(i)];
     qInfo("tiny: loss over the first 12 steps %.3f, last 12 %.3f", first / 12, last / 12);
-    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // measured 5.06 -> 4.76 over 60 steps
+    QVERIFY2(last < 0.97 * first, "the loss did not fall");  // at least 3 % (this model: 5.06 -> 4.76)
     const at::Tensor alpha = at::sigmoid(a.logit);
     QVERIFY((alpha - 0.5).abs().max().item<double>() > 0.2);
     QVERIFY(!a.logit.requires_grad());
@@ -174,7 +175,7 @@ class TestSite : public QObject {
     opt.n_embed = 20;
     opt.n_train = 60;
     opt.steps = 150;
-    const hs::AnalysisOutput out = hs::site(m, *toy_.tokenizer, spec, opt, {}, "toy");
+    const hs::AnalysisOutput out = hs::runSite(m, *toy_.tokenizer, spec, opt, hs::test::modelContext("toy"));
     QCOMPARE(out.run.grids.size(), size_t(1));
     QCOMPARE(out.run.grids[0].id, std::string("site.alpha"));
     QCOMPARE(out.run.curves[0].id, std::string("site.loss"));

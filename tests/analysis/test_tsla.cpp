@@ -75,10 +75,9 @@ class TestTsla : public QObject {
     spec.n_prompts = 24;
     task_ = std::make_unique<hs::IclTask>(hs::buildIclTask(*toy_.tokenizer, spec));
     opts_.top_percent = 12.5;  // 4 of the toy's 32 heads
-    opts_.model_path = toy_.path;
     QElapsedTimer t;
     t.start();
-    run_ = hs::runTsla(*toy_.model, *toy_.tokenizer, *task_, opts_);
+    run_ = hs::runTsla(*toy_.model, *toy_.tokenizer, *task_, opts_, hs::test::modelContext(toy_.path));
     qInfo("toy tsla run: %lld ms", static_cast<long long>(t.elapsed()));
     qInfo("summary: %s", run_.run.summary.dump().c_str());
     for (const auto* id : {"tsla.ablation", "tsla.steering", "tsla.overlap"}) {

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 
 #include "analysis/attribution.h"
@@ -272,9 +273,9 @@ class TestCliAnalysis : public QObject {
     QVERIFY(std::abs(std::stod(table[1][2]) - run.tables[0].rows[0][2].get<double>()) <= 1e-12);
   }
 
-  // Issue #5: every analysis runs on stories260K (5 layers × 8 heads) with Function Vectors tasks from the
-  // shared data on these cores and produces finite grids of the model's shape (antonym.json for the task
-  // vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
+  // Every analysis runs on a real checkpoint: stories260K (5 layers × 8 heads) with Function Vectors tasks
+  // from the shared data on these cores and produces finite grids of the model's shape (antonym.json for the
+  // task vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
   void everyAnalysisRunsOnStoriesWithFvTasks() {
     const std::string fvDir = hs::test::sharedData("datasets/function_vectors/abstractive/");
     HS_REQUIRE_FILE(fvDir + "antonym.json");
@@ -297,6 +298,11 @@ class TestCliAnalysis : public QObject {
       QVERIFY2(r.exitCode == 0, qPrintable(method + ": " + q(r.err)));
       std::ifstream f(base + ".json");
       const json j = json::parse(f);
+      // Saved results name no source file of HeadScope (options and provenance describe, not point to code).
+      std::smatch sourceFile;
+      const std::string text = j.dump();
+      QVERIFY2(!std::regex_search(text, sourceFile, std::regex(R"([A-Za-z0-9_/]+\.(cpp|h)\b)")),
+               qPrintable(method + " names " + q(sourceFile.str())));
       // geometry's results are per-layer curves (x = the model's 5 layers); every other method has grids
       if (method == "geometry") {
         QVERIFY(!j.at("curves").empty());

@@ -54,6 +54,24 @@ class TestSites : public QObject {
     }
   }
 
+  // An unknown name is answered with every valid one, taken from the table (so a new site is listed too).
+  void unknownNamesListTheValidOnes() {
+    std::string message;
+    try {
+      Site::parse("blocks.0.attn.hook_q");
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    QVERIFY2(message.rfind("unknown hook site \"blocks.0.attn.hook_q\" (valid: ", 0) == 0, message.c_str());
+    for (const SiteInfo& info : siteTable()) {
+      std::string name = info.pattern;
+      if (const auto at = name.find("{l}"); at != std::string::npos) name.replace(at, 3, "L");
+      QVERIFY2(message.find(name) != std::string::npos, (name + " missing from: " + message).c_str());
+    }
+    QVERIFY2(message.find("blocks.L.hook_resid_pre, blocks.L.attn.hook_pattern") != std::string::npos,
+             message.c_str());
+  }
+
   void opsRoundTrip() {
     for (InterventionOp op : {InterventionOp::Zero, InterventionOp::Mean, InterventionOp::Replace,
                               InterventionOp::Add, InterventionOp::Interpolate, InterventionOp::Scale})

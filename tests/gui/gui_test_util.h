@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include <memory>
@@ -14,8 +15,10 @@
 
 namespace hs::test {
 
-// Settings of the test binaries live under their own application name and start empty.
+// Settings of the test binaries live in Qt's test location (~/.qttest, or the build folder's test-home that
+// CTest sets as XDG_CONFIG_HOME), under their own application name, and start empty: never the user's.
 inline void isolateSettings(const char* suite) {
+  QStandardPaths::setTestModeEnabled(true);
   QCoreApplication::setOrganizationName("HeadScopeTests");
   QCoreApplication::setApplicationName(suite);
   QSettings().clear();

@@ -45,8 +45,8 @@ class TestGuiSession : public QObject {
     w->headsTab()->setCompare(true, "induction-1/induction.prefix_matching");
     w->headsView()->colorMap()->setDataRange(QCPRange(0.1, 0.7));
     w->headsView()->setSelection({{1, 2}, {3, 0}});
-    w->interventionsDock()->add("zero_ablate", {{1, 2}, {3, 0}});
-    w->interventionsDock()->add("steer", {{0, 7}});
+    w->interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, {{1, 2}, {3, 0}});
+    w->interventionsDock()->add(hs::gui::InterventionKind::Steer, {{0, 7}});
     w->interventionsDock()->setEnabled(1, false);
     w->tabs()->setCurrentIndex(MainWindow::TaskVectorsTabIndex);
     QVERIFY(w->isDirty());
@@ -88,7 +88,7 @@ class TestGuiSession : public QObject {
     auto w = hs::test::toyWindow(16, &error);
     QVERIFY2(w, qPrintable(error));
     w->headsView()->setSelection({{2, 2}});
-    w->interventionsDock()->add("mean_ablate", {{2, 2}});
+    w->interventionsDock()->add(hs::gui::InterventionKind::MeanAblate, {{2, 2}});
     QTemporaryDir dir;
     const QString good = dir.filePath("good.hscope");
     QVERIFY(w->saveSessionTo(good));

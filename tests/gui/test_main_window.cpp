@@ -1,13 +1,19 @@
 // The application driven like a user: open a model, get real head heatmaps, click a head and see its
 // attention pattern; a bad model path shows an error and keeps what was loaded.
+#include <QDir>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "gui_test_util.h"
 #include "head_grid_view.h"
 #include "main_window.h"
+#include "model_dialog.h"
 #include "qcustomplot_include.h"
 #include "test_paths.h"
 
@@ -16,6 +22,49 @@ using hs::gui::MainWindow;
 class TestMainWindow : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  void initTestCase() { hs::test::isolateSettings("test_main_window"); }
+
+  // Whatever the window remembers goes to the test location, never the user's settings.
+  void settingsStayOutOfTheUsersConfig() {
+    QSettings().setValue("probe", 1);
+    const QString file = QSettings().fileName();
+    QVERIFY2(!file.startsWith(QDir::homePath() + "/.config/"), qPrintable(file));
+    QVERIFY2(file.startsWith(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation)),
+             qPrintable(file));
+  }
+
+  // File → Open model…: lists the hub cache, remembers dtype and device, and the next open uses them (the
+  // Model dock shows both).
+  void modelDialogRemembersDtypeAndDevice() {
+    QTemporaryDir home;
+    namespace fs = std::filesystem;
+    const fs::path snap = fs::path(home.path().toStdString()) / "hub/models--org--cached/snapshots/abc";
+    fs::create_directories(snap);
+    std::ofstream(snap / "config.json") << "{}";
+    std::ofstream(snap / "model.safetensors") << "";
+    qputenv("HF_HOME", home.path().toUtf8());
+    {
+      hs::gui::ModelOpenSettings s;
+      s.dtype = "bf16";
+      s.remember();
+      hs::gui::ModelDialog d;
+      QCOMPARE(d.cachedModelCount(), 1);
+      d.selectCachedModel(0);
+      QCOMPARE(d.path(), QString("org/cached"));
+      QCOMPARE(d.settings().dtype, QString("bf16"));
+      QCOMPARE(d.settings().device, QString("cpu"));
+    }
+    MainWindow w;
+    w.setInteractive(false);
+    w.setStartAnalyses({});
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    w.openModel("toy", {}, false);
+    QVERIFY2(ready.wait(60000) || ready.count() == 1, qPrintable(w.lastError()));
+    QCOMPARE(w.modelInfo().dtype, QString("bfloat16"));
+    QCOMPARE(w.modelInfo().device, QString("cpu"));
+    hs::gui::ModelOpenSettings{}.remember();  // back to auto for the tests below
+  }
+
   void openModelShowsHeadsAndPatterns() {
     const std::string bin = hs::test::sharedData("models/stories260K/stories260K.bin");
     HS_REQUIRE_FILE(bin);

@@ -109,7 +109,7 @@ class TestWorkbench : public QObject {
     v->menuAction(HeadGridView::MenuAction::ZeroAblate)->trigger();
     std::vector<InterventionEntry> e = w->interventionsDock()->entries();
     QCOMPARE(e.size(), size_t(2));
-    QCOMPARE(e[0].kind, QString("zero_ablate"));
+    QCOMPARE(e[0].kind, hs::gui::InterventionKind::ZeroAblate);
     QCOMPARE(e[0].head, (HeadRef{0, 1}));
     QCOMPARE(e[1].head, (HeadRef{2, 5}));
 
@@ -121,10 +121,11 @@ class TestWorkbench : public QObject {
     v->menuAction(HeadGridView::MenuAction::ZeroAblate)->trigger();  // ... but not twice
     e = w->interventionsDock()->entries();
     QCOMPARE(e.size(), size_t(6));
-    const QStringList kinds = {"zero_ablate", "zero_ablate", "mean_ablate",
-                               "patch_clean", "steer",       "zero_ablate"};
+    using K = hs::gui::InterventionKind;
+    const std::vector<K> kinds = {K::ZeroAblate, K::ZeroAblate, K::MeanAblate,
+                                  K::PatchClean, K::Steer,      K::ZeroAblate};
     for (size_t i = 2; i < e.size(); ++i) {
-      QCOMPARE(e[i].kind, kinds[static_cast<int>(i)]);
+      QCOMPARE(e[i].kind, kinds[i]);
       QCOMPARE(e[i].head, (HeadRef{3, 7}));
     }
     // The checkbox disables an entry; Remove drops it.
@@ -156,7 +157,7 @@ class TestWorkbench : public QObject {
     low.values = -low.values;
     auto evaluateWith = [&](const std::vector<HeadRef>& heads) {
       w->interventionsDock()->clear();
-      w->interventionsDock()->add("zero_ablate", heads);
+      w->interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, heads);
       QSignalSpy done(w.get(), &MainWindow::evaluationShown);
       w->evaluate();
       if (!done.wait(60000)) qWarning("evaluation did not finish: %s", qPrintable(w->lastError()));
@@ -235,7 +236,7 @@ class TestWorkbench : public QObject {
     auto w = hs::test::toyWindow(16, &error);
     QVERIFY2(w, qPrintable(error));
     QSignalSpy cancelled(w.get(), &MainWindow::jobCancelled);
-    w->runAnalysis("induction", {{"n_sequences", 1000000}, {"chunk", 8}});
+    w->runAnalysis("induction", {{"n", 1000000}});
     QTRY_VERIFY_WITH_TIMEOUT(w->isBusy(), 10000);
 
     QElapsedTimer clock;

@@ -48,7 +48,7 @@ namespace {
 
 constexpr uint64_t kAddressSpaceCap = 8ull << 30;
 constexpr long kMaxRssKb = 1L << 20;  // 1 GiB
-constexpr int kHangSeconds = 120;  // far above any case's run time (seconds): only a hang reaches it
+constexpr int kHangSeconds = 120;     // far above any case's run time (seconds): only a hang reaches it
 
 struct CliRun {
   bool exited = false;
@@ -354,9 +354,9 @@ class TestHostileInputs : public QObject {
   void argumentsRanged() {
     expectClean("--ablate 0.99 mean",
                 {"logits", "toy", "--ids", "1,5,9", "--ablate", "0.99", "--ablate-mode", "mean"},
-                {"--ablate", "0.99", "heads 0..7"});
+                {"--ablate", "0.99", "heads 0-7"});
     expectClean("--ablate 7.0", {"logits", "toy", "--ids", "1,5,9", "--ablate", "7.0"},
-                {"--ablate", "layers 0..3"});
+                {"--ablate", "layers 0-3"});
     expectClean("--ablate junk", {"eval-toy", "--n", "2", "--ablate", "x.y"}, {"--ablate", "LAYER.HEAD"});
     expectClean("--ids out of vocabulary", {"logits", "toy", "--ids", "1,99999"},
                 {"--ids", "99999", "0..243"});

@@ -297,10 +297,9 @@ class TestToyMixture : public QObject {
   }
 
   void categoryNamingEpisodesAreOptIn() {
-    // Weight 0 (the default) leaves the stream of the five original kinds exactly as it was before category
-    // naming existed, so the shipped weights stay reproducible. The fingerprint below was taken after
-    // checking that against the previous trainer: 4 steps of 4 samples, through all three curriculum
-    // stages, trained bit-identical weights with the binary built before the category kind and with this one.
+    // Weight 0 (a default MixtureConfig's) leaves the stream of the five basic kinds untouched: recipes
+    // without category naming or fuzzy lists keep their samples, so their weights stay reproducible. The
+    // fingerprint pins that stream.
     const MixtureSampler plain(w_, MixtureConfig{}, 9);
     uint64_t fingerprint = 1469598103934665603ULL;  // FNV-1a over kinds, tokens and masks
     auto mix = [&](uint64_t v) { fingerprint = (fingerprint ^ v) * 1099511628211ULL; };

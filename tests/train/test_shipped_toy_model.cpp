@@ -1,8 +1,8 @@
-// The shipped toy model (resources/models/toy-icl): what issue #4 promises a user of `MODEL = toy`.
+// The shipped toy model (resources/models/toy-icl): what a user of `MODEL = toy` is promised.
 //  - it loads as "toy", has the recipe's architecture, fits in 8 MB, and its training.json records exactly
 //    the recipe `headscope-cli train-toy` runs (so the weights are reproducible from the CLI);
-//  - on fresh evaluation seeds it does in-context learning: the accuracies below (thresholds in kTargets,
-//    with the issue's targets beside them);
+//  - on fresh evaluation seeds it does in-context learning: the accuracies below (the targets the recipe
+//    was made to meet);
 //  - it has real induction heads: zero-ablating the 4 heads with the highest prefix-matching score cuts
 //    induction accuracy by at least 50 points, 4 random heads outside the top 8 by at most 10 (also when
 //    drawn among the heads that write something), and the previous-token heads they read from by at least 50.
@@ -32,7 +32,7 @@ namespace {
 
 constexpr uint64_t kFreshSeed = 20261202;  // never used in training (the training stream has its own seeds)
 constexpr int kN = 200;
-// The issue's targets: icl_cls_acc_8shot >= 0.85, function_acc_8shot >= 0.85, translation_acc >= 0.70.
+// The targets: icl_cls_acc_8shot >= 0.85, function_acc_8shot >= 0.85, translation_acc >= 0.70.
 constexpr double kClsTarget = 0.85, kFunctionTarget = 0.85, kTranslationTarget = 0.70;
 
 std::vector<hs::Intervention> zeroHeads(const std::vector<hs::HeadRef>& heads) {
@@ -87,7 +87,8 @@ class TestShippedToyModel : public QObject {
     std::ifstream f(std::filesystem::path(model_.path) / "training.json");
     QVERIFY2(f.good(), "training.json missing beside the shipped weights");
     const nlohmann::json t = nlohmann::json::parse(f);
-    QCOMPARE(QString::fromStdString(t.at("recipe").dump()),
+    // Migrated to the current format (a run may have written an older one), it is the default recipe.
+    QCOMPARE(QString::fromStdString(hs::migrateRecipeJson(t.at("recipe")).dump()),
              QString::fromStdString(hs::recipeJson(hs::defaultToyRecipe()).dump()));
     const hs::ToyRecipe r = hs::defaultToyRecipe();
     QCOMPARE(t.at("steps").get<int64_t>(), r.train.steps + r.pruning.steps);
@@ -124,15 +125,15 @@ class TestShippedToyModel : public QObject {
     const nlohmann::json e = hs::evalToy(*model_.model, world_, o);
     qInfo("eval-toy (n %d, seed %llu): %s", kN, static_cast<unsigned long long>(kFreshSeed),
           e.dump().c_str());
-    // Thresholds: the issue's targets where the shipped model reaches them (see the issue note otherwise).
+    // Thresholds: the targets above, and near-perfect induction and TR ratio with 8 demonstrations.
     QVERIFY2(e["induction_acc"].get<double>() >= 0.95, e.dump().c_str());
     QVERIFY2(e["tr_ratio_8shot"].get<double>() >= 0.98, e.dump().c_str());
     QVERIFY2(e["icl_cls_acc_8shot"].get<double>() >= kClsTarget, e.dump().c_str());
     QVERIFY2(e["function_acc_8shot"].get<double>() >= kFunctionTarget, e.dump().c_str());
     QVERIFY2(e["translation_acc"].get<double>() >= kTranslationTarget, e.dump().c_str());
     // Zero-shot classification cannot know the episode's fresh labels and mapping: no better than chance
-    // (measured: 0.045 with chance 0.37 — without demonstrations the model rarely even answers with a label
-    // word, tr_ratio_0shot 0.11), and the demonstrations are what makes the difference.
+    // (the shipped model: 0.045 with chance 0.37 — without demonstrations it rarely even answers with a
+    // label word, tr_ratio_0shot 0.11), and the demonstrations are what makes the difference.
     const double chance = e["chance"]["icl_cls"].get<double>();
     QVERIFY2(e["icl_cls_acc_0shot"].get<double>() <= chance + 0.05, e.dump().c_str());
     QVERIFY2(e["tr_ratio_0shot"].get<double>() < e["tr_ratio_8shot"].get<double>(), e.dump().c_str());
@@ -170,16 +171,15 @@ class TestShippedToyModel : public QObject {
         "induction_acc: baseline %.3f, top-4 prefix-matching heads (%s) ablated %.3f, 4 random heads (%s) "
         "%.3f",
         base, hs::headsText(top4).c_str(), topAcc, hs::headsText(random4).c_str(), randAcc);
-    // The issue's target. Measured: 1.000 -> 0.120 on these prompts (before the recipe's head-pruning
-    // stage six layer-3 heads shared induction and held 0.55 of it without their top four, in
-    // `headscope-cli induction`).
+    // Target: the top four cut at least 50 points, four random heads at most 10 (the shipped model: 1.000 ->
+    // 0.120 with the top four ablated, 1.000 with the random four).
     QVERIFY2(base - topAcc >= 0.50,
              "ablating the top induction heads must cut induction accuracy by >= 50 points");
     QVERIFY2(base - randAcc <= 0.10, "ablating 4 random heads must cut induction accuracy by <= 10 points");
 
     // The induction heads read what previous-token heads wrote (K-composition). The shipped model has two
     // (1.1 and 1.2, previous-token score 1.00 each, the next 0.55): each alone cuts a third of induction
-    // (measured: 1.1 alone -> 0.670), both together break it (measured: -> 0.060).
+    // (1.1 alone leaves 0.670), both together break it (0.060).
     std::vector<hs::HeadRef> prevTokenHeads;
     for (const hs::HeadRef& h : hs::topHeads(s.previous_token, 4))
       if (s.previous_token.values(h.layer, h.head) >= 0.9) prevTokenHeads.push_back(h);
@@ -192,9 +192,10 @@ class TestShippedToyModel : public QObject {
     QVERIFY2(base - prevAcc >= 0.50,
              "ablating the previous-token heads must cut induction accuracy by >= 50 points");
 
-    // A stricter control than the issue's: closed heads write nothing, so a draw outside the top 8 that
-    // holds them ablates less than 4 heads. Draw 4 among the heads that write something, outside the top 8
-    // and the previous-token heads (the circuit's other known part): they cut at most 10 points too.
+    // A stricter control than a draw among all heads outside the top 8: closed heads write nothing, so a draw
+    // outside the top 8 that holds them ablates less than 4 heads. Draw 4 among the heads that write
+    // something, outside the top 8 and the previous-token heads (the circuit's other known part): they cut at
+    // most 10 points too.
     const std::vector<hs::HeadRef> silent = hs::silentHeads(model_.model->weights(), model_.config);
     std::vector<hs::HeadRef> live;
     for (const hs::HeadRef& h : others)

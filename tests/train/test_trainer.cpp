@@ -57,6 +57,15 @@ nlohmann::json readJson(const QString& path) {
   return nlohmann::json::parse(f);
 }
 
+// A current recipe JSON of a run without category naming as format version 0 wrote it: no format_version,
+// no category_sep (written only with category naming on), and the curriculum's source-file name.
+nlohmann::json asVersionZero(nlohmann::json recipe) {
+  recipe.erase("format_version");
+  recipe["train"].erase("category_sep");
+  recipe["train"]["curriculum"] = "tasks/toy/curriculum.cpp defaultCurriculum";
+  return recipe;
+}
+
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -167,6 +176,14 @@ class TestTrainer : public QObject {
       QVERIFY2(std::string(e.what()).find("training.json") != std::string::npos, e.what());
       QVERIFY2(std::string(e.what()).find("another recipe") != std::string::npos, e.what());
     }
+
+    // A main-schedule folder whose training.json has a version-0 recipe is the same recipe.
+    nlohmann::json training0 = readJson(mainDir.filePath("training.json"));
+    training0["recipe"] = asVersionZero(training0["recipe"]);
+    std::ofstream(mainDir.filePath("training.json").toStdString()) << training0.dump();
+    QTemporaryDir fromV0Dir;
+    QVERIFY(hs::trainToy(r, fromV0Dir.path().toStdString(), nullptr, mainDir.path().toStdString()).finished);
+    QVERIFY(sameWeights(straightDir.filePath("model.safetensors"), fromV0Dir.filePath("model.safetensors")));
   }
 
   // Under a heavy L0 penalty the stage closes heads, and a closed head is removed from the written weights.
@@ -195,9 +212,34 @@ class TestTrainer : public QObject {
     }
   }
 
-  // A checkpoint's recipe.json is read back as the recipe the run started with, also for runs from before
-  // fuzzy lists were the default: no fuzzy_list_weight key means none, no fuzzy_list_sep key means ",".
-  void olderRecipesReadBackAsTheyRan() {
+  // The recipe JSON has a format_version; version 1 records every curriculum setting, so a change of a
+  // default cannot change what a saved recipe means.
+  void recipeJsonRecordsEverySetting() {
+    const nlohmann::json j = hs::recipeJson(hs::defaultToyRecipe());
+    QCOMPARE(j.at("format_version").get<int>(), hs::kToyRecipeFormatVersion);
+    QCOMPARE(hs::kToyRecipeFormatVersion, 1);
+    for (const char* key : {"icl_from", "category_weight", "icl_cls_weight", "category_sep",
+                            "fuzzy_list_weight", "fuzzy_list_sep"})
+      QVERIFY2(j.at("train").contains(key), key);
+    hs::ToyRecipe off = hs::defaultToyRecipe();
+    off.curriculum.fuzzy_list_weight = 0.0;  // recorded when off too, with its separator
+    QCOMPARE(hs::recipeJson(off).at("train").at("fuzzy_list_weight").get<double>(), 0.0);
+    QCOMPARE(hs::recipeJson(off).at("train").at("fuzzy_list_sep").get<std::string>(), std::string(":"));
+    // No source-file names in saved JSON.
+    QVERIFY2(j.dump().find(".cpp") == std::string::npos, j.dump().c_str());
+    // A current recipe migrates to itself.
+    QCOMPARE(QString::fromStdString(hs::migrateRecipeJson(j).dump()), QString::fromStdString(j.dump()));
+  }
+
+  // Version 0 (no format_version) left out settings that were off or did not exist yet; the migration gives
+  // them the values those runs used, whatever the defaults are now, and resumedRecipe reads them so.
+  void versionZeroRecipesMigrateToWhatTheyRan() {
+    const nlohmann::json current = hs::recipeJson(hs::defaultToyRecipe());
+    // The version-0 form of the current default recipe, as the shipped training.json holds it.
+    const nlohmann::json v0 = asVersionZero(current);
+    QCOMPARE(QString::fromStdString(hs::migrateRecipeJson(v0).dump()),
+             QString::fromStdString(current.dump()));
+
     QTemporaryDir dir;
     QVERIFY(QDir(dir.path()).mkpath("checkpoint"));
     const std::string out = dir.path().toStdString();
@@ -206,24 +248,69 @@ class TestTrainer : public QObject {
       hs::ToyRecipe base = hs::defaultToyRecipe();
       base.curriculum.fuzzy_list_weight = 7.0;  // must be replaced by what the file says
       base.curriculum.fuzzy_list_sep = "?";
+      base.curriculum.icl_from = 0.9;
       return hs::resumedRecipe(out, base).curriculum;
     };
-    const nlohmann::json current = hs::recipeJson(hs::defaultToyRecipe());
-    QCOMPARE(current["train"]["fuzzy_list_sep"].get<std::string>(), ":");
-    hs::toy::CurriculumOptions c = readBack(current);
+    hs::toy::CurriculumOptions c = readBack(v0);
     QCOMPARE(c.fuzzy_list_weight, 1.0);
     QCOMPARE(c.fuzzy_list_sep, std::string(":"));
-    nlohmann::json commaEra = current;
+    QCOMPARE(c.category_sep, std::string("="));
+    // Before the ":" separator for fuzzy lists existed, they ran with ",".
+    nlohmann::json commaEra = v0;
     commaEra["train"].erase("fuzzy_list_sep");
     c = readBack(commaEra);
     QCOMPARE(c.fuzzy_list_weight, 1.0);
     QCOMPARE(c.fuzzy_list_sep, std::string(","));
+    // Before fuzzy lists (and the curriculum options) existed: none, icl stage from 70 %, weight 3.
     nlohmann::json before = commaEra;
-    before["train"].erase("fuzzy_list_weight");
-    QCOMPARE(readBack(before).fuzzy_list_weight, 0.0);
+    for (const char* key : {"fuzzy_list_weight", "icl_from", "icl_cls_weight", "category_weight"})
+      before["train"].erase(key);
+    c = readBack(before);
+    QCOMPARE(c.fuzzy_list_weight, 0.0);
+    QCOMPARE(c.fuzzy_list_sep, std::string(","));
+    QCOMPARE(c.icl_from, 0.7);
+    QCOMPARE(c.icl_cls_weight, 3.0);
+    QCOMPARE(c.category_weight, 0.0);
+    // A version-1 recipe means exactly what it says.
     hs::ToyRecipe off = hs::defaultToyRecipe();
     off.curriculum.fuzzy_list_weight = 0.0;
     QCOMPARE(readBack(hs::recipeJson(off)).fuzzy_list_weight, 0.0);
+    QCOMPARE(readBack(hs::recipeJson(off)).fuzzy_list_sep, std::string(":"));
+
+    // A newer or malformed format is refused, naming the file.
+    auto refusal = [&](const nlohmann::json& recipe) -> std::string {
+      try {
+        readBack(recipe);
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      return "";
+    };
+    nlohmann::json newer = current;
+    newer["format_version"] = 2;
+    std::string e = refusal(newer);
+    QVERIFY2(e.find("recipe.json") != std::string::npos && e.find("newer") != std::string::npos, e.c_str());
+    nlohmann::json bad = current;
+    bad["format_version"] = "one";
+    e = refusal(bad);
+    QVERIFY2(e.find("recipe.json") != std::string::npos && e.find("format_version") != std::string::npos,
+             e.c_str());
+  }
+
+  // A run started with a version-0 recipe.json resumes: its migrated recipe equals the current one.
+  void versionZeroCheckpointResumes() {
+    QTemporaryDir straightDir, piecesDir;
+    hs::ToyRecipe r = miniRecipe(8);
+    QVERIFY(hs::trainToy(r, straightDir.path().toStdString(), nullptr).finished);
+    r.train.stop_after = 4;
+    QVERIFY(!hs::trainToy(r, piecesDir.path().toStdString(), nullptr).finished);
+    std::ofstream(piecesDir.filePath("checkpoint/recipe.json").toStdString())
+        << asVersionZero(hs::recipeJson(r)).dump();
+    r.train.stop_after = -1;
+    QVERIFY(hs::trainToy(r, piecesDir.path().toStdString(), nullptr).finished);
+    QVERIFY(sameWeights(straightDir.filePath("model.safetensors"), piecesDir.filePath("model.safetensors")));
+    // The resumed run writes its recipe in the current format.
+    QCOMPARE(readJson(piecesDir.filePath("checkpoint/recipe.json")).at("format_version").get<int>(), 1);
   }
 
   void resumeWithOtherSettingsIsRefused() {

@@ -87,6 +87,7 @@ class GgufFile {
 // A GGUF Llama model (general.architecture "llama": llama2.c-converted and llama.cpp-converted
 // Llama/Mistral) as config + tensors under Hugging Face Llama names; q/k rows keep GGUF's
 // interleaved RoPE layout. Any other architecture, or a tensor without a mapping, is an error.
-RawCheckpoint readGgufModel(const std::string& path);
+// withTensors = false: metadata and tensor names checked, no tensor read (config only, for `info`).
+RawCheckpoint readGgufModel(const std::string& path, bool withTensors = true);
 
 }  // namespace hs

@@ -112,7 +112,7 @@ std::string torchDtypeOfGgml(uint32_t t) {
 
 }  // namespace
 
-RawCheckpoint readGgufModel(const std::string& path) {
+RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
   auto f = GgufFile::open(path);
   const Meta m(*f);
   const std::string arch = m.string("general.architecture");
@@ -196,7 +196,7 @@ RawCheckpoint readGgufModel(const std::string& path) {
            "attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}.weight)");
     if (layer >= c.n_layers)
       fail(path, ": tensor ", t.name, " belongs to layer ", layer, " but llama.block_count is ", c.n_layers);
-    ck.tensors[hf] = f->tensor(t.name);
+    if (withTensors) ck.tensors[hf] = f->tensor(t.name);
   }
   if (!f->has("token_embd.weight")) fail(path, ": tensor token_embd.weight is missing");
   const auto& emb = f->info("token_embd.weight");

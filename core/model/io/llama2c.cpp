@@ -127,7 +127,7 @@ std::string layerKey(int l, const char* suffix) {
 
 }  // namespace
 
-RawCheckpoint readLlama2c(const std::string& path) {
+RawCheckpoint readLlama2c(const std::string& path, bool withTensors) {
   auto map = MappedFile::open(path);
   const Header h = parseHeader(*map);
   const uint64_t D = h.dim, H = h.hidden, L = h.layers, V = h.vocab, S = h.seqLen;
@@ -186,6 +186,7 @@ RawCheckpoint readLlama2c(const std::string& path) {
   c.bos_token_id = 1;
   c.eos_token_id = 2;
   c.dtype = "float32";
+  if (!withTensors) return ck;
 
   const int64_t d = h.dim, m = h.hidden, kv = static_cast<int64_t>(kvDim), v = h.vocab, nl = h.layers;
   auto& T = ck.tensors;

@@ -19,6 +19,7 @@ namespace hs {
 
 // Tensors under Hugging Face Llama names; fp32 tensors of v0/v1 are zero-copy views of the map.
 // Throws hs::Error naming the file when the header is nonsense or the size does not match it.
-RawCheckpoint readLlama2c(const std::string& path);
+// withTensors = false: the header and the size check only (config, no tensors), for `info`.
+RawCheckpoint readLlama2c(const std::string& path, bool withTensors = true);
 
 }  // namespace hs

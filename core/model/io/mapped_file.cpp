@@ -155,6 +155,14 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
+void MappedFile::release(const void* p, size_t n) const {
+  if (!contains(p, n) || n == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
 bool MappedFile::contains(const void* p, size_t n) const {
   const auto* b = static_cast<const uint8_t*>(p);
   return b >= data_ && n <= size_ && b <= data_ + (size_ - n);

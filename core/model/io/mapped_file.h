@@ -33,6 +33,11 @@ class MappedFile {
   // Whether [p, p + n) lies inside the map (tests use it to verify zero-copy views).
   bool contains(const void* p, size_t n = 1) const;
 
+  // Drops this process's pages of [p, p + n) (the whole pages inside it): after a weight was converted into a
+  // copy, its file pages need not stay in the process's resident memory. A later read of the range faults
+  // the pages in again from the file, so views stay valid.
+  void release(const void* p, size_t n) const;
+
  private:
   MappedFile(std::string path, uint8_t* data, size_t size)
       : path_(std::move(path)), data_(data), size_(size) {}

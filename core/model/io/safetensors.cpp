@@ -204,6 +204,11 @@ at::Tensor SafetensorsFile::tensor(const std::string& name) const {
   return tensorFromMap(map_, map_->data() + dataStart_ + e.begin, e.shape, t);
 }
 
+void SafetensorsFile::release(const std::string& name) const {
+  const SafetensorsEntry& e = entry(name);
+  map_->release(map_->data() + dataStart_ + e.begin, e.end - e.begin);
+}
+
 // ---------------------------------------------------------------------------------------------
 // SafetensorsCheckpoint
 
@@ -301,6 +306,14 @@ const SafetensorsFile& SafetensorsCheckpoint::fileFor(const std::string& name) c
 
 at::Tensor SafetensorsCheckpoint::tensor(const std::string& name) const {
   return fileFor(name).tensor(name);
+}
+
+const SafetensorsEntry& SafetensorsCheckpoint::entry(const std::string& name) const {
+  return fileFor(name).entry(name);
+}
+
+void SafetensorsCheckpoint::release(const std::string& name) const {
+  fileFor(name).release(name);
 }
 
 std::string SafetensorsCheckpoint::fileOf(const std::string& name) const {

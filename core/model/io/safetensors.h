@@ -37,6 +37,7 @@ class SafetensorsFile {  // one .safetensors file
   at::Tensor tensor(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }  // "__metadata__"
   const MappedFile& mapped() const { return *map_; }
+  void release(const std::string& name) const;  // MappedFile::release of the tensor's bytes
 
  private:
   std::shared_ptr<MappedFile> map_;
@@ -54,6 +55,9 @@ class SafetensorsCheckpoint {
   std::vector<std::string> names() const;  // sorted
   bool has(const std::string& name) const { return owner_.count(name) != 0; }
   at::Tensor tensor(const std::string& name) const;
+  const SafetensorsEntry& entry(const std::string& name) const;  // dtype, shape, byte range (header only)
+  // Drops the process's pages of the tensor's bytes (MappedFile::release): for a tensor already copied.
+  void release(const std::string& name) const;
   std::string fileOf(const std::string& name) const;
   std::vector<std::string> files() const;  // in the order they were opened
   const std::string& path() const { return path_; }

@@ -7,7 +7,8 @@
 // accounted for: a missing key, an unknown extra key or a wrong shape is an hs::Error naming the key,
 // the file and what was expected (in the spirit of llama.cpp's create_tensor). Only known-harmless
 // buffers (causal-mask `attn.bias` / `attn.masked_bias`, `attention.bias` / `attention.masked_bias`,
-// `rotary_emb.inv_freq`) are ignored.
+// `rotary_emb.inv_freq`) are ignored, and the vision tower and projector of a Gemma-3 image-text
+// checkpoint, which the text forward does not use, are left unread.
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/device_map.h"
 #include "model/io/raw_checkpoint.h"
 #include "model/weights.h"
 
@@ -32,6 +34,10 @@ class TensorLookup {
   virtual at::Tensor tensor(const std::string& name) const = 0;
   // The file holding `name` (for error messages); the checkpoint's path when unknown.
   virtual std::string fileOf(const std::string& name) const = 0;
+  // The stored shape; reads no tensor data where the format has a header (safetensors).
+  virtual std::vector<int64_t> shape(const std::string& name) const { return tensor(name).sizes().vec(); }
+  // Called once `name` has been copied into the model: a memory-mapped source drops its pages.
+  virtual void release(const std::string& name) const {}
 };
 
 // Over a (possibly sharded) safetensors checkpoint. Keeps the checkpoint (and its maps) alive.
@@ -41,6 +47,8 @@ class SafetensorsLookup : public TensorLookup {
   std::vector<std::string> names() const override;
   at::Tensor tensor(const std::string& name) const override;
   std::string fileOf(const std::string& name) const override;
+  std::vector<int64_t> shape(const std::string& name) const override;
+  void release(const std::string& name) const override;
 
  private:
   std::shared_ptr<const SafetensorsCheckpoint> ckpt_;
@@ -61,10 +69,18 @@ class MapLookup : public TensorLookup {
 };
 
 // Check every key and shape against the family's table and build the canonical weights, each tensor
-// converted to `dtype`, contiguous, on CPU. Tied embeddings share storage (unembed is tok_emb).
+// converted to `dtype`, contiguous, on the device `devices` gives its part (CPU when null). Tied embeddings
+// share storage (unembed is tok_emb) unless the map puts the head on another device than the embedding.
+// A tensor that was copied (converted, transposed or moved) has its source released right away, so a
+// memory-mapped checkpoint converted to float32 costs the float32 copy, not both.
 // `origin` names the checkpoint (folder or file) in error messages.
 ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
-                        at::ScalarType dtype = at::kFloat);
+                        at::ScalarType dtype = at::kFloat, const DeviceMap* devices = nullptr);
+
+// The checks of mapWeights (every key accounted for, every shape) from the shapes alone, reading no tensor
+// data where the format has a header. Returns the number of parameters the model will hold (a tied
+// unembedding counted once).
+long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, const std::string& origin);
 
 // The checkpoint keys the family's table expects for this config (sorted), for diagnostics and tests.
 std::vector<std::string> expectedKeys(const ModelConfig& config, const TensorLookup& lookup);

@@ -8,14 +8,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/compute_dtype.h"
 #include "model/io/gguf.h"
 #include "model/io/llama2c.h"
 #include "model/io/safetensors.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
 #include "model/load/gguf_vocab_meta.h"
+#include "model/load/hub_cache.h"
+#include "model/load/memory_plan.h"
 #include "model/load/silent_heads.h"
 #include "util/error.h"
+#include "util/resources.h"
 
 namespace fs = std::filesystem;
 
@@ -38,13 +42,6 @@ bool hasGgufMagic(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   char magic[4] = {};
   return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
-}
-
-// The folder of the running executable, for an installed layout <prefix>/bin + <prefix>/share.
-fs::path executableDir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -135,10 +132,15 @@ void attachGgufTokenizer(const std::string& path, LoadedModel& out) {
 // ---------------------------------------------------------------------------------------------------
 // Weights
 
-at::ScalarType resolveDtype(const std::string& requested, const ModelConfig& c);
+// Where the weights of a path are and what they are, from headers only.
+struct Source {
+  ModelProbe probe;
+  fs::path weights;                                   // folder or file the safetensors checkpoint opens
+  std::shared_ptr<const SafetensorsCheckpoint> ckpt;  // safetensors: opened (headers parsed)
+  fs::path configPath;                                // safetensors: config.json
+};
 
-void loadSafetensorsFolder(const fs::path& folder, const fs::path& weights, const std::string& requestedDtype,
-                           LoadedModel& out) {
+Source openSafetensors(const fs::path& folder, const fs::path& weights) {
   const fs::path configPath = folder / "config.json";
   if (!isFile(configPath))
     fail(weights.string(), ": no config.json in ", folder.string(), " (a Hugging Face checkpoint needs one)");
@@ -149,29 +151,83 @@ void loadSafetensorsFolder(const fs::path& folder, const fs::path& weights, cons
       hint = " (pytorch_model.bin is not supported: convert it to safetensors)";
     fail(folder.string(), ": no weights: neither model.safetensors nor model.safetensors.index.json", hint);
   }
-  out.config = readHfConfig(configPath.string());
-  out.files.push_back(configPath.string());
-  const at::ScalarType dtype = resolveDtype(requestedDtype, out.config);
-  auto ckpt = std::make_shared<const SafetensorsCheckpoint>(SafetensorsCheckpoint::open(weights.string()));
-  for (const auto& f : ckpt->files())
-    out.files.push_back(f);
-  SafetensorsLookup lookup(ckpt);
-  ModelWeights w = withContext(configPath.string(),
-                               [&] { return mapWeights(out.config, lookup, weights.string(), dtype); });
-  out.model = std::make_shared<Transformer>(out.config, std::move(w));
-  out.format = "safetensors";
+  Source src;
+  src.weights = weights;
+  src.configPath = configPath;
+  src.probe.format = "safetensors";
+  src.probe.config = readHfConfig(configPath.string());
+  src.probe.files.push_back(configPath.string());
+  src.ckpt = std::make_shared<const SafetensorsCheckpoint>(SafetensorsCheckpoint::open(weights.string()));
+  std::error_code ec;
+  for (const auto& f : src.ckpt->files()) {
+    src.probe.files.push_back(f);
+    src.probe.stored_bytes += fs::file_size(f, ec);
+  }
+  SafetensorsLookup lookup(src.ckpt);
+  src.probe.n_params = withContext(configPath.string(),
+                                   [&] { return checkWeights(src.probe.config, lookup, weights.string()); });
+  return src;
 }
 
-void loadRaw(const RawCheckpoint& raw, at::ScalarType dtype, LoadedModel& out) {
-  out.config = raw.config;
+// llama2.c and GGUF: the header / metadata only; the tensors are read by readRaw once the plan agrees.
+Source openRaw(const std::string& path, const std::string& format) {
+  Source src;
+  src.probe.format = format;
+  const RawCheckpoint raw = format == "gguf" ? readGgufModel(path, false) : readLlama2c(path, false);
+  src.probe.config = raw.config;
+  src.probe.n_params = parameterCount(raw.config);
+  src.probe.files.push_back(path);
+  std::error_code ec;
+  src.probe.stored_bytes = fs::file_size(path, ec);
+  return src;
+}
+
+Source openSource(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (!fs::exists(p, ec)) fail(path, ": no such file or folder");
+  const std::string ext = lower(p.extension().string());
+  Source src;
+  if (fs::is_directory(p, ec)) {
+    if (!isFile(p / "config.json"))
+      fail(path,
+           ": not a model folder: no config.json (expected a Hugging Face folder with config.json and "
+           "model.safetensors)");
+    src = openSafetensors(p, p);
+  } else if (p.filename() == "config.json") {
+    src = openSafetensors(p.parent_path(), p.parent_path());
+  } else if (ext == ".safetensors") {
+    const fs::path folder = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+    if (!isFile(folder / "config.json"))
+      fail(path, ": no config.json beside this .safetensors file (needed to know the architecture)");
+    src = openSafetensors(folder, p);
+  } else if (ext == ".gguf" || (isFile(p) && hasGgufMagic(p))) {
+    src = openRaw(path, "gguf");
+  } else if (ext == ".bin") {
+    if (lower(p.filename().string()).rfind("pytorch_model", 0) == 0)
+      fail(path, ": PyTorch pickle checkpoints are not supported; use model.safetensors");
+    src = openRaw(path, "llama2c");
+  } else {
+    fail(path,
+         ": not a model folder nor a known model file (expected a folder with config.json, "
+         "a .safetensors, a llama2.c .bin or a .gguf)");
+  }
+  src.probe.path = path;
+  return src;
+}
+
+// Reads and converts the weights the plan agreed to, each straight onto its device.
+ModelWeights readWeights(const Source& src, at::ScalarType dtype, const DeviceMap& devices) {
+  if (src.ckpt) {
+    SafetensorsLookup lookup(src.ckpt);
+    return withContext(src.configPath.string(), [&] {
+      return mapWeights(src.probe.config, lookup, src.weights.string(), dtype, &devices);
+    });
+  }
+  const std::string& path = src.probe.path;
+  const RawCheckpoint raw = src.probe.format == "gguf" ? readGgufModel(path) : readLlama2c(path);
   MapLookup lookup(raw);
-  out.model = std::make_shared<Transformer>(out.config, mapWeights(out.config, lookup, raw.path, dtype));
-}
-
-at::ScalarType resolveDtype(const std::string& requested, const ModelConfig& c) {
-  if (requested != "auto") return parseDtype(requested);
-  if (c.dtype == "bfloat16" || c.dtype == "float16") return parseDtype(c.dtype);
-  return at::kFloat;
+  return mapWeights(raw.config, lookup, raw.path, dtype, &devices);
 }
 
 }  // namespace
@@ -184,19 +240,52 @@ at::ScalarType parseDtype(const std::string& dtype) {
   fail("unsupported dtype \"", dtype, "\" (supported: float32, bfloat16, float16)");
 }
 
+const char* dtypeName(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return "float32";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kHalf:
+      return "float16";
+    case at::kDouble:
+      return "float64";
+    default:
+      return "other";
+  }
+}
+
 std::vector<std::string> toyModelCandidates() {
   std::vector<std::string> c;
 #ifdef HEADSCOPE_RESOURCE_DIR
   c.push_back(std::string(HEADSCOPE_RESOURCE_DIR) + "/models/toy-icl");
 #endif
-  const fs::path exe = executableDir();
-  if (!exe.empty()) c.push_back((exe.parent_path() / "share/headscope/models/toy-icl").string());
-  c.push_back("/usr/share/headscope/models/toy-icl");
+  for (const std::string& r : resourceCandidates("models/toy-icl"))
+    c.push_back(r);
   return c;
 }
 
-LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
-  LoadedModel out;
+void attachTokenizer(LoadedModel& out, const std::string& tokenizer) {
+  // An explicit one wins; otherwise the format's own place.
+  const fs::path p(out.path);
+  if (!tokenizer.empty()) {
+    out.tokenizer = withContext("tokenizer " + tokenizer, [&] { return loadTokenizerFile(tokenizer); });
+    out.files.push_back(tokenizer);
+  } else if (out.format == "gguf") {
+    attachGgufTokenizer(out.path, out);
+  } else if (out.format == "llama2c") {
+    attachLlama2cTokenizer(p, out);
+  } else {
+    attachFolderTokenizer(
+        fs::is_directory(p) ? p : (p.parent_path().empty() ? fs::path(".") : p.parent_path()), out);
+  }
+  if (out.tokenizer && out.tokenizer->vocabSize() > out.config.vocab_size)
+    out.notes.push_back(hs::cat("the tokenizer has ", out.tokenizer->vocabSize(),
+                                " tokens but the model only ", out.config.vocab_size,
+                                ": ids >= ", out.config.vocab_size, " cannot be run"));
+}
+
+std::string resolveModelPath(const std::string& pathIn, std::vector<std::string>* notes) {
   std::string path = pathIn;
   if (path == "toy") {
     std::string tried;
@@ -211,82 +300,56 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
     if (path.empty())
       fail("the embedded toy model is not built yet: none of ", tried,
            " holds config.json (train it with `headscope-cli train-toy`)");
+    return path;
   }
-  out.path = path;
-
   std::error_code ec;
-  const fs::path p(path);
-  if (!fs::exists(p, ec)) fail(path, ": no such file or folder");
-
-  // Weights are cast once, while mapping (no second copy).
-  const std::string ext = lower(p.extension().string());
-  if (fs::is_directory(p, ec)) {
-    if (!isFile(p / "config.json"))
-      fail(path,
-           ": not a model folder: no config.json (expected a Hugging Face folder with config.json and "
-           "model.safetensors)");
-    loadSafetensorsFolder(p, p, options.dtype, out);
-  } else if (p.filename() == "config.json") {
-    const fs::path folder = p.parent_path();
-    loadSafetensorsFolder(folder, folder, options.dtype, out);
-  } else if (ext == ".safetensors") {
-    const fs::path folder = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-    if (!isFile(folder / "config.json"))
-      fail(path, ": no config.json beside this .safetensors file (needed to know the architecture)");
-    loadSafetensorsFolder(folder, p, options.dtype, out);
-  } else if (ext == ".gguf" || (isFile(p) && hasGgufMagic(p))) {
-    const RawCheckpoint raw = readGgufModel(path);
-    loadRaw(raw, resolveDtype(options.dtype, raw.config), out);
-    out.files.push_back(path);
-    out.format = "gguf";
-  } else if (ext == ".bin") {
-    if (lower(p.filename().string()).rfind("pytorch_model", 0) == 0)
-      fail(path, ": PyTorch pickle checkpoints are not supported; use model.safetensors");
-    const RawCheckpoint raw = readLlama2c(path);
-    loadRaw(raw, resolveDtype(options.dtype, raw.config), out);
-    out.files.push_back(path);
-    out.format = "llama2c";
-  } else {
-    fail(path,
-         ": not a model folder nor a known model file (expected a folder with config.json, "
-         "a .safetensors, a llama2.c .bin or a .gguf)");
+  if (fs::exists(path, ec) || !looksLikeHubId(path)) return path;
+  if (const auto snapshot = resolveHubId(path)) {
+    if (notes) notes->push_back(hs::cat(path, " resolved from the hub cache: ", *snapshot));
+    return *snapshot;
   }
+  if (path.find('/') == std::string::npos) return path;  // a plain name: "no such file" says it best
+  fail(path, ": no such file or folder, and the hub cache ", hubCacheDir(),
+       " does not hold it (nothing is downloaded; fetch it with `huggingface-cli download ", path,
+       "`, or set HF_HOME)");
+}
 
-  // Tokenizer: an explicit one wins; otherwise the format's own place.
-  if (!options.tokenizer.empty()) {
-    out.tokenizer =
-        withContext("tokenizer " + options.tokenizer, [&] { return loadTokenizerFile(options.tokenizer); });
-    out.files.push_back(options.tokenizer);
-  } else if (out.format == "gguf") {
-    attachGgufTokenizer(path, out);
-  } else if (out.format == "llama2c") {
-    attachLlama2cTokenizer(p, out);
-  } else {
-    attachFolderTokenizer(
-        fs::is_directory(p) ? p : (p.parent_path().empty() ? fs::path(".") : p.parent_path()), out);
-  }
-  if (out.tokenizer && out.tokenizer->vocabSize() > out.config.vocab_size)
-    out.notes.push_back(hs::cat("the tokenizer has ", out.tokenizer->vocabSize(),
-                                " tokens but the model only ", out.config.vocab_size,
-                                ": ids >= ", out.config.vocab_size, " cannot be run"));
+ModelProbe probeModel(const std::string& pathIn) {
+  std::vector<std::string> notes;
+  const std::string path = resolveModelPath(pathIn, &notes);
+  ModelProbe probe = openSource(path).probe;
+  probe.notes.insert(probe.notes.begin(), notes.begin(), notes.end());
+  return probe;
+}
+
+LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
+  LoadedModel out;
+  const std::string path = resolveModelPath(pathIn, &out.notes);
+  out.path = path;
+  // A compute dtype the CPU kernels lack (float16 on libtorch 1.13) is refused before any weight is read.
+  if (options.dtype != "auto" && options.device == "cpu")
+    requireComputeDtype(parseDtype(options.dtype), at::kCPU);
+
+  // Headers first, then the plan (dtype, devices, memory), then the weights, each cast and placed once.
+  const Source src = openSource(path);
+  out.config = src.probe.config;
+  out.format = src.probe.format;
+  out.files = src.probe.files;
+  const DeviceMap devices = parseDeviceMap(options.device, options.gpu_layers, out.config.n_layers);
+  const MemoryPlan plan = planMemory(path, out.config, src.probe.n_params, options.dtype, devices,
+                                     options.check_memory ? currentMemoryBudget() : MemoryBudget{});
+  out.model = std::make_shared<Transformer>(out.config, readWeights(src, plan.dtype, devices));
+
+  attachTokenizer(out, options.tokenizer);
 
   const std::vector<HeadRef> silent = silentHeads(out.model->weights(), out.config);
   if (!silent.empty())
     out.notes.push_back(
         hs::cat(silent.size(), " of ", out.config.n_layers * out.config.n_heads,
                 " heads write nothing (all-zero W_O columns, e.g. pruned): ", headsText(silent, ", ")));
-
-  // Device last: weights were already cast while mapping.
-  const at::Device device = [&] {
-    try {
-      return at::Device(options.device);
-    } catch (const std::exception&) {
-      fail("unsupported device \"", options.device, "\" (expected cpu, cuda or cuda:N)");
-    }
-  }();
-  if (device.is_cuda() && !at::hasCUDA())
-    fail("device \"", options.device, "\" requested but this build of libtorch has no CUDA");
-  if (!device.is_cpu()) out.model->to(out.model->dtype(), device);
+  if (!plan.note.empty()) out.notes.push_back(plan.note);
+  if (!devices.single() || devices.usesCuda()) out.notes.push_back("devices: " + devices.describe());
+  requireComputeDtype(out.model->dtype(), out.model->device());  // e.g. "auto" on a float16 checkpoint
   return out;
 }
 

@@ -3,7 +3,7 @@
 // is MixtureSampler(world, stage s config, seed).sampleAt(i), so the stream still depends on (seed, i) only
 // and a resumed trainer continues it exactly with seek(i).
 //
-// Why stages (planning notes from the issue): in-context abilities rest on induction heads, which form first
+// Why stages: in-context abilities rest on induction heads, which form first
 // and fast when repeated spans are common (Olsson et al.); task recognition (which label words / which output
 // language) is learned early, task learning (which category goes with which label, from the demos alone)
 // slowly. So: an induction- and copy-heavy warm-up, then the full mixture, then a phase weighted towards the

@@ -1,0 +1,260 @@
+#include "model/load/memory_plan.h"
+
+#include <ATen/Context.h>
+#include <dlfcn.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "model/load/model_loader.h"
+#include "util/error.h"
+
+namespace hs {
+
+namespace {
+
+// A "Key:   123 kB" line of /proc/meminfo or /proc/self/status, in bytes; -1 when absent.
+int64_t procKb(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) {
+      std::istringstream ss(line.substr(key.size() + 1));
+      int64_t kb = -1;
+      ss >> kb;
+      return kb < 0 ? -1 : kb * 1024;
+    }
+  return -1;
+}
+
+int64_t readNumber(const std::string& file) {
+  std::ifstream in(file);
+  std::string s;
+  if (!(in >> s) || s == "max") return -1;
+  try {
+    return std::stoll(s);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// cgroup v2: the limit left to this process's cgroup (memory.max − memory.current); -1 without a limit.
+int64_t cgroupRoom() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) {
+      const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+      const int64_t max = readNumber(dir + "/memory.max"), cur = readNumber(dir + "/memory.current");
+      if (max < 0) return -1;
+      return std::max<int64_t>(0, max - std::max<int64_t>(cur, 0));
+    }
+  return -1;
+}
+
+// Free memory of CUDA device `index` through the CUDA runtime libtorch loaded (found at run time: nothing to
+// link, and a CPU-only build simply finds no symbol). -1 when unknown.
+int64_t cudaFree(int index) {
+  using GetDevice = int (*)(int*);
+  using SetDevice = int (*)(int);
+  using MemGetInfo = int (*)(size_t*, size_t*);
+  const auto get = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
+  const auto set = reinterpret_cast<SetDevice>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
+  const auto info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+  if (!get || !set || !info) return -1;
+  int previous = 0;
+  if (get(&previous) != 0 || set(index) != 0) return -1;
+  size_t freeBytes = 0, totalBytes = 0;
+  const int rc = info(&freeBytes, &totalBytes);
+  set(previous);
+  return rc == 0 ? static_cast<int64_t>(freeBytes) : -1;
+}
+
+const char* dtypeWord(c10::ScalarType t) {
+  return t == c10::kFloat ? "float32" : t == c10::kBFloat16 ? "bfloat16" : t == c10::kHalf ? "float16" : "?";
+}
+
+// The checkpoint's own dtype when it is a 16-bit float, else float32.
+c10::ScalarType storedCompute(const ModelConfig& c) {
+  if (c.dtype == "bfloat16") return c10::kBFloat16;
+  if (c.dtype == "float16") return c10::kHalf;
+  return c10::kFloat;
+}
+
+bool fits(const std::vector<DeviceNeed>& needs, double fraction) {
+  for (const auto& n : needs)
+    if (n.available >= 0 && static_cast<double>(n.total()) > fraction * static_cast<double>(n.available))
+      return false;
+  return true;
+}
+
+std::string describeNeeds(const std::vector<DeviceNeed>& needs) {
+  std::string out;
+  for (const auto& n : needs) {
+    out += (out.empty() ? "" : "; ") + n.device.str() + " needs ~" + formatBytes(n.total()) + " (weights " +
+           formatBytes(n.weights) + " + working " + formatBytes(n.working) + ")";
+    if (n.available >= 0) out += ", " + formatBytes(static_cast<uint64_t>(n.available)) + " available";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string formatBytes(uint64_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
+  return buf;
+}
+
+uint64_t parseByteSize(const std::string& text) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  std::string unit = text.substr(std::min(used, text.size()));
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  double scale = 0;
+  if (unit.empty())
+    scale = 1;
+  else if (unit == "K" || unit == "k")
+    scale = 1e3;
+  else if (unit == "M" || unit == "m")
+    scale = 1e6;
+  else if (unit == "G" || unit == "g")
+    scale = 1e9;
+  else if (unit == "T" || unit == "t")
+    scale = 1e12;
+  if (v < 0 || scale == 0)
+    fail("\"", text, "\" is not a memory size (expected e.g. 600M, 8G or a byte count)");
+  return static_cast<uint64_t>(v * scale);
+}
+
+MemoryBudget currentMemoryBudget() {
+  MemoryBudget b;
+  int64_t room = procKb("/proc/meminfo", "MemAvailable");
+  b.ram_source = "MemAvailable";
+  if (const int64_t cg = cgroupRoom(); cg >= 0 && (room < 0 || cg < room))
+    room = cg, b.ram_source = "cgroup memory.max";
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const int64_t used = std::max<int64_t>(procKb("/proc/self/status", "VmSize"), 0);
+    const int64_t left = std::max<int64_t>(0, static_cast<int64_t>(as.rlim_cur) - used);
+    if (room < 0 || left < room) room = left, b.ram_source = "RLIMIT_AS (ulimit -v)";
+  }
+  if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap) {
+    const auto limit =
+        static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); }));
+    if (room < 0 || limit < room) room = limit, b.ram_source = "HEADSCOPE_MEMORY_LIMIT";
+  }
+  b.ram_available = room < 0 ? 0 : static_cast<uint64_t>(room);
+  if (at::hasCUDA())
+    for (int i = 0; i < static_cast<int>(at::getNumGPUs()); ++i)
+      b.gpu_free.push_back(cudaFree(i));
+  return b;
+}
+
+std::vector<DeviceNeed> memoryNeeds(const ModelConfig& c, long long nParams, size_t elem,
+                                    const DeviceMap& map, const MemoryBudget& budget) {
+  const uint64_t d = c.d_model, V = c.vocab_size, L = std::max(c.n_layers, 1);
+  const uint64_t embed = V * d + (c.learned_pos_emb ? static_cast<uint64_t>(c.context_length) * d : 0);
+  const uint64_t head = (c.tied_embeddings ? 0 : V * d) + 2 * d;
+  const uint64_t total = static_cast<uint64_t>(std::max<long long>(nParams, 0));
+  const uint64_t perLayer = total > embed + head ? (total - embed - head) / L : 0;
+
+  // Working memory (see the header): 8 × 256 positions.
+  const uint64_t positions = std::min<uint64_t>(256, std::max(c.context_length, 1)), rows = 8;
+  const uint64_t tokens = rows * positions;
+  const uint64_t qkv = static_cast<uint64_t>(c.n_heads + 2 * c.n_kv_heads) * std::max(c.d_head, 1);
+  const uint64_t layerLive = tokens * (3ull * c.d_mlp + 6 * d + qkv) * elem;
+  const uint64_t scores = rows * c.n_heads * positions * positions * 4 * 2;
+  const uint64_t captures = tokens * d * L * elem;
+  const uint64_t logits = (positions + rows) * V * 4 * 2;
+  const uint64_t overhead = 400ull * 1000 * 1000;
+  const uint64_t working = layerLive + scores + captures + logits;
+
+  std::map<std::string, DeviceNeed> byDevice;
+  auto add = [&](c10::Device dev, uint64_t values) {
+    DeviceNeed& n = byDevice[dev.str()];
+    n.device = dev;
+    n.weights += values * elem;
+  };
+  add(map.embed, embed);
+  for (const auto& dev : map.layers)
+    add(dev, perLayer);
+  add(map.head, head);
+  if (c.tied_embeddings && map.head != map.embed) add(map.head, V * d);  // the unembedding's own copy
+  byDevice[map.head.str()].working += working;
+  DeviceNeed& cpu = byDevice[c10::Device(c10::kCPU).str()];
+  cpu.device = c10::kCPU;
+  cpu.working += overhead;
+
+  std::vector<DeviceNeed> out;
+  for (auto& [name, n] : byDevice) {
+    if (n.device.is_cpu())
+      n.available = budget.ram_source.empty() ? -1 : static_cast<int64_t>(budget.ram_available);
+    else if (n.device.is_cuda() && n.device.index() >= 0 &&
+             n.device.index() < static_cast<int>(budget.gpu_free.size()))
+      n.available = budget.gpu_free[static_cast<size_t>(n.device.index())];
+    out.push_back(n);
+  }
+  return out;
+}
+
+MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long nParams,
+                      const std::string& requestedDtype, const DeviceMap& map, const MemoryBudget& budget) {
+  MemoryPlan plan;
+  const c10::ScalarType stored = storedCompute(c);
+  const bool automatic = requestedDtype.empty() || requestedDtype == "auto";
+  std::vector<DeviceNeed> needs;
+  if (automatic) {
+    // float32 when that copy takes at most half of what is available on every device, else as stored.
+    const auto f32 = memoryNeeds(c, nParams, 4, map, budget);
+    if (stored == c10::kFloat || fits(f32, 0.5)) {
+      plan.dtype = c10::kFloat;
+      needs = f32;
+      plan.note = "dtype auto: float32 (" + describeNeeds(needs) + ")";
+    } else {
+      plan.dtype = stored;
+      needs = memoryNeeds(c, nParams, 2, map, budget);
+      plan.note = std::string("dtype auto: ") + dtypeWord(stored) +
+                  " as stored, since a float32 copy would not fit comfortably (" + describeNeeds(f32) +
+                  "); --dtype f32 forces it";
+    }
+  } else {
+    plan.dtype = parseDtype(requestedDtype);
+    needs = memoryNeeds(c, nParams, c10::elementSize(plan.dtype), map, budget);
+  }
+  plan.devices = needs;
+  if (fits(needs, 1.0)) return plan;
+
+  // Refused: say what it needs, what there is, and what would make it fit.
+  std::vector<std::string> ways;
+  if (plan.dtype == c10::kFloat) ways.push_back("--dtype bf16 (half the weights)");
+  if (!map.usesCuda() && at::hasCUDA()) {
+    ways.push_back("--device cuda");
+    ways.push_back("--device cuda --gpu-layers N (the last N layers on the GPU)");
+  } else if (!map.usesCuda()) {
+    ways.push_back("--device cuda with a CUDA build (docs/gpu.md)");
+  } else {
+    ways.push_back("fewer --gpu-layers or more GPUs (--device cuda:0,cuda:1)");
+  }
+  ways.push_back("free memory on this machine");
+  std::string wayText;
+  for (size_t i = 0; i < ways.size(); ++i)
+    wayText += (i ? (i + 1 == ways.size() ? " or " : ", ") : "") + ways[i];
+  fail(what, ": not enough memory to load it as ", dtypeWord(plan.dtype), " on ", map.describe(), ": ",
+       describeNeeds(needs), " (RAM limit from ", budget.ram_source, "); use ", wayText);
+}
+
+}  // namespace hs

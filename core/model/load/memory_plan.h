@@ -1,0 +1,61 @@
+#pragma once
+// The memory plan made before any weight is read: what the model needs on each device at the compute dtype
+// (weights plus working memory), against what the machine has. `--dtype auto` (the default) chooses here:
+// float32 when that copy fits comfortably, else the checkpoint's own 16-bit dtype. A model that does not fit
+// is refused with the sizes and the ways out, before loading, never by the kernel's OOM killer.
+//
+// Working memory is an estimate for a typical analysis step: 8 prompts × 256 positions (capped at the
+// context) with one layer's activations live (q, k, v, the MLP's three d_mlp-wide tensors, a few residual
+// copies), the attention scores in float32, every layer's residual stream captured, the logits of one
+// prompt and of each row's last position in float32, and 400 MB for libtorch, the tokenizer and the rest.
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/device_map.h"
+
+namespace hs {
+
+struct MemoryBudget {
+  uint64_t ram_available = 0;     // bytes this process can still take without swapping or being killed
+  std::string ram_source;         // which limit decided it: "MemAvailable", "cgroup memory.max", "RLIMIT_AS"
+  std::vector<int64_t> gpu_free;  // free bytes per CUDA device; -1 where unknown; empty without CUDA
+};
+
+// Reads /proc/meminfo, the process's cgroup (v2) limit, RLIMIT_AS, HEADSCOPE_MEMORY_LIMIT (a cap the user
+// sets for HeadScope on a shared machine: bytes or 600M / 8G / 1.5T) and, with a CUDA libtorch, each GPU's
+// free memory (cudaMemGetInfo found at run time, so CPU builds need nothing). The smallest RAM figure wins.
+MemoryBudget currentMemoryBudget();
+
+// "600M", "8G", "1.5T", "123456" → bytes (decimal units); throws naming the text when it is not a size.
+uint64_t parseByteSize(const std::string& text);
+
+struct DeviceNeed {
+  c10::Device device = c10::kCPU;
+  uint64_t weights = 0, working = 0;  // bytes
+  int64_t available = -1;             // bytes; -1 = unknown (not checked)
+  uint64_t total() const { return weights + working; }
+};
+
+struct MemoryPlan {
+  c10::ScalarType dtype = c10::kFloat;
+  std::vector<DeviceNeed> devices;  // every device the map uses
+  std::string note;                 // the auto choice, with its sizes ("" when the dtype was given)
+};
+
+// Bytes of the weights at `elementBytes` per value, split as the map places them, and the working memory.
+std::vector<DeviceNeed> memoryNeeds(const ModelConfig& c, long long nParams, size_t elementBytes,
+                                    const DeviceMap& map, const MemoryBudget& budget);
+
+// Resolves `requestedDtype` ("auto" or a dtype parseDtype knows) and checks that the model fits. Throws an
+// hs::Error naming `what` (the model's path), the sizes, what is available and the ways out when it does not.
+MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long nParams,
+                      const std::string& requestedDtype, const DeviceMap& map, const MemoryBudget& budget);
+
+// "1.6 GB" (decimal units, as `df -H` and the figures).
+std::string formatBytes(uint64_t bytes);
+
+}  // namespace hs

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The Python half of scripts/gpu_check.sh: HeadScope (hs_gpu_probe) against Hugging Face transformers on the
+GPU. Models are random-initialised from configs (no download); each family's checkpoint is written with
+save_pretrained (safetensors), HeadScope loads the folder, both run the same tokens, eager attention.
+
+Tolerances: float32 max |logit difference| <= 1e-4 (DESIGN section 8). bfloat16 <= 5e-2 * max(1, max |logit|):
+both round every projection to bf16 (8 significant bits) and may order the accumulation differently, so a
+logit of magnitude 1 may differ by a few bf16 ulps (2^-8 each).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+TOKENS = [(7919 * i + 13) % 1000 for i in range(24)]
+
+# Small configs per family: real layouts (GQA, biases, norms, rotary variants), small sizes.
+FAMILIES = {
+    "llama": dict(cls="LlamaConfig", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256,
+                  rope_theta=500000.0, rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                                         high_freq_factor=4.0,
+                                                         original_max_position_embeddings=64)),
+    "mistral": dict(cls="MistralConfig", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                    num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256,
+                    sliding_window=None),
+    "qwen2": dict(cls="Qwen2Config", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256,
+                  use_sliding_window=False),
+    "qwen3": dict(cls="Qwen3Config", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
+                  max_position_embeddings=256, use_sliding_window=False),
+    "gpt2": dict(cls="GPT2Config", n_embd=128, n_layer=3, n_head=4, vocab_size=1000, n_positions=256),
+    "gpt_neox": dict(cls="GPTNeoXConfig", hidden_size=128, intermediate_size=512, num_hidden_layers=3,
+                     num_attention_heads=4, vocab_size=1000, max_position_embeddings=256, rotary_pct=0.25),
+    "olmo2": dict(cls="Olmo2Config", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=4, vocab_size=1000, max_position_embeddings=256),
+    "gemma2": dict(cls="Gemma2Config", hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
+                   max_position_embeddings=256, sliding_window=16),
+    "gemma3": dict(cls="Gemma3TextConfig", hidden_size=128, intermediate_size=256, num_hidden_layers=6,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
+                   max_position_embeddings=256, sliding_window=16),
+}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def probe(args, model, out, device="cuda", dtype="f32", gpu_layers=None, time_it=False, ids=TOKENS):
+    cmd = [args.probe, model, "--device", device, "--dtype", dtype, "--ids", ",".join(map(str, ids)),
+           "--out", out]
+    if gpu_layers is not None:
+        cmd += ["--gpu-layers", str(gpu_layers)]
+    if time_it:
+        cmd.append("--time")
+    info = run(cmd)
+    vocab = os.path.getsize(out) // 4 // len(ids)
+    logits = torch.from_file(out, size=len(ids) * vocab, dtype=torch.float32).view(len(ids), vocab)
+    return info, logits
+
+
+def make_family(name, spec, folder):
+    import transformers
+    cfg = getattr(transformers, spec["cls"])(**{k: v for k, v in spec.items() if k != "cls"})
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
+    with torch.no_grad():  # norms away from 1 and non-zero biases, so every weight matters
+        for n, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder, safe_serialization=True)
+    return model
+
+
+def families(args, report):
+    out = {}
+    for name, spec in FAMILIES.items():
+        folder = os.path.join(args.out, "models", name)
+        r = {}
+        try:
+            model = make_family(name, spec, folder)
+        except Exception as e:  # this transformers lacks the family
+            out[name] = {"skipped": f"transformers: {type(e).__name__}: {e}"}
+            continue
+        ids = torch.tensor([TOKENS])
+        for dtype, torch_dtype, tol in (("f32", torch.float32, 1e-4), ("bf16", torch.bfloat16, 5e-2)):
+            with torch.no_grad():
+                ref = model.to("cuda", torch_dtype)(ids.cuda()).logits[0].float().cpu()
+            try:
+                _, ours = probe(args, folder, os.path.join(args.out, f"{name}-{dtype}.f32"), dtype=dtype)
+            except RuntimeError as e:
+                r[dtype] = {"error": str(e)}
+                continue
+            diff = float((ours - ref).abs().max())
+            bound = tol if dtype == "f32" else tol * max(1.0, float(ref.abs().max()))
+            r[dtype] = {"max_abs_diff": diff, "tolerance": bound, "pass": diff <= bound}
+        out[name] = r
+        del model
+        torch.cuda.empty_cache()
+    report["families"] = out
+
+
+def device_maps(args, report):
+    folder = os.path.join(args.out, "models", "llama")
+    if not os.path.exists(os.path.join(folder, "config.json")):
+        report["device_map"] = {"skipped": "no llama model"}
+        return
+    _, one = probe(args, folder, os.path.join(args.out, "dm-one.f32"))
+    r = {}
+    for label, kw in (("gpu_layers_1", dict(gpu_layers=1)), ("gpu_layers_0", dict(gpu_layers=0))):
+        info, split = probe(args, folder, os.path.join(args.out, f"dm-{label}.f32"), **kw)
+        diff = float((split - one).abs().max())
+        r[label] = {"devices": info["device"], "max_abs_diff_vs_one_device": diff, "pass": diff <= 1e-4}
+    if torch.cuda.device_count() >= 2:
+        info, split = probe(args, folder, os.path.join(args.out, "dm-two.f32"), device="cuda:0,cuda:1")
+        diff = float((split - one).abs().max())
+        r["cuda0_cuda1"] = {"devices": info["device"], "max_abs_diff_vs_one_device": diff, "pass": diff <= 1e-4}
+    report["device_map"] = r
+
+
+def timings(args, report):
+    import transformers
+    folder = os.path.join(args.out, "llama-3.2-1b")
+    if not os.path.exists(os.path.join(folder, "config.json")):
+        subprocess.run([sys.executable, "scripts/make_real_shape_checkpoint.py", "llama-3.2-1b", folder],
+                       check=True, capture_output=True)
+    ids = [(7919 * i + 13) % 128256 for i in range(128)]
+    ours, _ = probe(args, folder, os.path.join(args.out, "1b.f32"), dtype="bf16", time_it=True, ids=ids)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
+                                                              attn_implementation="eager").cuda()
+    x = torch.tensor([ids], device="cuda")
+
+    def timed(f):
+        f()
+        t = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            f()
+            torch.cuda.synchronize()
+            t.append(time.perf_counter() - t0)
+        return sorted(t)[1]
+
+    with torch.no_grad():
+        fwd = timed(lambda: model(x).logits)
+        # The naive sweep: one hooked forward per head (patch o_proj's input slice at the last position),
+        # timed on 16 heads and extrapolated to all.
+        cfg = model.config
+        L, H = cfg.num_hidden_layers, cfg.num_attention_heads
+        dh = cfg.hidden_size // H
+        clean = {}
+        hooks = [model.model.layers[l].self_attn.o_proj.register_forward_pre_hook(
+            lambda m, a, l=l: clean.__setitem__(l, a[0][:, -1].clone())) for l in range(L)]
+        model(x)
+        for h in hooks:
+            h.remove()
+        heads = [(i * L // 16, (i * 5) % H) for i in range(16)]
+
+        def one(l, h):
+            def pre(m, a):
+                z = a[0].clone()
+                z[:, -1, h * dh:(h + 1) * dh] = clean[l][:, h * dh:(h + 1) * dh]
+                return (z,)
+            hook = model.model.layers[l].self_attn.o_proj.register_forward_pre_hook(pre)
+            model(x).logits[0, -1, 1].item()
+            hook.remove()
+        per = timed(lambda: [one(l, h) for l, h in heads]) / len(heads)
+    report["llama_3_2_1b_bf16"] = {
+        "tokens": 128, "ours": ours, "transformers_forward_s": fwd,
+        "ratio_forward_ours_vs_transformers": ours["forward_s"] / fwd,
+        "transformers_naive_sweep_s": per * L * H,
+        "speedup_our_sweep_vs_transformers_naive": per * L * H / ours["sweep_s"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    report = {"torch": torch.__version__, "cuda": torch.version.cuda,
+              "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
+    try:
+        import transformers
+        report["transformers"] = transformers.__version__
+    except ImportError:
+        report["transformers"] = None
+    for step in (families, device_maps, timings):
+        t0 = time.perf_counter()
+        try:
+            step(args, report)
+        except Exception as e:
+            report[step.__name__ + "_error"] = f"{type(e).__name__}: {e}"
+        report[step.__name__ + "_s"] = time.perf_counter() - t0
+    with open(os.path.join(args.out, "gpu_check.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
