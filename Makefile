@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test bench deb clean format fuzz fuzz-build sanitize
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize
 
 # Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
 # folder; `make fuzz` runs each for FUZZ_SECONDS on one core, corpora kept in FUZZ_BUILD/corpus.
@@ -44,7 +44,11 @@ run-cli: build
 	$(CLI) export $(BUILD)/toy-tsla.hscope --csv $(BUILD)/toy-tsla-csv
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -LE slurm
+
+# The batch path on a real single-node Slurm (needs root and Debian's slurmctld, slurmd, slurm-client, munge).
+test-slurm: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -L slurm
 
 bench: build
 	@for b in $(BUILD)/bin/bench_*; do echo "== $$b"; $$b || exit 1; done
