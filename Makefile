@@ -7,7 +7,17 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test test-slurm bench deb clean format
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize
+
+# Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
+# folder; `make fuzz` runs each for FUZZ_SECONDS on one core, corpora kept in FUZZ_BUILD/corpus.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := safetensors gguf llama2c config_json tokenizer_json vocab_json tok_bin dataset session
+SANITIZERS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# `make sanitize`: core, CLI and core tests built with ASan + UBSan (the default compiler) and run.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_TESTS ?= .
 
 all: build
 
@@ -47,8 +57,32 @@ bench: build
 deb: configure
 	cmake --build $(BUILD) -j$(JOBS) --target deb
 
+fuzz-build:
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="$(SANITIZERS) -fno-sanitize=vptr -fsanitize=fuzzer-no-link" -DHEADSCOPE_FUZZ=ON \
+	  -DHEADSCOPE_BUILD_GUI=OFF -DHEADSCOPE_BUILD_TESTS=OFF -DHEADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	python3 fuzz/make_seeds.py $(FUZZ_BUILD)/corpus
+	@mkdir -p $(FUZZ_BUILD)/findings
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_BUILD)/bin/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
+	    > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; status=$$?; tail -n 14 $(FUZZ_BUILD)/fuzz_$$t.log; \
+	  [ $$status -eq 0 ] || { echo "fuzz_$$t: finding, see $(FUZZ_BUILD)/findings/"; exit 1; }; \
+	done
+
+sanitize:
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$(SANITIZERS)" \
+	  -DHEADSCOPE_BUILD_GUI=OFF -DHEADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure --timeout 1800 -R '$(SANITIZE_TESTS)'
+
 format:
-	find core app widgets tests bench -name '*.h' -o -name '*.cpp' | xargs clang-format -i
+	find core app widgets tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,6 @@
 
 #include <ATen/Context.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include "model/compute_dtype.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"
+#include "session/output_set.h"
 #include "session/session.h"
 #include "util/error.h"
 
@@ -94,7 +94,13 @@ std::vector<int64_t> parseIdList(const std::string& s) {
 }
 
 std::vector<HeadRef> parseHeadList(const std::string& s) {
-  static const OptionSpec spec{"ablate", OptionType::HeadList, nlohmann::json::array(), {}, "", ""};
+  static const OptionSpec spec = [] {
+    OptionSpec o;
+    o.key = "ablate";
+    o.type = OptionType::HeadList;
+    o.default_value = nlohmann::json::array();
+    return o;
+  }();
   std::vector<HeadRef> heads;
   for (const nlohmann::json& h : parseOptionText(spec, s))
     heads.push_back({h[0].get<int>(), h[1].get<int>()});
@@ -103,7 +109,13 @@ std::vector<HeadRef> parseHeadList(const std::string& s) {
 
 std::vector<int64_t> promptIds(const LoadedModel& m, const std::string& text, const std::string& ids) {
   if (!text.empty() && !ids.empty()) fail("give either --text or --ids, not both");
-  if (!ids.empty()) return parseIdList(ids);
+  if (!ids.empty()) {
+    std::vector<int64_t> out = parseIdList(ids);
+    for (int64_t id : out)
+      if (id < 0 || id >= m.config.vocab_size)
+        fail("--ids: token id ", id, " is outside the model's vocabulary 0..", m.config.vocab_size - 1);
+    return out;
+  }
   if (text.empty()) fail("give a prompt with --text or --ids");
   const auto enc = requireTokenizer(m).encode(text);
   return {enc.begin(), enc.end()};
@@ -152,14 +164,8 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
   s.runs.push_back(output.run);
   s.tensors = output.tensors;
   s.methods = methodRecords(s.runs);
-  saveSession(args.out, s);
-  nlohmann::json runJson = output.run;
-  if (!args.json.empty()) {
-    std::ofstream f(args.json);
-    if (!f) fail("cannot write ", args.json);
-    f << runJson.dump(1) << "\n";
-    if (!f) fail("writing ", args.json, " failed");
-  }
+  const nlohmann::json runJson = output.run;
+  writeRunFiles(s, args.out, args.json, args.json.empty() ? std::string() : runJson.dump(1) + "\n");
   nlohmann::json grids = nlohmann::json::array();
   for (const auto& g : output.run.grids)
     grids.push_back(g.id);
@@ -170,6 +176,12 @@ void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpe
              {"grids", grids},
              {"out", args.out},
              {"json", args.json}});
+}
+
+void checkRunDestinations(const RunOutputArgs& args) {
+  std::vector<std::string> paths = {args.out};
+  if (!args.json.empty()) paths.push_back(args.json);
+  checkDestinations(paths);
 }
 
 AnalysisContext cliContext(const std::string& what) {

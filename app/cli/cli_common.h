@@ -59,6 +59,9 @@ std::string modelLabel(const LoadedModel& m, const ModelArgs& margs);
 // "out", "json"} on stdout.
 void writeRunOutputs(const LoadedModel& m, const ModelArgs& margs, const TaskSpec* task,
                      const AnalysisOutput& output, const RunOutputArgs& args);
+// Refuses unwritable --out / --json destinations (output_set.h checkDestinations); commands call it
+// before loading the model, so a bad path fails at once instead of after the analysis.
+void checkRunDestinations(const RunOutputArgs& args);
 // Progress on stderr ("<what>: 42% message"), never cancelled.
 AnalysisContext cliContext(const std::string& what);
 

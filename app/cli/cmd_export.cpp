@@ -5,12 +5,12 @@
 // with --json, DIR2/<run id>.<result id>.json in the form of results_json.h. Prints
 // {"session", "csv": [paths], "json": [paths]} on stdout.
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "cli_common.h"
 #include "results/results_json.h"
 #include "session/export_csv.h"
+#include "session/output_set.h"
 #include "session/session.h"
 #include "util/error.h"
 
@@ -24,8 +24,8 @@ struct ExportArgs {
   bool longForm = false;
 };
 
-// One JSON file per grid, curve and table; all names are checked for clashes before anything is written.
-std::vector<std::string> exportJson(const Session& s, const std::string& folder) {
+// One JSON file per grid, curve and table, added to `out`; all names are checked for clashes first.
+std::vector<std::string> stageJson(OutputSet& out, const Session& s, const std::string& folder) {
   std::vector<std::pair<std::string, nlohmann::json>> files;  // (file name, content)
   std::map<std::string, std::string> owner;                   // file name → "<run>/<result>"
   auto add = [&](const AnalysisRun& run, const std::string& id, nlohmann::json j) {
@@ -43,18 +43,13 @@ std::vector<std::string> exportJson(const Session& s, const std::string& folder)
     for (const Table& t : run.tables)
       add(run, t.id, t);
   }
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec || !fs::is_directory(folder)) fail(folder, ": cannot create the export folder: ", ec.message());
-  std::vector<std::string> written;
+  std::vector<std::string> staged;
   for (const auto& [name, j] : files) {
     const std::string path = (fs::path(folder) / name).string();
-    std::ofstream f(path);
-    f << j.dump(2) << "\n";
-    if (!f) fail("cannot write ", path);
-    written.push_back(path);
+    out.addText(path, j.dump(2) + "\n");
+    staged.push_back(path);
   }
-  return written;
+  return staged;
 }
 
 }  // namespace
@@ -71,9 +66,12 @@ void addExportCommand(CLI::App& app) {
     const Session s = loadSession(a.session);  // errors name the file
     CsvExportOptions o;
     o.long_form = a.longForm;
+    // CSV and JSON files as one transaction: a failure leaves neither export behind.
+    OutputSet files(/*createFolders=*/true);
     nlohmann::json out = {{"session", a.session}, {"runs", s.runs.size()}};
-    out["csv"] = exportSession(s, a.csv, o);
-    out["json"] = a.json.empty() ? std::vector<std::string>{} : exportJson(s, a.json);
+    out["csv"] = stageSessionExport(files, s, a.csv, o);
+    out["json"] = a.json.empty() ? std::vector<std::string>{} : stageJson(files, s, a.json);
+    files.commit();
     printJson(out);
   });
 }

@@ -71,6 +71,7 @@ void runCommand(const MethodCommandState& st) {
   const MethodInfo& m = requireMethod(st.method);
   const nlohmann::json options = givenOptions(m, st);
   resolveOptions(m.options, options, m.name);  // every flag checked before the model loads
+  checkRunDestinations(st.out);                // and every destination, before the analysis runs
   const LoadedModel lm = loadForCli(st.model);
   AnalysisContext ctx = cliContext(m.name);
   ctx.run_id = st.out.run_id.empty() ? uniqueRunId(m.name, {}) : st.out.run_id;

@@ -205,7 +205,9 @@ void addEvalToyCommand(CLI::App& app) {
     ToyEvalOptions opts;
     opts.n = n;
     opts.seed = seed;
-    opts.interventions = zeroHeads(parseHeadList(ablate));
+    const std::vector<HeadRef> heads = parseHeadList(ablate);
+    checkHeads(*m.model, heads, "--ablate");
+    opts.interventions = zeroHeads(heads);
     nlohmann::json j = evalToy(*m.model, world, opts);
     j["model"] = m.path;
     j["ablated"] = ablate;

@@ -4,13 +4,17 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "model/io/mapped_file.h"
 #include "model/thread_policy.h"
 #include "util/allocator.h"
 #include "util/error_text.h"
+#include "util/one_line.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
   hs::applyThreadPolicy();  // model/thread_policy.h
+  // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
+  hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Exit);
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);
@@ -22,10 +26,16 @@ int main(int argc, char** argv) {
     // --help / --version exit 0 through here; real parse errors print usage and exit non-zero.
     return app.exit(e);
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    std::cerr << "error: " << e.what_without_backtrace() << std::endl;
+    std::cerr << "error: " << hs::oneLine(e.what_without_backtrace()) << std::endl;
     return 1;
   } catch (const std::exception& e) {  // also wrapped torch errors and allocation failures: one line
-    std::cerr << "error: " << hs::errorText(e) << std::endl;
+    const std::string m = hs::oneLine(hs::errorText(e));
+    std::cerr << "error: " << m
+              << (hs::isBadAllocMessage(m)
+                      ? " (out of memory: an allocation failed; try fewer prompts, a smaller "
+                        "batch or a smaller model)"
+                      : "")
+              << std::endl;
     return 1;
   }
   return 0;

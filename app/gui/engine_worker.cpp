@@ -14,11 +14,13 @@
 #include "analysis/logit_attribution.h"
 #include "analysis/registry.h"
 #include "model/device_map.h"
+#include "model/io/mapped_file.h"
 #include "model/load/model_loader.h"
 #include "model/load/silent_heads.h"
 #include "results/results_json.h"
 #include "util/error.h"
 #include "util/error_text.h"
+#include "util/one_line.h"
 
 namespace hs::gui {
 
@@ -41,13 +43,16 @@ void EngineWorker::job(const QString& name, F&& body) {
     // embeddings, means) can never enter an autograd graph, and SITE and LTV train through the model.
     at::NoGradGuard guard;
     body();
+    // A mapped weight file that faulted (truncated on disk) was read as zeros: the job's numbers are void.
+    if (const auto faulted = faultedMappedFiles(); !faulted.empty())
+      fail(mappedFileChangedMessage(faulted[0]));
   } catch (const Cancelled&) {
     Q_EMIT progress(0.0, name + ": cancelled");
     Q_EMIT cancelled(name);
   } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    Q_EMIT failed(name, QString::fromStdString(e.what_without_backtrace()));
+    Q_EMIT failed(name, QString::fromStdString(oneLine(e.what_without_backtrace())));
   } catch (const std::exception& e) {  // wrapped torch errors and allocation failures: one line
-    Q_EMIT failed(name, QString::fromStdString(errorText(e)));
+    Q_EMIT failed(name, QString::fromStdString(oneLine(errorText(e))));
   }
   Q_EMIT busy(false);
 }
@@ -159,6 +164,8 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
     info.device = QString::fromStdString(deviceMapOf(m->model->weights()).describe());
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
+    for (const auto& f : m->files)
+      info.files << QString::fromStdString(f);
     info.silent = silentHeads(m->model->weights(), c);
     state_->label = path == "toy" ? "toy" : m->path;
     info.label = QString::fromStdString(state_->label);
@@ -309,7 +316,11 @@ AnalysisContext EngineWorker::context() {
     clock->start();
     Q_EMIT progress(f, QString::fromStdString(msg));
   };
-  ctx.cancelled = [this] { return cancel_.load(); };
+  ctx.cancelled = [this] {
+    if (const auto faulted = faultedMappedFiles(); !faulted.empty())
+      fail(mappedFileChangedMessage(faulted[0]));
+    return cancel_.load();
+  };
   ctx.point = [this](const std::string& curve, int step, double value) {
     Q_EMIT trainingPoint(QString::fromStdString(curve), step, value);
   };

@@ -27,6 +27,7 @@ struct ModelInfo {
   QString dtype;
   QString device;  // "cpu", "cuda:0", or the device map ("cpu (embedding, layers 0-11) + cuda:0 (...)")
   QStringList notes;
+  QStringList files;            // every file read (weights, config, tokenizer), watched while loaded
   std::vector<HeadRef> silent;  // heads whose W_O is all zero (model/load/silent_heads.h)
 };
 

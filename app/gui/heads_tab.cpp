@@ -1,5 +1,7 @@
 #include "heads_tab.h"
 
+#include <cmath>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -204,13 +206,35 @@ nlohmann::json HeadsTab::viewState() const {
 
 void HeadsTab::restoreViewState(const nlohmann::json& j) {
   if (!j.is_object()) return;
-  topK_->setValue(j.value("top_k", topK_->value()));
-  topPct_->setValue(j.value("top_percent", topPct_->value()));
-  jaccardK_->setValue(j.value("jaccard_k", 0));
-  setCurrentMetric(QString::fromStdString(j.value("metric", std::string())));
-  setCompare(j.value("compare", false), QString::fromStdString(j.value("compare_metric", std::string())));
+  // A session's view state comes from a file: values of another type (or out of an int's range) are
+  // ignored, never thrown out of the slot that opens the session.
+  auto integer = [&j](const char* key, int dflt) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number_integer() && it->get<int64_t>() >= 0 &&
+                   it->get<int64_t>() <= 1 << 20
+               ? it->get<int>()
+               : dflt;
+  };
+  auto number = [&j](const char* key, double dflt) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() && std::isfinite(it->get<double>()) ? it->get<double>() : dflt;
+  };
+  auto text = [&j](const char* key) {
+    auto it = j.find(key);
+    return QString::fromStdString(it != j.end() && it->is_string() ? it->get<std::string>() : std::string());
+  };
+  auto flag = [&j](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  topK_->setValue(integer("top_k", topK_->value()));
+  topPct_->setValue(number("top_percent", topPct_->value()));
+  jaccardK_->setValue(integer("jaccard_k", 0));
+  setCurrentMetric(text("metric"));
+  setCompare(flag("compare"), text("compare_metric"));
   if (j.contains("color_range") && j["color_range"].is_array() && j["color_range"].size() == 2 &&
-      j["color_range"][0].is_number() && j["color_range"][1].is_number()) {
+      j["color_range"][0].is_number() && j["color_range"][1].is_number() &&
+      std::isfinite(j["color_range"][0].get<double>()) && std::isfinite(j["color_range"][1].get<double>())) {
     view_->colorMap()->setDataRange(
         QCPRange(j["color_range"][0].get<double>(), j["color_range"][1].get<double>()));
     view_->plot()->replot();

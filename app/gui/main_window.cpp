@@ -754,6 +754,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   headsTab_->setSilentHeads(i.silent);
   refreshResults();
   updateTitle();
+  watchModelFiles(i);
   Q_EMIT modelReady();
   // The toy model speaks only the toy world: its prompt comes from the task.
   const bool toy = i.path.contains("toy-icl");

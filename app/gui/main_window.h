@@ -39,6 +39,7 @@ class EvaluationDock;
 class PromptTab;
 class HeadsTab;
 class InterventionsDock;
+class LoadedFilesWatch;
 class MethodDialog;
 class RunsDock;
 class ResultsTab;
@@ -138,6 +139,7 @@ class MainWindow : public QMainWindow {
   void sessionOpened();
   void jobCancelled(const QString& job);
   void errorShown(const QString& message);
+  void modelFilesChanged(const QStringList& paths);  // the loaded model's files changed on disk
 
  public Q_SLOTS:
   void runPrompt();
@@ -174,6 +176,8 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& path);
   void log(const QString& line);
   void closeEvent(QCloseEvent* event) override;
+  void watchModelFiles(const ModelInfo& info);  // main_window_watch.cpp
+  void onModelFilesChanged(const QStringList& paths);
 
   QThread thread_;
   EngineWorker* worker_ = nullptr;
@@ -191,6 +195,7 @@ class MainWindow : public QMainWindow {
   QString lastError_;
   QString sessionPath_;
   QString tokenizerPath_;
+  LoadedFilesWatch* filesWatch_ = nullptr;
   // Run after a model loads: the head views on the Task dock's task; the task-vector methods (fv, site, ltv)
   // need a function task, so on the toy model they run on toy:antonym_a (kTaskVectorStartTask).
   QStringList startAnalyses_ = {"induction", "tsla", "geometry", "fv", "site", "ltv"};

@@ -5,6 +5,7 @@
 #include "model/hooks.h"
 #include "session/session.h"
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs::gui {
 
@@ -53,19 +54,22 @@ json interventionsToJson(const std::vector<InterventionEntry>& entries) {
   return out;
 }
 
-std::vector<InterventionEntry> interventionsFromJson(const json& j) {
+std::vector<InterventionEntry> interventionsFromJson(const json& j, const std::string& where) {
   std::vector<InterventionEntry> out;
   if (!j.is_array()) return out;
-  for (const json& e : j) {
-    if (!e.is_object() || !e.contains("kind")) continue;
+  JsonNode(j, where, "interventions").forEachElement([&](size_t, const JsonNode& e) {
+    if (!e.isObject() || !e.has("kind")) return;  // entries of other tools
     InterventionEntry x;
-    x.kind = parseInterventionKind(e.at("kind").get<std::string>());
-    x.head = {e.at("layer").get<int>(), e.at("head").get<int>()};
-    x.enabled = e.value("enabled", true);
-    if (x.kind == InterventionKind::Steer) x.scale = e.value("scale", 1.0);
-    if (e.value("custom_positions", false)) x.positions = e.at("positions").get<std::vector<int>>();
+    x.kind = withContext(e.where(), [&] { return parseInterventionKind(e.at("kind").string()); });
+    x.head = {e.at("layer").intIn(0, 1 << 20), e.at("head").intIn(0, 1 << 20)};
+    x.enabled = e.optBool("enabled", true);
+    if (x.kind == InterventionKind::Steer && e.has("scale")) x.scale = e.at("scale").finiteNumber();
+    if (e.optBool("custom_positions", false))
+      e.at("positions").forEachElement([&](size_t, const JsonNode& p) {
+        x.positions.push_back(p.intIn(-(1 << 20), 1 << 20));
+      });
     out.push_back(x);
-  }
+  });
   return out;
 }
 
@@ -93,7 +97,7 @@ GuiSessionState loadGuiSession(const QString& path) {
   const std::string where = path.toStdString();
   Session session = loadSession(where);
   GuiSessionState s;
-  try {
+  {
     s.model = session.model;
     s.tokenizer = session.tokenizer;
     s.task = session.task;
@@ -104,13 +108,17 @@ GuiSessionState loadGuiSession(const QString& path) {
         o->tensors[name] = session.tensors.at(name);
       s.outputs.push_back(o);
     }
-    if (session.selections.is_object() && session.selections.contains("heads"))
-      for (const json& h : session.selections.at("heads"))
-        s.selectedHeads.push_back({h.at(0).get<int>(), h.at(1).get<int>()});
-    s.interventions = interventionsFromJson(session.interventions);
+    const JsonNode selections(session.selections, where, "selections");
+    if (selections.isObject() && selections.has("heads"))
+      selections.at("heads").forEachElement([&](size_t, const JsonNode& h) {
+        s.selectedHeads.push_back({h.at(size_t{0}).intIn(0, 1 << 20), h.at(size_t{1}).intIn(0, 1 << 20)});
+      });
+    s.interventions = interventionsFromJson(session.interventions, where);
     s.viewState = session.view_state.is_object() ? session.view_state : json::object();
-  } catch (const json::exception& e) {
-    fail(where, ": the session's selections or interventions are malformed: ", e.what());
+    // Fields the window reads after switching to the session are type-checked now, while a refusal
+    // still changes nothing.
+    (void)JsonNode(s.model, where, "model").optString("path", "");
+    (void)JsonNode(s.tokenizer, where, "tokenizer").optString("path", "");
   }
   return s;
 }

@@ -32,6 +32,6 @@ GuiSessionState loadGuiSession(const QString& path);
 // "kind": <InterventionEntry::kind>, "layer": L, "head": h, "enabled": bool}.
 nlohmann::json interventionsToJson(const std::vector<InterventionEntry>& entries);
 // Reads the entries this GUI wrote; entries without "kind" (written by other tools) are skipped.
-std::vector<InterventionEntry> interventionsFromJson(const nlohmann::json& j);
+std::vector<InterventionEntry> interventionsFromJson(const nlohmann::json& j, const std::string& where);
 
 }  // namespace hs::gui

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "analysis/patching.h"
 #include "tasks/toy/rng.h"
@@ -190,8 +190,7 @@ DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, cons
     v.source += cat(" + corpus ", corpusFile, " (", v.corpus.size(), " tokens)");
   }
   if (!wordsFile.empty()) {
-    std::ifstream f(wordsFile);
-    if (!f) fail("dual route: cannot read the word list ", wordsFile);
+    std::istringstream f(readTextFile(wordsFile, "word list", 64ull << 20));
     std::vector<std::string> lines;
     std::string line;
     while (std::getline(f, line)) {

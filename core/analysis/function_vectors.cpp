@@ -3,6 +3,8 @@
 // after each layer.
 #include "analysis/function_vectors.h"
 
+#include <limits>
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -109,6 +111,9 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
                      const FvOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
   if (opt.n_mean < 1 || opt.n_corrupt < 1) fail("fv: n_mean and n_corrupt must be >= 1");
+  if (static_cast<int64_t>(opt.n_mean) + opt.n_corrupt > std::numeric_limits<int>::max())
+    fail("fv: n_mean + n_corrupt is ", static_cast<int64_t>(opt.n_mean) + opt.n_corrupt, ", more than ",
+         std::numeric_limits<int>::max());
   if (opt.top < 1 || opt.top > c.n_layers * c.n_heads)
     fail("fv: top must be in [1, ", c.n_layers * c.n_heads, "], got ", opt.top);
 

@@ -74,7 +74,9 @@ MethodInfo geometryMethod() {
 AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, const IclTask& task,
                            const GeometryOptions& opts, const AnalysisContext& ctx) {
   const int L = model.config().n_layers;
-  if (opts.layer >= L) fail("geometry: layer ", opts.layer, " outside 0..", L - 1);
+  if (opts.layer < -1 || opts.layer >= L)
+    fail("geometry: layer ", opts.layer, " outside 0..", L - 1,
+         " (or -1 for the layer of maximal alignment)");
   if (task.icl.empty()) fail("geometry: empty prompt set");
   const LabelProjector projector = taskProjector(model, task, "geometry");
   at::NoGradGuard noGrad;

@@ -9,11 +9,35 @@
 #include "tasks/toy/tasks.h"
 #include "tasks/toy/world.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace hs {
 namespace {
 
 constexpr uint64_t kQueryStream = 0x51, kDemoStream = 0xD3, kShuffleStream = 0x5F;
+
+// Prompts per task at most: far above any analysis's need (each prompt costs forward passes) and far
+// below an int's wrap.
+constexpr int kMaxPrompts = 10'000'000;
+
+// Heap bytes one prompt holds (ids, display pieces, segments, spans), roughly.
+uint64_t approxBytes(const Prompt& p) {
+  uint64_t b = sizeof(Prompt) + p.ids.capacity() * sizeof(int) + p.answer_tokens.capacity() * sizeof(int) +
+               p.text.capacity() + p.answer.capacity() + p.demos.capacity() * sizeof(Prompt::Demo);
+  for (const std::string& piece : p.pieces)
+    b += sizeof(std::string) + piece.capacity();
+  for (const PromptSegment& seg : p.segments)
+    b += sizeof(PromptSegment) + seg.role.capacity() + seg.text.capacity();
+  return b;
+}
+
+// The prompts of a task must fit in memory: estimated from the first prompt pair, refused with both
+// numbers before the rest are built.
+void checkPromptsFit(const std::string& id, int n, const Prompt& icl, const Prompt& zeroShot) {
+  checkFitsInMemory(cat("task ", id), static_cast<uint64_t>(n), approxBytes(icl) + approxBytes(zeroShot) + 64,
+                    cat("prompts of ", icl.ids.size(), " tokens"),
+                    "ask for fewer prompts (--n, or the command's other prompt counts)");
+}
 
 const std::vector<int>& splitPart(const Split& s, const std::string& name) {
   if (name == "train") return s.train;
@@ -113,7 +137,8 @@ IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec) {
 
 IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec, const Dataset& dataset) {
   if (spec.shots < 0) fail("task ", spec.dataset, ": ", spec.shots, " shots");
-  if (spec.n_prompts <= 0) fail("task ", spec.dataset, ": ", spec.n_prompts, " prompts requested");
+  if (spec.n_prompts <= 0 || spec.n_prompts > kMaxPrompts)
+    fail("task ", spec.dataset, ": ", spec.n_prompts, " prompts requested, expected 1..", kMaxPrompts);
   IclTask t;
   t.spec = spec;
   t.dataset = dataset;
@@ -140,6 +165,7 @@ IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec, const Dataset& 
     t.zero_shot.push_back(zeroShotPrompt(tok, t.tmpl, query));
     t.query_index.push_back(q);
     t.demo_index.push_back(demos);
+    if (i == 0) checkPromptsFit(dataset.id, spec.n_prompts, t.icl.front(), t.zero_shot.front());
   }
 
   if (dataset.classification) {

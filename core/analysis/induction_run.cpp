@@ -17,6 +17,7 @@
 #include "results/results_json.h"
 #include "tasks/toy/world.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -184,6 +185,8 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   if (o.n < 0 || o.n_matching < 0 || o.n_eval < 1)
     fail("induction run: n = ", o.n, ", n_matching = ", o.n_matching, " (>= 0) and n_eval = ", o.n_eval,
          " (>= 1)");
+  // The word list is checked before any work, whatever the model (a device or FIFO is refused by name).
+  if (!o.words_file.empty()) requireRegularFile(o.words_file, "word list");
   const ModelConfig& c = model.config();
   const int LH = c.n_layers * c.n_heads;
   const bool toyModel = isToyVocabulary(model, tok);
@@ -193,6 +196,8 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   const DualRouteOptions& dro = setup.options;
   nlohmann::json& notes = setup.notes;
   if (!toyModel) notes.push_back("concept patching skipped: it runs on the toy world only");
+  if (toyModel && !o.words_file.empty())
+    notes.push_back("--words " + o.words_file + " not used: the toy model's concept words come from its world");
   const bool concept = !vocab.words.empty();
   const int nStages = 7;
   AnalysisOutput out;

@@ -383,8 +383,11 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
                       const LtvOptions& opt, const AnalysisContext& ctx) {
   const ModelConfig& c = model.config();
   const int L = c.n_layers, H = c.n_heads;
+  if (opt.layer < -1 || opt.layer >= L)
+    fail("ltv: layer ", opt.layer, " does not exist (", L, " layers: 0..", L - 1, ", or -1 for L/2)");
   const int chosen = opt.layer < 0 ? L / 2 : opt.layer;
-  if (chosen >= L) fail("ltv: layer ", chosen, " does not exist (", L, " layers)");
+  if (opt.prop_samples == 0 || opt.prop_samples < -1)
+    fail("ltv: prop_samples is ", opt.prop_samples, ", expected a positive count or -1 (2 d_model)");
   std::set<int> layerSet(opt.layers.begin(), opt.layers.end());
   if (opt.layers.empty())
     for (int l = 0; l < L; ++l)

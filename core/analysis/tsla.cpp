@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "analysis/head_toolkit.h"
@@ -195,8 +196,11 @@ AnalysisOutput runTsla(const Transformer& model, const IclTask& task, const IclT
     fail("tsla: ablation must be zero, mean or both, got '", opts.ablation, "'");
   if (!(opts.top_percent > 0 && opts.top_percent <= 100))
     fail("tsla: top percent must be in (0, 100], got ", opts.top_percent);
+  if (opts.steer_layer < -1 || opts.steer_layer >= L)
+    fail("tsla: steering layer ", opts.steer_layer, " outside 0..", L - 1, " (or -1 for n_layers / 2)");
   const int steerLayer = opts.steer_layer >= 0 ? opts.steer_layer : L / 2;
-  if (steerLayer >= L) fail("tsla: steering layer ", steerLayer, " outside 0..", L - 1);
+  if (!std::isfinite(opts.steer_scale))
+    fail("tsla: steering scale ", opts.steer_scale, " is not a finite number");
   if (task.icl.empty() || evalTask.icl.empty()) fail("tsla: empty prompt set");
   const LabelProjector projector = taskProjector(model, task, "tsla");
   if (evalTask.label_tokens != task.label_tokens)

@@ -74,7 +74,7 @@ json readJobIndex(const std::string& dir) {
   const fs::path p = fs::path(dir) / "jobs.json";
   std::error_code ec;
   if (!fs::exists(p, ec)) return nullptr;
-  json j = readJsonFile(p.string(), "batch job index");
+  json j = readJsonFile(p.string(), json_limits::batchJobIndex());
   if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array())
     fail(p.string(), ": not a batch job index (expected {\"jobs\": [...]})");
   for (const json& job : j["jobs"])
@@ -129,7 +129,7 @@ Session mergeBatch(const std::string& dir) {
     }
   }
   const fs::path planFile = fs::path(dir) / "plan.json";
-  if (fs::exists(planFile, ec)) plan = readJsonFile(planFile.string(), "batch plan");
+  if (fs::exists(planFile, ec)) plan = readJsonFile(planFile.string(), json_limits::batchPlan());
   study.batch = {
       {"format_version", 1}, {"plan", plan}, {"jobs", jobs}, {"failed", failed}, {"pending", pending}};
   return study;
@@ -140,7 +140,7 @@ bool isStudySession(const std::string& path) {
     const auto file = SafetensorsFile::open(path);
     const auto meta = file->metadata().find(kSessionMetadataKey);
     if (meta == file->metadata().end()) return false;
-    const json j = json::parse(meta->second, nullptr, false);
+    const json j = parseJsonBounded(meta->second, path, json_limits::session());
     return j.is_object() && j.contains("batch") && j["batch"].is_object() && j["batch"].contains("jobs");
   } catch (const std::exception&) {
     return false;

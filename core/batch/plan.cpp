@@ -260,7 +260,7 @@ Plan planFromJson(const json& j, const std::string& file) {
 }
 
 Plan loadPlan(const std::string& path) {
-  return planFromJson(readJsonFile(path, "batch plan"), path);
+  return planFromJson(readJsonFile(path, json_limits::batchPlan()), path);
 }
 
 std::string jobId(const json& spec) {

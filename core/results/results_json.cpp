@@ -1,10 +1,12 @@
 #include "results/results_json.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <set>
 
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -98,7 +100,7 @@ double doubleFromJson(const json& j, const std::string& where) {
     if (s == "Infinity") return std::numeric_limits<double>::infinity();
     if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
   }
-  fail(where, ": is ", j.dump(), ", expected a number or one of \"NaN\", \"Infinity\", \"-Infinity\"");
+  fail(where, ": is ", jsonExcerpt(j), ", expected a number or one of \"NaN\", \"Infinity\", \"-Infinity\"");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,12 +121,13 @@ void from_json(const json& j, Provenance& p) {
   p.seed = 0;
   if (auto it = j.find("seed"); it != j.end()) {
     if (!it->is_number_unsigned())
-      fail(where, ": \"seed\" is ", it->dump(), ", expected a non-negative integer");
+      fail(where, ": \"seed\" is ", jsonExcerpt(*it), ", expected a non-negative integer");
     p.seed = it->get<uint64_t>();
   }
   p.n_prompts = 0;
   if (auto it = j.find("n_prompts"); it != j.end()) {
-    if (!it->is_number_integer()) fail(where, ": \"n_prompts\" is ", it->dump(), ", expected an integer");
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > INT32_MAX)
+      fail(where, ": \"n_prompts\" is ", jsonExcerpt(*it), ", expected an integer in 0..", INT32_MAX);
     p.n_prompts = it->get<int>();
   }
   p.options = objectMember(j, "options", where);
@@ -158,19 +161,25 @@ void from_json(const json& j, HeadGrid& g) {
 
   const json& shape = arrayMember(j, "shape", where, true);
   if (shape.size() != 2 || !shape[0].is_number_unsigned() || !shape[1].is_number_unsigned())
-    fail(where, ": \"shape\" is ", shape.dump(), ", expected [layers, heads] with non-negative integers");
+    fail(where, ": \"shape\" is ", jsonExcerpt(shape),
+         ", expected [layers, heads] with non-negative integers");
   const auto L = shape[0].get<int64_t>(), H = shape[1].get<int64_t>();
-  if (L > (1 << 20) || H > (1 << 20)) fail(where, ": \"shape\" ", shape.dump(), " is implausibly large");
+  if (L > (1 << 20) || H > (1 << 20))
+    fail(where, ": \"shape\" ", jsonExcerpt(shape), " is implausibly large");
 
   const json& rows = arrayMember(j, "values", where, true);
   if (static_cast<int64_t>(rows.size()) != L)
-    fail(where, ": \"values\" has ", rows.size(), " rows, expected ", L, " (shape ", shape.dump(), ")");
-  g.values.resize(L, H);  // [layers, heads]
+    fail(where, ": \"values\" has ", rows.size(), " rows, expected ", L, " (shape ", jsonExcerpt(shape), ")");
+  // Every row is checked before the matrix is sized: the shape alone must not allocate.
   for (int64_t l = 0; l < L; ++l) {
     const json& row = rows[static_cast<size_t>(l)];
     if (!row.is_array() || static_cast<int64_t>(row.size()) != H)
       fail(where, ": values row ", l, " has ", row.is_array() ? std::to_string(row.size()) : row.type_name(),
-           " entries, expected ", H, " (shape ", shape.dump(), ")");
+           " entries, expected ", H, " (shape ", jsonExcerpt(shape), ")");
+  }
+  g.values.resize(L, H);  // [layers, heads]
+  for (int64_t l = 0; l < L; ++l) {
+    const json& row = rows[static_cast<size_t>(l)];
     for (int64_t h = 0; h < H; ++h)
       g.values(l, h) = doubleFromJson(row[static_cast<size_t>(h)], where + ": values[" + std::to_string(l) +
                                                                        "][" + std::to_string(h) + "]");
@@ -242,7 +251,7 @@ void from_json(const json& j, Table& t) {
   t.name = stringMember(j, "name", where, false);
   t.columns.clear();
   for (const json& c : arrayMember(j, "columns", where, true)) {
-    if (!c.is_string()) fail(where, ": column name ", c.dump(), " is not a string");
+    if (!c.is_string()) fail(where, ": column name ", jsonExcerpt(c), " is not a string");
     t.columns.push_back(c.get<std::string>());
   }
   t.rows.clear();
@@ -320,7 +329,7 @@ void from_json(const json& j, AnalysisRun& r) {
 
   r.tensors.clear();
   for (const json& t : arrayMember(j, "tensors", where, false)) {
-    if (!t.is_string()) fail(where, ": tensor name ", t.dump(), " is not a string");
+    if (!t.is_string()) fail(where, ": tensor name ", jsonExcerpt(t), " is not a string");
     r.tensors.push_back(t.get<std::string>());
   }
 }
@@ -340,8 +349,11 @@ std::string headsText(const std::vector<HeadRef>& heads, const std::string& sep)
 }
 
 void from_json(const json& j, HeadRef& h) {
-  if (!j.is_array() || j.size() != 2 || !j[0].is_number_integer() || !j[1].is_number_integer())
-    fail("head ", j.dump(), ": expected [layer, head] with integers");
+  auto small = [](const json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= (1 << 20);
+  };
+  if (!j.is_array() || j.size() != 2 || !small(j[0]) || !small(j[1]))
+    fail("head ", jsonExcerpt(j), ": expected [layer, head] with integers in 0..", 1 << 20);
   h.layer = j[0].get<int>();
   h.head = j[1].get<int>();
 }

@@ -9,6 +9,7 @@
 
 #include "model/io/atomic_file.h"
 #include "results/results_json.h"
+#include "session/output_set.h"
 #include "util/error.h"
 
 namespace hs {
@@ -180,9 +181,9 @@ void renderRun(const AnalysisRun& run, const CsvExportOptions& options, std::vec
   if (!run.prompts.empty()) add("prompts", ".csv", promptsToCsv(run.prompts));
 }
 
-// Everything is rendered and checked before the first file is written, so a name clash (two ids
-// that differ only in characters a file name cannot hold) leaves the folder untouched.
-std::vector<std::string> writeAll(const std::string& folder, const std::vector<ExportFile>& files) {
+// Everything is rendered and checked before it is staged, so a name clash (two ids that differ only in
+// characters a file name cannot hold) leaves the folder untouched.
+std::vector<std::string> stageAll(OutputSet& out, const std::string& folder, std::vector<ExportFile> files) {
   std::map<std::string, std::string> owner;  // file name -> "<run>/<result>"
   for (const auto& f : files) {
     auto [it, inserted] = owner.emplace(f.name, f.owner);
@@ -191,24 +192,39 @@ std::vector<std::string> writeAll(const std::string& folder, const std::vector<E
            ", expected ids that differ after making them file-name safe");
   }
   std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec || !fs::is_directory(folder)) fail(folder, ": cannot create the export folder: ", ec.message());
-  std::vector<std::string> written;
-  for (const auto& f : files) {
+  if (fs::exists(folder, ec) && !fs::is_directory(folder, ec))
+    fail(folder, ": cannot export here: it is not a folder");
+  std::vector<std::string> staged;
+  for (auto& f : files) {
     const std::string path = (fs::path(folder) / f.name).string();
-    writeText(path, f.content);
-    written.push_back(path);
+    out.addText(path, std::move(f.content));
+    staged.push_back(path);
   }
+  return staged;
+}
+
+std::vector<std::string> writeAll(const std::string& folder, std::vector<ExportFile> files) {
+  OutputSet out(/*createFolders=*/true);
+  std::vector<std::string> written = stageAll(out, folder, std::move(files));
+  out.commit();
   return written;
 }
 
 }  // namespace
 
+std::vector<std::string> stageSessionExport(OutputSet& out, const Session& s, const std::string& folder,
+                                            const CsvExportOptions& options) {
+  std::vector<ExportFile> files;
+  for (const auto& r : s.runs)
+    renderRun(r, options, files);
+  return stageAll(out, folder, std::move(files));
+}
+
 std::vector<std::string> exportRun(const AnalysisRun& run, const std::string& folder,
                                    const CsvExportOptions& options) {
   std::vector<ExportFile> files;
   renderRun(run, options, files);
-  return writeAll(folder, files);
+  return writeAll(folder, std::move(files));
 }
 
 std::vector<std::string> exportSession(const Session& s, const std::string& folder,
@@ -216,7 +232,7 @@ std::vector<std::string> exportSession(const Session& s, const std::string& fold
   std::vector<ExportFile> files;
   for (const auto& r : s.runs)
     renderRun(r, options, files);
-  return writeAll(folder, files);
+  return writeAll(folder, std::move(files));
 }
 
 }  // namespace hs

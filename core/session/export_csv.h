@@ -45,13 +45,19 @@ std::string promptsToCsv(const std::vector<PromptRecord>& prompts);
 // Writes every grid, curve and table of a run into `folder` (created if missing) as
 // "<run id>.<result id>.csv" (ids made file-name safe; ".long.csv" / ".json" for the other forms), and its
 // prompts as "<run id>.prompts.csv" when it recorded any;
-// returns the paths written, in order. Each file is written atomically. Throws naming the file on
+// returns the paths written, in order. The files are written as one transaction (output_set.h): on any
+// error no file of the export is left and every previous file is as it was. Throws naming the file on
 // I/O errors, and — before writing anything — when two results would get the same file name.
 std::vector<std::string> exportRun(const AnalysisRun& run, const std::string& folder,
                                    const CsvExportOptions& options = {});
-// exportRun for every run of a session.
+// exportRun for every run of a session (all files as one transaction: output_set.h).
 std::vector<std::string> exportSession(const Session& s, const std::string& folder,
                                        const CsvExportOptions& options = {});
+// The files exportSession would write, added to `out` (created with createFolders) to be committed with
+// other outputs; returns their paths.
+class OutputSet;
+std::vector<std::string> stageSessionExport(OutputSet& out, const Session& s, const std::string& folder,
+                                            const CsvExportOptions& options = {});
 
 // Single results to a chosen path (atomic).
 void writeGridCsv(const HeadGrid& g, const std::string& path, bool wide = true);

@@ -7,7 +7,9 @@
 
 #include "model/io/safetensors.h"
 #include "results/results_json.h"
+#include "session/sha256.h"
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -39,6 +41,25 @@ void checkConsistent(const Session& s, const std::set<std::string>& tensorNames,
     if (!tensorNames.count(t))
       fail(where, ": an intervention references tensor ", t, ", which is not in the session (",
            tensorNames.size(), " tensors)");
+}
+
+// SHA-256 over the session JSON text, then per tensor in name order: name, dtype, shape and the bytes
+// as stored. Any flipped bit of the payload changes it; the metadata key keeps it apart from the JSON.
+std::string payloadChecksum(const std::string& jsonText, const std::map<std::string, at::Tensor>& tensors) {
+  Sha256 h;
+  auto field = [&h](const std::string& s) {
+    h.update(s.data(), s.size());
+    h.update("", 1);  // NUL separator: no two different field lists hash the same bytes
+  };
+  field(jsonText);
+  for (const auto& [name, tensor] : tensors) {
+    const at::Tensor t = tensor.to(at::kCPU).contiguous();
+    field(name);
+    field(withContext("tensor " + name, [&] { return safetensorsDtypeName(t.scalar_type()); }));
+    field(json(t.sizes().vec()).dump());
+    h.update(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
+  }
+  return h.finishHex();
 }
 
 json memberOr(const json& j, const char* key, json fallback) {
@@ -129,7 +150,9 @@ void saveSession(const std::string& path, const Session& s) {
 
   const std::string text = sessionToJson(s).dump();
   std::vector<std::pair<std::string, at::Tensor>> tensors(s.tensors.begin(), s.tensors.end());
-  writeSafetensors(path, tensors, {{kSessionMetadataKey, text}});
+  writeSafetensors(path, tensors, {{kSessionMetadataKey, text}, {kSessionChecksumKey, withContext(path, [&] {
+                                                                   return payloadChecksum(text, s.tensors);
+                                                                 })}});
 }
 
 Session loadSession(const std::string& path) {
@@ -145,15 +168,25 @@ Session loadSession(const std::string& path) {
     fail(path, ": not a HeadScope session (a safetensors file without \"", kSessionMetadataKey,
          "\" metadata; ", file->names().size(), " tensors)");
 
-  json j = json::parse(meta->second, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    fail(path, ": the \"", kSessionMetadataKey, "\" metadata is not valid JSON (", meta->second.size(),
-         " bytes)");
-
-  Session s = sessionFromJson(j, file->names(), path);
+  std::map<std::string, at::Tensor> tensors;
   for (const auto& name : file->names())
-    s.tensors[name] =
-        withContext(path, [&] { return file->tensor(name).clone(); });  // own memory, not the map
+    tensors[name] = withContext(path, [&] { return file->tensor(name).clone(); });  // own memory, not the map
+
+  // The checksum first: a damaged payload is reported as such, not as whatever its JSON now says.
+  // Sessions written before checksums existed have none and are read as they are.
+  auto sum = file->metadata().find(kSessionChecksumKey);
+  if (sum != file->metadata().end()) {
+    const std::string now = payloadChecksum(meta->second, tensors);
+    if (now != sum->second)
+      fail(path, ": the session is damaged: its payload's SHA-256 is ", now.substr(0, 16),
+           "..., the file records ", sum->second.substr(0, 16), "... (", kSessionChecksumKey,
+           "); it was changed after it was written");
+  }
+
+  const json j = parseJsonBounded(meta->second, path + ": the \"" + kSessionMetadataKey + "\" metadata",
+                                  json_limits::session());
+  Session s = sessionFromJson(j, file->names(), path);
+  s.tensors = std::move(tensors);
   return s;
 }
 

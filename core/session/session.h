@@ -28,6 +28,10 @@ namespace hs {
 constexpr int kSessionFormatVersion = 1;
 // The safetensors metadata key that marks a file as a HeadScope session.
 inline constexpr const char* kSessionMetadataKey = "headscope.session";
+// The safetensors metadata key holding the SHA-256 (hex) of the session's payload: the session JSON text,
+// then every tensor in name order (name, dtype, shape, bytes). Written by saveSession, verified by
+// loadSession; kept apart from the session JSON so the JSON's fields can change freely.
+inline constexpr const char* kSessionChecksumKey = "headscope.session.sha256";
 
 struct Session {
   int format_version = kSessionFormatVersion;
@@ -67,7 +71,8 @@ void saveSession(const std::string& path, const Session& s);
 
 // Reads a session; tensors are copied out of the file (the file may be replaced afterwards).
 // Throws hs::Error naming the file when it is not a safetensors file or is truncated, has no
-// headscope.session metadata, holds malformed JSON, was written by a newer format, or is inconsistent.
+// headscope.session metadata, fails its checksum, holds malformed or oversized JSON (json_read.h limits),
+// was written by a newer format, or is inconsistent.
 Session loadSession(const std::string& path);
 
 }  // namespace hs

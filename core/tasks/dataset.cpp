@@ -10,6 +10,9 @@
 namespace hs {
 namespace {
 
+// Text datasets larger than this are refused before they are read (the JSON ones have their own limits).
+constexpr uint64_t kMaxDatasetBytes = 256ull << 20;
+
 std::string stemOf(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
@@ -190,7 +193,7 @@ Dataset fvDataset(const nlohmann::json& j, const std::string& path) {
 }  // namespace
 
 Dataset loadFvJson(const std::string& path) {
-  return fvDataset(readJsonFile(path, "dataset file"), path);
+  return fvDataset(readJsonFile(path, json_limits::dataset()), path);
 }
 
 Dataset datasetFromToyExport(const nlohmann::json& fv, const std::string& id) {
@@ -236,7 +239,7 @@ Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
   if (opt.input_column < 0 || opt.output_column < 0 || opt.input_column == opt.output_column)
     fail(path, ": input column ", opt.input_column, " and output column ", opt.output_column,
          " must be distinct and non-negative");
-  const std::vector<CsvRow> rows = parseCsv(readTextFile(path, "dataset file"), sep, path);
+  const std::vector<CsvRow> rows = parseCsv(readTextFile(path, "dataset file", kMaxDatasetBytes), sep, path);
   if (rows.empty()) fail(path, ": empty file, expected rows of input", sep == '\t' ? "<TAB>" : ",", "output");
   size_t first = 0;
   if (opt.header == CsvHeader::Present || (opt.header == CsvHeader::Auto && looksLikeHeader(rows[0].cells)))
@@ -264,7 +267,7 @@ Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
 
 Dataset loadSst2(const std::string& path, std::vector<std::string> label_words) {
   if (label_words.size() != 2) fail(path, ": SST-2 needs 2 label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
   Dataset d;
   d.id = d.name = "sst2";
   d.source = path;
@@ -301,7 +304,7 @@ Dataset loadTrec(const std::string& path, std::vector<std::string> label_words) 
   const auto& classes = trecCoarseClasses();
   if (label_words.size() != classes.size())
     fail(path, ": TREC needs ", classes.size(), " label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
   Dataset d;
   d.id = d.name = "trec";
   d.source = path;
@@ -333,14 +336,14 @@ Dataset loadDatasetAuto(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ext == ".json") {
-    const nlohmann::json j = readJsonFile(path, "dataset file");
+    const nlohmann::json j = readJsonFile(path, json_limits::dataset());
     if (j.is_object() && j.contains("items"))
       return withContext(path, [&] { return datasetFromToyClassification(j, stemOf(path)); });
     return fvDataset(j, path);
   }
   if (ext == ".csv") return loadPairsCsv(path, ',');
   if (ext == ".tsv") return loadPairsCsv(path, '\t');
-  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file"));
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
   auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return !isBlank(l); });
   if (first == lines.end()) fail(path, ": empty file, cannot tell the dataset format");
   const std::string& l = *first;

@@ -10,22 +10,22 @@
 #include "tokenizer/regex_splitter.h"
 #include "util/error.h"
 #include "util/file_text.h"
+#include "util/json_read.h"
 
 namespace hs::detail {
 
 std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, const std::string& mergesPath,
                                                const std::string& configPath) {
   using nlohmann::json;
-  const json vocabJson = readJsonFile(vocabPath);
+  const json vocabJson = readJsonFile(vocabPath, json_limits::vocab());
   if (!vocabJson.is_object() || vocabJson.empty()) fail(vocabPath, ": expected a JSON object of piece -> id");
   ByteLevelBpeConfig cfg;
-  for (const auto& [piece, id] : vocabJson.items()) {
-    if (!id.is_number_integer())
-      fail(vocabPath, ": entry \"", piece, "\" is ", id.dump(), ", expected an integer id");
-    cfg.vocab.emplace(piece, id.get<int>());
-  }
+  // Ids are bounded like a model's vocabulary: one id of 1.5e9 would size the id tables at gigabytes.
+  JsonNode(vocabJson, vocabPath).forEachMember([&](const std::string& piece, const JsonNode& id) {
+    cfg.vocab.emplace(piece, id.intIn(0, (1 << 22) - 1));
+  });
 
-  std::istringstream merges(readTextFile(mergesPath));
+  std::istringstream merges(readTextFile(mergesPath, "merges.txt", 256ull << 20));
   std::string line;
   size_t lineNo = 0;
   while (std::getline(merges, line)) {
@@ -48,21 +48,23 @@ std::unique_ptr<Tokenizer> loadGpt2VocabMerges(const std::string& vocabPath, con
     cfg.bos = cfg.eos = it->second;
   }
   if (!configPath.empty()) {
-    const json config = readJsonFile(configPath);
+    const json configJson = readJsonFile(configPath, json_limits::tokenizerConfig());
+    const JsonNode configNode(configJson, configPath);
+    if (!configJson.is_object()) configNode.wrongType("an object");
     auto idFor = [&](const char* key) -> int {
-      if (!config.contains(key) || config[key].is_null()) return -1;
-      const std::string content =
-          config[key].is_string() ? config[key].get<std::string>() : config[key].value("content", "");
+      const auto t = configNode.find(key);
+      if (!t) return -1;
+      const std::string content = t->isString() ? t->string() : t->optString("content", "");
       auto it = cfg.vocab.find(content);
-      if (it == cfg.vocab.end()) fail(configPath, ": ", key, " \"", content, "\" is not in ", vocabPath);
+      if (it == cfg.vocab.end()) t->fail("\"", content, "\" is not in ", vocabPath);
       return it->second;
     };
     if (int b = idFor("bos_token"); b >= 0) cfg.bos = b;
     if (int e = idFor("eos_token"); e >= 0) cfg.eos = e;
-    if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean())
-      cfg.addBos = config["add_bos_token"].get<bool>();
-    if (config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean())
-      cfg.addPrefixSpace = config["add_prefix_space"].get<bool>();
+    if (configNode.has("add_bos_token") && configNode.at("add_bos_token").isBool())
+      cfg.addBos = configNode.at("add_bos_token").boolean();
+    if (configNode.has("add_prefix_space") && configNode.at("add_prefix_space").isBool())
+      cfg.addPrefixSpace = configNode.at("add_prefix_space").boolean();
   }
   cfg.source = vocabPath;
   return std::make_unique<ByteLevelBpeTokenizer>(std::move(cfg));

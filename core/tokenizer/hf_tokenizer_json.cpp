@@ -15,23 +15,31 @@
 #include "tokenizer/wordlevel.h"
 #include "util/error.h"
 #include "util/file_text.h"
+#include "util/json_read.h"
 
 namespace hs::detail {
 namespace {
 
 using nlohmann::json;
 
+// Ids are bounded like a model's vocabulary (config_limits.h kMaxVocab): one id of 1.5e9 would otherwise
+// size the id tables at tens of gigabytes.
+constexpr int kMaxTokenId = (1 << 22) - 1;
+
 // A component ("normalizer", "pre_tokenizer", ...) flattened: Sequence members in order, nulls dropped.
-std::vector<json> flatten(const json& node, const char* listKey) {
-  std::vector<json> out;
-  if (node.is_null()) return out;
-  if (node.value("type", "") == "Sequence" && node.contains(listKey)) {
-    for (const json& child : node[listKey])
-      for (json& c : flatten(child, listKey))
-        out.push_back(std::move(c));
+// The nodes refer into the parsed file (no copies); nesting is bounded by the JSON reader.
+void flattenInto(const JsonNode& node, const char* listKey, std::vector<JsonNode>& out) {
+  if (node.isNull()) return;
+  if (!node.isObject()) node.wrongType("an object");
+  if (node.optString("type", "") == "Sequence" && node.has(listKey)) {
+    node.at(listKey).forEachElement([&](size_t, const JsonNode& child) { flattenInto(child, listKey, out); });
   } else {
     out.push_back(node);
   }
+}
+std::vector<JsonNode> flatten(const JsonNode& root, const char* key, const char* listKey) {
+  std::vector<JsonNode> out;
+  if (auto n = root.find(key)) flattenInto(*n, listKey, out);
   return out;
 }
 
@@ -46,10 +54,11 @@ std::string escapeRegex(const std::string& s) {
   return out;
 }
 
-std::string tokenContent(const json& t) {
-  if (t.is_string()) return t.get<std::string>();
-  if (t.is_object() && t.contains("content")) return t["content"].get<std::string>();
-  return std::string();
+// A token written as "text" or {"content": "text", ...} (tokenizer_config.json).
+std::string tokenContent(const JsonNode& t) {
+  if (t.isString()) return t.string();
+  if (t.isObject()) return t.optString("content", "");
+  t.wrongType("a token string or {\"content\": ...}");
 }
 
 struct Specials {
@@ -58,26 +67,27 @@ struct Specials {
 };
 
 // BOS/EOS and whether encode adds BOS: tokenizer_config.json first, then the post-processor template.
-Specials resolveSpecials(const json& root, const json& config, const std::string& path,
-                         const std::string& configPath,
+Specials resolveSpecials(const JsonNode& root, const std::optional<JsonNode>& config,
                          const std::function<std::optional<int>(const std::string&)>& idOf) {
   Specials s;
   // Template "single": a SpecialToken before the first Sequence is the BOS it adds.
-  for (const json& pp : flatten(root.value("post_processor", json()), "processors")) {
-    if (pp.value("type", "") != "TemplateProcessing" || !pp.contains("single")) continue;
+  for (const JsonNode& pp : flatten(root, "post_processor", "processors")) {
+    if (pp.optString("type", "") != "TemplateProcessing" || !pp.has("single")) continue;
     bool seenSequence = false;
-    for (const json& item : pp["single"]) {
-      if (item.contains("Sequence")) {
+    pp.at("single").forEachElement([&](size_t, const JsonNode& item) {
+      if (!item.isObject()) item.wrongType("an object");
+      if (item.has("Sequence")) {
         seenSequence = true;
-      } else if (item.contains("SpecialToken")) {
-        const std::string name = item["SpecialToken"].value("id", "");
+      } else if (item.has("SpecialToken")) {
+        const std::string name = item.at("SpecialToken").optString("id", "");
         std::optional<int> id;
-        if (pp.contains("special_tokens") && pp["special_tokens"].contains(name) &&
-            !pp["special_tokens"][name].value("ids", json::array()).empty())
-          id = pp["special_tokens"][name]["ids"][0].get<int>();
+        const auto specials = pp.find("special_tokens");
+        if (specials && specials->has(name) && specials->at(name).has("ids") &&
+            specials->at(name).at("ids").size() > 0)
+          id = specials->at(name).at("ids").at(size_t{0}).intIn(0, kMaxTokenId);
         else
           id = idOf(name);
-        if (!id) fail(path, ": post_processor template uses special token \"", name, "\" that has no id");
+        if (!id) item.fail("post_processor template uses special token \"", name, "\" that has no id");
         if (!seenSequence) {
           s.bos = *id;
           s.addBos = true;
@@ -85,82 +95,84 @@ Specials resolveSpecials(const json& root, const json& config, const std::string
           s.eos = *id;
         }
       }
-    }
+    });
   }
-  if (config.is_object()) {
+  if (config && config->isObject()) {
     auto idFor = [&](const char* key) -> int {
-      if (!config.contains(key) || config[key].is_null()) return -1;
-      const std::string content = tokenContent(config[key]);
+      const auto t = config->find(key);
+      if (!t) return -1;
+      const std::string content = tokenContent(*t);
       auto id = idOf(content);
-      if (!id) fail(configPath, ": ", key, " \"", content, "\" is not a token of ", path);
+      if (!id) t->fail("\"", content, "\" is not a token of ", root.file());
       return *id;
     };
     if (int b = idFor("bos_token"); b >= 0) s.bos = b;
     if (int e = idFor("eos_token"); e >= 0) s.eos = e;
-    if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean())
-      s.addBos = config["add_bos_token"].get<bool>();
+    if (config->has("add_bos_token") && config->at("add_bos_token").isBool())
+      s.addBos = config->at("add_bos_token").boolean();
   }
-  if (s.addBos && s.bos < 0) fail(path, ": BOS is to be added but no BOS token is defined");
+  if (s.addBos && s.bos < 0) fail(root.file(), ": BOS is to be added but no BOS token is defined");
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> readMerges(const json& model, const std::string& path) {
+std::vector<std::pair<std::string, std::string>> readMerges(const JsonNode& model) {
   std::vector<std::pair<std::string, std::string>> merges;
-  if (!model.contains("merges")) return merges;
-  if (!model["merges"].is_array()) fail(path, ": model.merges is not a list");
-  for (size_t i = 0; i < model["merges"].size(); ++i) {
-    const json& m = model["merges"][i];
-    if (m.is_string()) {  // "a b"
-      const std::string s = m.get<std::string>();
+  const auto list = model.find("merges");
+  if (!list) return merges;
+  list->forEachElement([&](size_t i, const JsonNode& m) {
+    if (m.isString()) {  // "a b"
+      const std::string& s = m.string();
       const size_t sp = s.find(' ');
       if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size())
-        fail(path, ": model.merges[", i, "] is \"", s, "\", expected two pieces separated by one space");
+        m.fail("is \"", jsonExcerpt(m.raw()), "\", expected two pieces separated by one space");
       merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {  // ["a", "b"]
-      merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else if (m.isArray() && m.size() == 2 && m.at(size_t{0}).isString() && m.at(size_t{1}).isString()) {
+      merges.emplace_back(m.at(size_t{0}).string(), m.at(size_t{1}).string());  // ["a", "b"]
     } else {
-      fail(path, ": model.merges[", i, "] is ", m.dump(), ", expected \"a b\" or [\"a\", \"b\"]");
+      m.wrongType("\"a b\" or [\"a\", \"b\"]");
     }
-  }
+  });
   return merges;
 }
 
 }  // namespace
 
 std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const std::string& configPath) {
-  const json root = readJsonFile(path);
-  const json config = configPath.empty() ? json() : readJsonFile(configPath);
-  if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
+  const json rootJson = readJsonFile(path, json_limits::tokenizer());
+  const json configJson =
+      configPath.empty() ? json() : readJsonFile(configPath, json_limits::tokenizerConfig());
+  const JsonNode root(rootJson, path);
+  std::optional<JsonNode> config;
+  if (!configPath.empty()) config = JsonNode(configJson, configPath);
+  if (!root.isObject() || !root.has("model") || !root.at("model").isObject())
     fail(path, ": tokenizer.json has no \"model\" object");
-  const json& model = root["model"];
-  const std::string type = model.value("type", "BPE");
+  const JsonNode model = root.at("model");
+  const std::string type = model.optString("type", "BPE");
   if (type != "BPE" && type != "WordLevel")
     fail(path, ": unsupported model.type \"", type,
          "\" (HeadScope reads BPE and WordLevel tokenizers; Unigram and WordPiece are not supported)");
-  if (!model.contains("vocab") || !model["vocab"].is_object())
+  if (!model.has("vocab") || !model.at("vocab").isObject())
     fail(path, ": model.vocab is missing or not an object of piece -> id");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (model.contains(key) && !model[key].is_null() && !model[key].get<std::string>().empty())
-      fail(path, ": model.", key, " is not supported");
+    if (!model.optString(key, "").empty()) fail(path, ": model.", key, " is not supported");
 
   std::unordered_map<std::string, int> vocab;
-  for (const auto& [piece, id] : model["vocab"].items()) {
-    if (!id.is_number_integer())
-      fail(path, ": model.vocab[\"", piece, "\"] is ", id.dump(), ", expected an integer id");
-    vocab.emplace(piece, id.get<int>());
-  }
-  const auto merges = readMerges(model, path);
+  model.at("vocab").forEachMember(
+      [&](const std::string& piece, const JsonNode& id) { vocab.emplace(piece, id.intIn(0, kMaxTokenId)); });
+  const auto merges = readMerges(model);
 
   std::vector<AddedToken> added;
-  for (const json& t : root.value("added_tokens", json::array())) {
-    AddedToken a;
-    a.content = t.value("content", "");
-    a.id = t.value("id", -1);
-    a.special = t.value("special", false);
-    a.lstrip = t.value("lstrip", false);
-    a.rstrip = t.value("rstrip", false);
-    if (a.content.empty() || a.id < 0) fail(path, ": added_tokens entry ", t.dump(), " lacks content or id");
-    added.push_back(std::move(a));
+  if (auto list = root.find("added_tokens")) {
+    list->forEachElement([&](size_t, const JsonNode& t) {
+      AddedToken a;
+      a.content = t.optString("content", "");
+      a.id = static_cast<int>(t.optInteger("id", -1, -1, kMaxTokenId));
+      a.special = t.optBool("special", false);
+      a.lstrip = t.optBool("lstrip", false);
+      a.rstrip = t.optBool("rstrip", false);
+      if (a.content.empty() || a.id < 0) t.fail("lacks content or id");
+      added.push_back(std::move(a));
+    });
   }
   auto idOf = [&](const std::string& content) -> std::optional<int> {
     for (const AddedToken& a : added)
@@ -169,23 +181,22 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     if (it != vocab.end()) return it->second;
     return std::nullopt;
   };
-  const Specials specials = resolveSpecials(root, config, path, configPath, idOf);
+  const Specials specials = resolveSpecials(root, config, idOf);
 
-  const std::vector<json> normalizers = flatten(root.value("normalizer", json()), "normalizers");
-  const std::vector<json> preTokenizers = flatten(root.value("pre_tokenizer", json()), "pretokenizers");
+  const std::vector<JsonNode> normalizers = flatten(root, "normalizer", "normalizers");
+  const std::vector<JsonNode> preTokenizers = flatten(root, "pre_tokenizer", "pretokenizers");
 
   if (type == "WordLevel") {
     if (!normalizers.empty()) fail(path, ": a normalizer is not supported with a WordLevel model");
-    for (const json& p : preTokenizers)
-      if (p.value("type", "") != "WhitespaceSplit")
-        fail(path, ": pre_tokenizer \"", p.value("type", ""),
+    for (const JsonNode& p : preTokenizers)
+      if (p.optString("type", "") != "WhitespaceSplit")
+        fail(path, ": pre_tokenizer \"", p.optString("type", ""),
              "\" is not supported with WordLevel (WhitespaceSplit)");
     WordLevelConfig cfg;
-    if (model.contains("unk_token") && model["unk_token"].is_string()) {
-      auto unk = idOf(model["unk_token"].get<std::string>());
-      if (!unk)
-        fail(path, ": model.unk_token \"", model["unk_token"].get<std::string>(),
-             "\" is not in the vocabulary");
+    if (model.has("unk_token") && model.at("unk_token").isString()) {
+      const std::string unkToken = model.at("unk_token").string();
+      auto unk = idOf(unkToken);
+      if (!unk) fail(path, ": model.unk_token \"", unkToken, "\" is not in the vocabulary");
       cfg.unk = *unk;
     }
     cfg.vocab = std::move(vocab);
@@ -197,36 +208,36 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     return std::make_unique<WordLevelTokenizer>(std::move(cfg));
   }
   bool byteLevel = false;
-  for (const json& p : preTokenizers)
-    byteLevel = byteLevel || p.value("type", "") == "ByteLevel";
+  for (const JsonNode& p : preTokenizers)
+    byteLevel = byteLevel || p.optString("type", "") == "ByteLevel";
 
   if (byteLevel) {
     ByteLevelBpeConfig cfg;
-    for (const json& n : normalizers) {
+    for (const JsonNode& n : normalizers) {
       // NFC is accepted but not applied: inputs already in NFC (nearly all text) tokenize identically.
-      const std::string t = n.value("type", "");
+      const std::string t = n.optString("type", "");
       if (t != "NFC") fail(path, ": normalizer \"", t, "\" is not supported with a ByteLevel pre-tokenizer");
     }
-    for (const json& p : preTokenizers) {
-      const std::string t = p.value("type", "");
+    for (const JsonNode& p : preTokenizers) {
+      const std::string t = p.optString("type", "");
       if (t == "ByteLevel") {
-        if (p.value("use_regex", true)) cfg.splitRegexes.push_back(kGpt2SplitRegex);
-        cfg.addPrefixSpace = p.value("add_prefix_space", false);
+        if (p.optBool("use_regex", true)) cfg.splitRegexes.push_back(kGpt2SplitRegex);
+        cfg.addPrefixSpace = p.optBool("add_prefix_space", false);
       } else if (t == "Split") {
-        const std::string behavior = p.value("behavior", "Isolated");
-        if (behavior != "Isolated" || p.value("invert", false))
-          fail(path, ": pre_tokenizer Split with behavior \"", behavior, "\"",
-               p.value("invert", false) ? " (inverted)" : "", " is not supported (only Isolated)");
-        const json& pat = p.value("pattern", json());
-        if (pat.contains("Regex"))
-          cfg.splitRegexes.push_back(pat["Regex"].get<std::string>());
-        else if (pat.contains("String"))
-          cfg.splitRegexes.push_back(escapeRegex(pat["String"].get<std::string>()));
+        const std::string behavior = p.optString("behavior", "Isolated");
+        const bool invert = p.optBool("invert", false);
+        if (behavior != "Isolated" || invert)
+          fail(path, ": pre_tokenizer Split with behavior \"", behavior, "\"", invert ? " (inverted)" : "",
+               " is not supported (only Isolated)");
+        const JsonNode pat = p.at("pattern");
+        if (pat.has("Regex"))
+          cfg.splitRegexes.push_back(pat.at("Regex").string());
+        else if (pat.has("String"))
+          cfg.splitRegexes.push_back(escapeRegex(pat.at("String").string()));
         else
-          fail(path, ": pre_tokenizer Split has pattern ", pat.dump(),
-               ", expected {\"Regex\": ...} or {\"String\": ...}");
+          pat.wrongType("{\"Regex\": ...} or {\"String\": ...}");
       } else if (t == "Digits") {
-        cfg.splitRegexes.push_back(p.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
+        cfg.splitRegexes.push_back(p.optBool("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
       } else {
         fail(path, ": pre_tokenizer \"", t, "\" is not supported together with ByteLevel");
       }
@@ -234,7 +245,7 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     cfg.vocab = std::move(vocab);
     cfg.merges = merges;
     cfg.added = std::move(added);
-    cfg.ignoreMerges = model.value("ignore_merges", false);
+    cfg.ignoreMerges = model.optBool("ignore_merges", false);
     cfg.bos = specials.bos;
     cfg.eos = specials.eos;
     cfg.addBos = specials.addBos;
@@ -244,36 +255,39 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
 
   // SentencePiece-style: the "▁" conventions come from the normalizer or a Metaspace pre-tokenizer.
   SentencePieceBpeConfig cfg;
-  bool sentencePiece = model.value("byte_fallback", false);
+  bool sentencePiece = model.optBool("byte_fallback", false);
   cfg.prepend = PrependScheme::Never;
-  for (const json& n : normalizers) {
-    const std::string t = n.value("type", "");
+  for (const JsonNode& n : normalizers) {
+    const std::string t = n.optString("type", "");
     if (t == "Prepend") {
-      if (n.value("prepend", "") != tokentext::kMetaSpace)
-        fail(path, ": normalizer Prepend of \"", n.value("prepend", ""),
-             "\" is not supported (expected \"▁\")");
+      const std::string prepend = n.optString("prepend", "");
+      if (prepend != tokentext::kMetaSpace)
+        fail(path, ": normalizer Prepend of \"", prepend, "\" is not supported (expected \"▁\")");
       cfg.prepend = PrependScheme::Always;
       sentencePiece = true;
     } else if (t == "Replace") {
-      const json& pat = n.value("pattern", json());
-      if (!(pat.contains("String") && pat["String"] == " " &&
-            n.value("content", "") == tokentext::kMetaSpace))
-        fail(path, ": normalizer Replace ", pat.dump(), " -> \"", n.value("content", ""),
+      const auto pat = n.find("pattern");
+      const bool spaceToMeta = pat && pat->isObject() && pat->has("String") && pat->at("String").isString() &&
+                               pat->at("String").string() == " " &&
+                               n.optString("content", "") == tokentext::kMetaSpace;
+      if (!spaceToMeta)
+        fail(path, ": normalizer Replace ", pat ? jsonExcerpt(pat->raw()) : std::string("without a pattern"),
+             " -> \"", n.has("content") ? jsonExcerpt(n.at("content").raw()) : "",
              "\" is not supported (expected \" \" -> \"▁\")");
       sentencePiece = true;
     } else {
       fail(path, ": normalizer \"", t, "\" is not supported");
     }
   }
-  for (const json& p : preTokenizers) {
-    const std::string t = p.value("type", "");
+  for (const JsonNode& p : preTokenizers) {
+    const std::string t = p.optString("type", "");
     if (t != "Metaspace")
       fail(path, ": pre_tokenizer \"", t, "\" is not supported for a SentencePiece-style BPE");
-    if (p.value("replacement", tokentext::kMetaSpace) != tokentext::kMetaSpace)
-      fail(path, ": Metaspace replacement \"", p.value("replacement", ""),
-           "\" is not supported (expected \"▁\")");
+    const std::string replacement = p.optString("replacement", tokentext::kMetaSpace);
+    if (replacement != tokentext::kMetaSpace)
+      fail(path, ": Metaspace replacement \"", replacement, "\" is not supported (expected \"▁\")");
     const std::string scheme =
-        p.value("prepend_scheme", p.value("add_prefix_space", true) ? "always" : "never");
+        p.optString("prepend_scheme", p.optBool("add_prefix_space", true) ? "always" : "never");
     if (scheme == "always")
       cfg.prepend = PrependScheme::Always;
     else if (scheme == "first")
@@ -282,20 +296,19 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
       cfg.prepend = PrependScheme::Never;
     else
       fail(path, ": Metaspace prepend_scheme \"", scheme, "\" is not one of always, first, never");
-    cfg.splitOnMetaSpace = p.value("split", true);
+    cfg.splitOnMetaSpace = p.optBool("split", true);
     sentencePiece = true;
   }
   if (!sentencePiece)
     fail(path,
          ": unsupported BPE tokenizer: neither a ByteLevel pre-tokenizer nor SentencePiece conventions "
          "(Metaspace, \"▁\" normalizer or byte_fallback)");
-  cfg.byteFallback = model.value("byte_fallback", false);
-  cfg.fuseUnk = model.value("fuse_unk", false);
-  if (model.contains("unk_token") && model["unk_token"].is_string()) {
-    auto unk = idOf(model["unk_token"].get<std::string>());
-    if (!unk)
-      fail(path, ": model.unk_token \"", model["unk_token"].get<std::string>(),
-           "\" is not in the vocabulary");
+  cfg.byteFallback = model.optBool("byte_fallback", false);
+  cfg.fuseUnk = model.optBool("fuse_unk", false);
+  if (model.has("unk_token") && model.at("unk_token").isString()) {
+    const std::string unkToken = model.at("unk_token").string();
+    auto unk = idOf(unkToken);
+    if (!unk) fail(path, ": model.unk_token \"", unkToken, "\" is not in the vocabulary");
     cfg.unk = *unk;
   }
   cfg.vocab = std::move(vocab);

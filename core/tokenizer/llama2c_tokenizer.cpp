@@ -13,7 +13,7 @@
 namespace hs::detail {
 
 std::unique_ptr<Tokenizer> loadLlama2cTokenizer(const std::string& path) {
-  const std::string data = readTextFile(path);
+  const std::string data = readTextFile(path, "llama2.c tokenizer", 256ull << 20);
   auto readAt = [&](size_t offset, auto& value) { std::memcpy(&value, data.data() + offset, sizeof(value)); };
   if (data.size() < 4)
     fail(path, ": not a llama2.c tokenizer: ", data.size(), " bytes, expected at least a 4-byte header");
@@ -26,6 +26,9 @@ std::unique_ptr<Tokenizer> loadLlama2cTokenizer(const std::string& path) {
   size_t offset = 4;
   while (offset < data.size()) {
     const size_t id = cfg.pieces.size();
+    if (id >= (size_t{1} << 22))
+      fail(path, ": llama2.c tokenizer has more than ", size_t{1} << 22,
+           " tokens, the limit on vocabularies");
     if (data.size() - offset < 8)
       fail(path, ": truncated llama2.c tokenizer: token ", id, " at byte ", offset,
            " needs an 8-byte score+length header, ", data.size() - offset, " bytes left");

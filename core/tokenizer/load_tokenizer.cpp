@@ -1,6 +1,5 @@
 // loadTokenizer(): find out which tokenizer format a path holds and read it.
 #include <filesystem>
-#include <fstream>
 
 #include "tokenizer/loaders.h"
 #include "util/error.h"
@@ -22,7 +21,7 @@ std::string besideIfExists(const fs::path& file, const char* name) {
 bool looksLikeVocabJson(const fs::path& file) {
   if (file.filename() == "vocab.json") return true;
   if (file.filename() == "tokenizer.json") return false;
-  const std::string head = readTextFile(file.string()).substr(0, 4096);
+  const std::string head = readFilePrefix(file.string(), "tokenizer file", 4096);
   return head.find("\"model\"") == std::string::npos && head.find("\"added_tokens\"") == std::string::npos &&
          head.find("\"version\"") == std::string::npos;
 }
@@ -55,15 +54,13 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string& path) {
   const fs::path p(path);
   if (!fs::exists(p)) fail(path, ": no such file or folder");
   if (fs::is_directory(p)) return loadFromFolder(p);
+  requireRegularFile(path, "tokenizer file");  // a FIFO or device is refused before anything reads it
   if (p.extension() == ".json") {
     if (looksLikeVocabJson(p)) return loadVocabJson(p);
     return detail::loadHfTokenizerJson(path, besideIfExists(p, "tokenizer_config.json"));
   }
   {
-    std::ifstream in(path, std::ios::binary);
-    char magic[4] = {0, 0, 0, 0};
-    in.read(magic, 4);
-    if (std::string(magic, 4) == "GGUF")
+    if (readFilePrefix(path, "tokenizer file", 4) == "GGUF")
       fail(path,
            ": a GGUF file keeps its vocabulary in its metadata; load the model (the GGUF reader builds the "
            "tokenizer with tokenizerFromGguf) instead of the tokenizer alone");

@@ -13,8 +13,14 @@ void buildIdTables(const Vocab& vocab, const std::vector<AddedToken>& added, con
     if (id < 0) fail(source, ": vocabulary entry \"", p, "\" has negative id ", id);
     maxId = std::max(maxId, id);
   }
-  for (const AddedToken& t : added)
+  for (const AddedToken& t : added) {
+    if (t.id < 0) fail(source, ": added token \"", t.content, "\" has negative id ", t.id);
     maxId = std::max(maxId, t.id);
+  }
+  // The tables are sized by the largest id: bound it like a model's vocabulary (4194304 ids).
+  if (maxId >= kMaxTokenIds)
+    fail(source, ": token id ", maxId, " is out of range 0..", kMaxTokenIds - 1,
+         " (the limit on vocabulary ids)");
   pieces.assign(maxId + 1, std::string());
   present.assign(maxId + 1, false);
   isAdded.assign(maxId + 1, false);

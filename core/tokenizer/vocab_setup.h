@@ -15,11 +15,14 @@
 namespace hs::vocabsetup {
 
 using Vocab = std::unordered_map<std::string, int>;
+
+// Ids are bounded like a model's vocabulary (core/model/config_limits.h kMaxVocab).
+constexpr int kMaxTokenIds = 1 << 22;
 using Merges = std::vector<std::pair<std::string, std::string>>;
 
 // Sizes the tables to the largest id and fills them: pieces[id] is the vocabulary piece, or an added
 // token's content (an added token may reuse a vocabulary id, GPT-2's "<|endoftext|>"). Ids in neither are
-// not present. Throws on a negative id.
+// not present. Throws on a negative id or one of kMaxTokenIds or more.
 void buildIdTables(const Vocab& vocab, const std::vector<AddedToken>& added, const std::string& source,
                    std::vector<std::string>& pieces, std::vector<bool>& present, std::vector<bool>& isAdded);
 

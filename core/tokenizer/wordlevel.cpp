@@ -10,8 +10,13 @@ WordLevelTokenizer::WordLevelTokenizer(WordLevelConfig cfg) : cfg_(std::move(cfg
   int maxId = -1;
   for (const auto& [w, id] : cfg_.vocab)
     maxId = std::max(maxId, id);
-  for (const auto& a : cfg_.added)
+  for (const auto& a : cfg_.added) {
+    if (a.id < 0) fail(cfg_.source, ": added token \"", a.content, "\" has negative id ", a.id);
     maxId = std::max(maxId, a.id);
+  }
+  if (maxId >= (1 << 22))
+    fail(cfg_.source, ": token id ", maxId, " is out of range 0..", (1 << 22) - 1,
+         " (the limit on vocabulary ids)");
   pieces_.assign(static_cast<size_t>(maxId + 1), std::string());
   for (const auto& [w, id] : cfg_.vocab) {
     if (id < 0) fail(cfg_.source, ": WordLevel id ", id, " of \"", w, "\" is negative");

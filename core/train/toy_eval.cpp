@@ -8,6 +8,7 @@
 #include "analysis/batch_runner.h"
 #include "tasks/toy/mixture.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace hs {
 
@@ -35,6 +36,15 @@ std::vector<PromptScore> scorePrompts(const Transformer& model, const std::vecto
 nlohmann::json evalToy(const Transformer& model, const toy::ToyWorld& world, const ToyEvalOptions& opts) {
   using toy::evalSeed;
   const uint64_t n = static_cast<uint64_t>(opts.n);
+  if (opts.n < 1 || opts.n > 10'000'000) fail("eval-toy: n = ", opts.n, ", expected 1..10000000");
+  {
+    // Two prompt sets are alive at once (8-shot and zero-shot classification): estimate from one prompt.
+    const toy::EvalPrompt p = toy::iclClsPrompt(world, 1, 8);
+    const uint64_t each = sizeof(p) +
+                          (p.tokens.capacity() + p.answer.capacity() + p.label_set.capacity()) * sizeof(int) +
+                          p.kind.capacity();
+    checkFitsInMemory("eval-toy", 2 * n, each, "prompts", "ask for fewer prompts (--n)");
+  }
   auto build = [&](auto&& make) {
     std::vector<toy::EvalPrompt> v;
     for (uint64_t i = 0; i < n; ++i)

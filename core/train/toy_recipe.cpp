@@ -66,7 +66,7 @@ TrainResult mainScheduleFrom(const std::string& dir, const ToyRecipe& mainRecipe
   const std::string path = dir + "/training.json";
   TrainResult result;
   withContext(path, [&] {
-    const nlohmann::json t = readJsonFile(path);
+    const nlohmann::json t = readJsonFile(path, json_limits::recipe());
     const nlohmann::json recipe = migrateRecipeJson(t.at("recipe"));
     if (recipe != recipeJson(mainRecipe))
       fail("made with another recipe than this run's main schedule: ", recipe.dump(), " vs ",
@@ -309,7 +309,7 @@ void setHeadCount(ToyRecipe& r, int64_t n_heads) {
 std::optional<nlohmann::json> savedRecipeJson(const std::string& outDir) {
   const std::string path = outDir + "/checkpoint/recipe.json";
   if (!std::filesystem::exists(path)) return std::nullopt;
-  return withContext(path, [&] { return migrateRecipeJson(readJsonFile(path)); });
+  return withContext(path, [&] { return migrateRecipeJson(readJsonFile(path, json_limits::recipe())); });
 }
 
 ToyRecipe resumedRecipe(const std::string& outDir, ToyRecipe base) {

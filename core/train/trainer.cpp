@@ -136,7 +136,7 @@ TrainResult train(const ModelConfig& config, const TrainConfig& cfg,
   const std::string statePath = checkpointDir + "/trainer_state.json";
   if (!checkpointDir.empty() && std::filesystem::exists(statePath)) {
     withContext("resuming from " + checkpointDir, [&] {
-      const nlohmann::json state = readJsonFile(statePath);
+      const nlohmann::json state = readJsonFile(statePath, json_limits::recipe());
       if (state.at("format_version").get<int>() != kStateFormatVersion)
         fail(statePath, ": trainer state format ", state.at("format_version"), ", expected ",
              kStateFormatVersion);

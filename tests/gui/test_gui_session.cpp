@@ -3,6 +3,7 @@
 // session holding only runs (as headscope-cli writes them) opens and shows its grids.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -12,6 +13,7 @@
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
+#include "model/io/safetensors.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "session/session.h"
@@ -124,25 +126,62 @@ class TestGuiSession : public QObject {
       out.write(all.left(all.size() / 2));
     }
     refused(cut, "truncated");
-    // A file from a newer HeadScope: format_version above this build's.
+    // A file from a newer HeadScope: format_version above this build's (written without a checksum, as
+    // the reader of an older build cannot know how a newer one computes it).
     const QString future = dir.filePath("future.hscope");
     {
-      // Rewrite the metadata by hand: saveSession always writes the current version.
-      QFile in(good);
-      QVERIFY(in.open(QIODevice::ReadOnly));
-      QByteArray all = in.readAll();
-      const QByteArray from =
-          QByteArray("\\\"format_version\\\":") + QByteArray::number(hs::kSessionFormatVersion);
-      const QByteArray to =
-          QByteArray("\\\"format_version\\\":") + QByteArray::number(hs::kSessionFormatVersion + 1);
-      QVERIFY2(all.contains(from), "the session metadata holds format_version");
-      all.replace(from, to);
-      QFile out(future);
-      QVERIFY(out.open(QIODevice::WriteOnly));
-      out.write(all);
+      nlohmann::json j = hs::sessionToJson(hs::loadSession(good.toStdString()));
+      j["format_version"] = hs::kSessionFormatVersion + 1;
+      hs::writeSafetensors(future.toStdString(), {}, {{hs::kSessionMetadataKey, j.dump()}});
     }
     refused(future, "newer version");
     QVERIFY(w->lastError().contains("version") || w->lastError().contains("newer"));
+    // The crafted session: view_state nested 90,000 deep (crashed the GUI's session reader).
+    const QString deep = dir.filePath("deep.hscope");
+    QVERIFY(QFile::copy(
+        QString(HEADSCOPE_TEST_DATA_DIR) + "/regression/session/session_deep_view_state.hscope", deep));
+    refused(deep, "nested 90,000 deep");
+    QVERIFY2(w->lastError().contains("nested deeper than 256"), qPrintable(w->lastError()));
+    // One changed byte of a good session's JSON: the checksum names the damage.
+    const QString damaged = dir.filePath("damaged.hscope");
+    {
+      QFile in(good);
+      QVERIFY(in.open(QIODevice::ReadOnly));
+      QByteArray all = in.readAll();
+      const QByteArray from = "\\\"tab\\\":";
+      const int at = all.indexOf(from);
+      QVERIFY2(at >= 0, "the session metadata holds the view state's tab");
+      char& digit = all[at + from.size()];
+      digit = digit == '1' ? '2' : '1';
+      QFile out(damaged);
+      QVERIFY(out.open(QIODevice::WriteOnly));
+      out.write(all);
+    }
+    refused(damaged, "checksum");
+    QVERIFY2(w->lastError().contains("damaged"), qPrintable(w->lastError()));
+  }
+
+  // A loaded model's file rewritten on disk: the window hears of it (and, interactive, offers to reload).
+  void modelFileChangeIsReported() {
+    QTemporaryDir dir;
+    const QString toy = QString(HEADSCOPE_SOURCE_DIR) + "/resources/models/toy-icl";
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+      QVERIFY(QFile::copy(toy + "/" + f, dir.filePath(f)));
+    MainWindow w;
+    w.setInteractive(false);
+    QSignalSpy ready(&w, &MainWindow::modelReady);
+    w.openModel(dir.path(), {}, false);
+    QVERIFY2(ready.wait(60000), qPrintable(w.lastError()));
+    QSignalSpy changed(&w, &MainWindow::modelFilesChanged);
+    {
+      QFile f(dir.filePath("model.safetensors"));
+      QVERIFY(f.open(QIODevice::ReadWrite));
+      f.seek(f.size() - 4);
+      f.write("\0\0\0\0", 4);  // rewritten in place, as a training run overwriting its checkpoint
+    }
+    QVERIFY(changed.wait(10000));
+    QCOMPARE(changed.first().first().toStringList(),
+             QStringList{QFileInfo(dir.filePath("model.safetensors")).absoluteFilePath()});
   }
 
   // headscope-cli writes sessions with runs only (no selection, interventions or view state).

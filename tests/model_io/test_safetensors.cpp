@@ -157,7 +157,7 @@ class TestSafetensors : public QObject, protected hs::test::TempDirFixture {
       row("header length past the end", b + "{}",
           "header length 1000 runs past the end of the file (file has 10 bytes");
     }
-    row("header not JSON", stFile("{\"a\": [1,", d16), "is not valid JSON");
+    row("header not JSON", stFile("{\"a\": [1,", d16), "header: malformed JSON");
     row("header not an object", stFile("[1, 2, 3]", d16), "header is a JSON array, expected an object");
     row("entry missing dtype", stFile(R"({"w":{"shape":[4],"data_offsets":[0,16]}})", d16),
         "tensor w: header entry has no \"dtype\"");
@@ -271,7 +271,7 @@ class TestSafetensors : public QObject, protected hs::test::TempDirFixture {
     HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "no \"weight_map\"");
 
     writeBytes(indexPath, "not json");
-    HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "not a JSON object");
+    HS_EXPECT_ERROR(SafetensorsCheckpoint::open(folder), indexPath, "malformed JSON");
   }
 };
 

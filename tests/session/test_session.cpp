@@ -297,7 +297,7 @@ class TestSession : public QObject {
     QTest::newRow("other metadata") << "other metadata"
                                     << "not a HeadScope session";
     QTest::newRow("malformed json") << "malformed json"
-                                    << "metadata is not valid JSON";
+                                    << "metadata: malformed JSON";
     QTest::newRow("json not object") << "json array"
                                      << "expected an object";
     QTest::newRow("no version") << "no version"

@@ -10,6 +10,7 @@
 
 #include "model/io/map_tensor.h"
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -49,6 +50,13 @@ const TypeTraits* findType(uint32_t id) {
   return nullptr;
 }
 
+// Limits on what the metadata may declare, checked before anything is allocated for it: an array holds
+// at most as many elements as the largest vocabulary (tokens, scores, merges), a string at most 64 MiB,
+// and all metadata together at most 16M values (a real GGUF has a few hundred thousand).
+constexpr uint64_t kMaxArrayElements = uint64_t(1) << 22;
+constexpr uint64_t kMaxStringBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxMetadataValues = uint64_t(16) << 20;
+
 // Bounds-checked little-endian reader over the map.
 class Reader {
  public:
@@ -69,6 +77,8 @@ class Reader {
   }
   std::string str(const std::string& what) {
     const uint64_t n = pod<uint64_t>(what + " (string length)");
+    if (n > kMaxStringBytes)
+      fail(f_.path(), ": ", what, " is a string of ", n, " bytes, more than the limit of ", kMaxStringBytes);
     need(n, what);
     std::string s(reinterpret_cast<const char*>(f_.data() + off_), n);
     off_ += n;
@@ -76,10 +86,18 @@ class Reader {
   }
   uint64_t remaining() const { return f_.size() - off_; }
   uint64_t offset() const { return off_; }
+  // Counts `n` more metadata values against kMaxMetadataValues.
+  void countValues(uint64_t n, const std::string& key) {
+    values_ += n;
+    if (values_ > kMaxMetadataValues)
+      fail(f_.path(), ": metadata holds more than ", kMaxMetadataValues, " values (at key ", key,
+           "), the limit of this reader");
+  }
 
  private:
   const MappedFile& f_;
   uint64_t off_ = 0;
+  uint64_t values_ = 0;
 };
 
 uint64_t minValueBytes(uint32_t type) {
@@ -147,6 +165,10 @@ json readValue(Reader& r, uint32_t type, const std::string& key, const std::stri
       if (n > r.remaining() / minBytes)
         fail(path, ": truncated GGUF file: metadata array ", key, " claims ", n, " elements but only ",
              r.remaining(), " bytes remain");
+      if (n > kMaxArrayElements)
+        fail(path, ": metadata array ", key, " has ", n, " elements, more than the limit of ",
+             kMaxArrayElements);
+      r.countValues(n, key);
       json a = json::array();
       a.get_ref<json::array_t&>().reserve(n);
       for (uint64_t i = 0; i < n; ++i)
@@ -241,9 +263,9 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
   }
 
   if (auto a = g->metadata_.find("general.alignment"); a != g->metadata_.end()) {
-    if (!a->is_number_unsigned() || a->get<uint64_t>() == 0 ||
+    if (!a->is_number_unsigned() || a->get<uint64_t>() == 0 || a->get<uint64_t>() > (uint64_t(1) << 20) ||
         (a->get<uint64_t>() & (a->get<uint64_t>() - 1)) != 0)
-      fail(path, ": general.alignment is ", a->dump(), ", expected a power of two");
+      fail(path, ": general.alignment is ", jsonExcerpt(*a), ", expected a power of two up to 2^20");
     g->alignment_ = a->get<uint64_t>();
   }
 

@@ -3,8 +3,10 @@
 
 #include <cstdlib>
 
+#include "model/config_limits.h"
 #include "model/io/gguf.h"
 #include "util/error.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -18,21 +20,31 @@ class Meta {
 
   bool has(const std::string& key) const { return f_.metadata().contains(key); }
 
-  int64_t integer(const std::string& key) const {
+  // A whole number in [lo, hi], read as 64 bits: 2^40 is refused with the limit, never cast to 0.
+  int64_t integer(const std::string& key, int64_t lo, int64_t hi) const {
     const json& v = get(key);
     if (!v.is_number_integer())
-      fail(f_.path(), ": metadata ", key, " is ", v.dump(), ", expected an integer");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t(1) << 40))
-      fail(f_.path(), ": metadata ", key, " = ", v.dump(), " is out of range");
+      fail(f_.path(), ": metadata ", key, " is ", jsonExcerpt(v), ", expected an integer");
+    const bool above =
+        v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi) : v.get<int64_t>() > hi;
+    if (above || (!v.is_number_unsigned() && v.get<int64_t>() < lo))
+      fail(f_.path(), ": metadata ", key, " is ", jsonExcerpt(v), ", out of range ", lo, "..", hi);
     return v.get<int64_t>();
   }
-  int64_t integer(const std::string& key, int64_t fallback) const {
-    return has(key) ? integer(key) : fallback;
+  int64_t integer(const std::string& key, int64_t lo, int64_t hi, int64_t fallback) const {
+    return has(key) ? integer(key, lo, hi) : fallback;
+  }
+  // A token id, or -1 when absent or "none" (llama.cpp writes that as the U32 0xFFFFFFFF).
+  int tokenId(const std::string& key) const {
+    if (!has(key)) return -1;
+    const json& v = get(key);
+    if (v.is_number_unsigned() && v.get<uint64_t>() == 0xFFFFFFFFull) return -1;
+    return static_cast<int>(integer(key, -1, limits::kMaxVocab - 1));
   }
 
   double number(const std::string& key) const {
     const json& v = get(key);
-    if (!v.is_number()) fail(f_.path(), ": metadata ", key, " is ", v.dump(), ", expected a number");
+    if (!v.is_number()) fail(f_.path(), ": metadata ", key, " is ", jsonExcerpt(v), ", expected a number");
     return v.get<double>();
   }
   double number(const std::string& key, double fallback) const { return has(key) ? number(key) : fallback; }
@@ -115,12 +127,12 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
   c.arch = Architecture::Llama;
   c.model_type = "llama";
   c.source_format = "gguf";
-  c.n_layers = static_cast<int>(m.integer(p + "block_count"));
-  c.d_model = static_cast<int>(m.integer(p + "embedding_length"));
-  c.d_mlp = static_cast<int>(m.integer(p + "feed_forward_length"));
-  c.n_heads = static_cast<int>(m.integer(p + "attention.head_count"));
-  c.n_kv_heads = static_cast<int>(m.integer(p + "attention.head_count_kv", c.n_heads));
-  c.context_length = static_cast<int>(m.integer(p + "context_length"));
+  c.n_layers = static_cast<int>(m.integer(p + "block_count", 1, limits::kMaxLayers));
+  c.d_model = static_cast<int>(m.integer(p + "embedding_length", 1, limits::kMaxDModel));
+  c.d_mlp = static_cast<int>(m.integer(p + "feed_forward_length", 1, limits::kMaxDMlp));
+  c.n_heads = static_cast<int>(m.integer(p + "attention.head_count", 1, limits::kMaxHeads));
+  c.n_kv_heads = static_cast<int>(m.integer(p + "attention.head_count_kv", 1, limits::kMaxHeads, c.n_heads));
+  c.context_length = static_cast<int>(m.integer(p + "context_length", 1, limits::kMaxContext));
   c.norm = NormKind::RMSNorm;
   c.norm_eps = m.number(p + "attention.layer_norm_rms_epsilon");
   c.rope_theta = m.number(p + "rope.freq_base", 10000.0);
@@ -137,10 +149,11 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
     fail(path, ": attention.head_count ", c.n_heads, " is not a multiple of head_count_kv ", c.n_kv_heads);
   if (!m.has(p + "attention.key_length") && c.d_model % c.n_heads != 0)
     fail(path, ": embedding_length ", c.d_model, " is not a multiple of head_count ", c.n_heads);
-  c.d_head = static_cast<int>(m.integer(p + "attention.key_length", c.d_model / c.n_heads));
-  if (m.integer(p + "attention.value_length", c.d_head) != c.d_head)
+  c.d_head =
+      static_cast<int>(m.integer(p + "attention.key_length", 1, limits::kMaxDHead, c.d_model / c.n_heads));
+  if (m.integer(p + "attention.value_length", 1, limits::kMaxDHead, c.d_head) != c.d_head)
     fail(path, ": attention.value_length differs from key_length ", c.d_head, " (not a Llama layout)");
-  c.rotary_dim = static_cast<int>(m.integer(p + "rope.dimension_count", c.d_head));
+  c.rotary_dim = static_cast<int>(m.integer(p + "rope.dimension_count", 1, limits::kMaxDHead, c.d_head));
   if (c.rotary_dim <= 0 || c.rotary_dim > c.d_head || c.rotary_dim % 2 != 0)
     fail(path, ": rope.dimension_count ", c.rotary_dim, " must be even and in 1..d_head (", c.d_head, ")");
   c.rope_layout = RopeLayout::Interleaved;  // llama.cpp converters keep Meta's interleaved q/k rows
@@ -159,9 +172,18 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
   }
   c.mlp = MlpKind::SwiGLU;
   c.activation = "silu";
-  c.bos_token_id = static_cast<int>(m.integer("tokenizer.ggml.bos_token_id", -1));
-  c.eos_token_id = static_cast<int>(m.integer("tokenizer.ggml.eos_token_id", -1));
+  c.bos_token_id = m.tokenId("tokenizer.ggml.bos_token_id");
+  c.eos_token_id = m.tokenId("tokenizer.ggml.eos_token_id");
 
+  // The header's sizes are checked, and their weights must fit the file (4-bit types store 0.5625 bytes
+  // a value), before the loader builds a table per layer.
+  {
+    ModelConfig probe = c;
+    probe.vocab_size = 1;
+    probe.bos_token_id = probe.eos_token_id = -1;
+    limits::checkModelConfig(probe, path);
+    limits::checkWeightsFitFile(probe, f->mapped().size(), 0.5, path);
+  }
   for (const auto& t : f->tensors()) {
     long layer = -1;
     const std::string hf = hfName(t.name, &layer);
@@ -181,8 +203,12 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
   if (emb.shape.size() != 2 || emb.shape[1] != c.d_model)
     fail(path, ": tensor token_embd.weight has torch shape [", emb.shape.size() == 2 ? emb.shape[0] : -1,
          ", ", emb.shape.back(), "], expected [vocab, ", c.d_model, "]");
+  if (emb.shape[0] > limits::kMaxVocab)
+    fail(path, ": tensor token_embd.weight has ", emb.shape[0],
+         " rows (the vocabulary), more than the limit of ", limits::kMaxVocab);
   c.vocab_size = static_cast<int>(emb.shape[0]);
   c.tied_embeddings = !f->has("output.weight");
+  limits::checkModelConfig(c, path);
   c.dtype = f->has("blk.0.attn_q.weight") ? torchDtypeOfGgml(f->info("blk.0.attn_q.weight").type) : "float32";
   return ck;
 }

@@ -12,6 +12,8 @@
 #include "model/io/atomic_file.h"
 #include "model/io/map_tensor.h"
 #include "util/error.h"
+#include "util/file_text.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -81,7 +83,7 @@ SafetensorsEntry parseEntry(const std::string& path, const std::string& name, co
   if (!sh->is_array()) fail(where, ": \"shape\" is ", sh->type_name(), ", expected an array of sizes");
   for (const auto& d : *sh) {
     if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0))
-      fail(where, ": \"shape\" holds ", d.dump(), ", expected non-negative integers");
+      fail(where, ": \"shape\" holds ", jsonExcerpt(d), ", expected non-negative integers");
     e.shape.push_back(d.get<int64_t>());
   }
 
@@ -89,7 +91,8 @@ SafetensorsEntry parseEntry(const std::string& path, const std::string& name, co
   if (off == v.end()) fail(where, ": header entry has no \"data_offsets\"");
   if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
       !(*off)[1].is_number_unsigned())
-    fail(where, ": \"data_offsets\" is ", off->dump(), ", expected [begin, end] with non-negative integers");
+    fail(where, ": \"data_offsets\" is ", jsonExcerpt(*off),
+         ", expected [begin, end] with non-negative integers");
   e.begin = (*off)[0].get<uint64_t>();
   e.end = (*off)[1].get<uint64_t>();
   return e;
@@ -130,9 +133,9 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   f->dataStart_ = 8 + n;
   const uint64_t dataSize = size - f->dataStart_;
 
-  json header = json::parse(reinterpret_cast<const char*>(base + 8),
-                            reinterpret_cast<const char*>(base + 8 + n), nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded()) fail(path, ": header (", n, " bytes) is not valid JSON");
+  // Bounded: nesting, size and duplicate tensor names (a repeated name would silently replace the first).
+  const json header = parseJsonBounded(std::string_view(reinterpret_cast<const char*>(base + 8), n),
+                                       path + ": header", json_limits::safetensorsHeader());
   if (!header.is_object()) fail(path, ": header is a JSON ", header.type_name(), ", expected an object");
 
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -234,10 +237,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& pathOrFolde
   const fs::path index = dir / "model.safetensors.index.json";
   if (fs::exists(index, ec)) {
     const std::string ip = index.string();
-    std::ifstream in(index);
-    if (!in) fail(ip, ": cannot open");
-    json j = json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) fail(ip, ": not a JSON object");
+    const json j = readJsonFile(ip, json_limits::shardIndex());
+    if (!j.is_object()) fail(ip, ": not a JSON object");
     auto wm = j.find("weight_map");
     if (wm == j.end() || !wm->is_object())
       fail(ip, ": has no \"weight_map\" object (tensor name -> shard file)");
@@ -249,6 +250,15 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& pathOrFolde
     }
     if (byShard.empty()) fail(ip, ": weight_map is empty");
     for (const auto& [shard, tensors] : byShard) {
+      // Shards are files of the model folder: no absolute paths, no "..", so an index cannot make the
+      // loader read files elsewhere.
+      const fs::path rel(shard);
+      bool confined = !shard.empty() && rel.is_relative() && !rel.has_root_name();
+      for (const auto& part : rel)
+        confined = confined && part != ".." && part != "." && !part.empty();
+      if (!confined)
+        fail(ip, ": names shard \"", shard,
+             "\", which is not a file inside the model folder (expected a relative name without \"..\")");
       const fs::path sp = dir / shard;
       if (!fs::exists(sp, ec)) fail(ip, ": names shard ", shard, " which does not exist (", sp.string(), ")");
       auto f = SafetensorsFile::open(sp.string());
@@ -333,8 +343,8 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
     if (name.empty() || name == "__metadata__") fail(path, ": cannot write a tensor named \"", name, "\"");
     if (!seen.insert(name).second) fail(path, ": tensor ", name, " given twice");
     if (!t.defined()) fail(path, ": tensor ", name, " is undefined");
-    const std::string dt =
-        withContext(path + ": tensor " + name, [&] { return safetensorsDtypeName(t.scalar_type()); });
+    const at::ScalarType type = t.scalar_type();  // (a structured binding cannot be captured in C++17)
+    const std::string dt = withContext(path + ": tensor " + name, [&] { return safetensorsDtypeName(type); });
     items.push_back({name, dt, t.to(at::kCPU).contiguous(), c10::elementSize(t.scalar_type())});
   }
   // Largest element size first: with an 8-aligned buffer start every tensor is then aligned.

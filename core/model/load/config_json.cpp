@@ -2,11 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
+#include "model/config_limits.h"
 #include "model/load/config_fields.h"
 #include "util/error.h"
 #include "util/file_text.h"
+#include "util/json_read.h"
 
 namespace hs {
 
@@ -46,6 +50,28 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// The explicit limit of each size field; a field not listed is bounded by what an int holds.
+int64_t limitOf(const std::string& key) {
+  static const std::map<std::string, int64_t> m = {
+      {"num_hidden_layers", limits::kMaxLayers},
+      {"n_layer", limits::kMaxLayers},
+      {"num_attention_heads", limits::kMaxHeads},
+      {"n_head", limits::kMaxHeads},
+      {"num_key_value_heads", limits::kMaxHeads},
+      {"hidden_size", limits::kMaxDModel},
+      {"n_embd", limits::kMaxDModel},
+      {"head_dim", limits::kMaxDHead},
+      {"intermediate_size", limits::kMaxDMlp},
+      {"n_inner", limits::kMaxDMlp},
+      {"vocab_size", limits::kMaxVocab},
+      {"max_position_embeddings", limits::kMaxContext},
+      {"n_positions", limits::kMaxContext},
+      {"original_max_position_embeddings", limits::kMaxContext},
+  };
+  auto it = m.find(key);
+  return it == m.end() ? std::numeric_limits<int>::max() : it->second;
+}
+
 // Typed access to config.json fields; every error names the file and the field.
 class Fields {
  public:
@@ -72,46 +98,58 @@ class Fields {
   double optDouble(const std::string& key, double dflt) const {
     if (!has(key)) return dflt;
     if (!j_.at(key).is_number())
-      fail(path_, ": field \"", key, "\" must be a number, found ", j_.at(key).dump());
+      fail(path_, ": field \"", key, "\" must be a number, found ", jsonExcerpt(j_.at(key)));
     return j_.at(key).get<double>();
   }
   double optPositiveDouble(const std::string& key, double dflt) const {
     const double v = optDouble(key, dflt);
-    if (!(v > 0)) fail(path_, ": field \"", key, "\" must be positive, found ", v);
+    if (!(std::isfinite(v) && v > 0))
+      fail(path_, ": field \"", key, "\" must be a finite number > 0, found ", v);
     return v;
   }
   bool optBool(const std::string& key, bool dflt) const {
     if (!has(key)) return dflt;
     if (!j_.at(key).is_boolean())
-      fail(path_, ": field \"", key, "\" must be true or false, found ", j_.at(key).dump());
+      fail(path_, ": field \"", key, "\" must be true or false, found ", jsonExcerpt(j_.at(key)));
     return j_.at(key).get<bool>();
   }
   std::string optString(const std::string& key, const std::string& dflt) const {
     if (!has(key)) return dflt;
     if (!j_.at(key).is_string())
-      fail(path_, ": field \"", key, "\" must be a string, found ", j_.at(key).dump());
+      fail(path_, ": field \"", key, "\" must be a string, found ", jsonExcerpt(j_.at(key)));
     return j_.at(key).get<std::string>();
   }
   // bos/eos ids may be an int, null or a list (Llama-3.1 eos); the first id is kept.
   int optTokenId(const std::string& key) const {
     if (!has(key)) return -1;
     const json& v = j_.at(key);
-    if (v.is_number_integer()) return v.get<int>();
-    if (v.is_array() && !v.empty() && v.front().is_number_integer()) return v.front().get<int>();
     if (v.is_array() && v.empty()) return -1;
-    fail(path_, ": field \"", key, "\" must be a token id or a list of ids, found ", v.dump());
+    const JsonNode id = v.is_array() ? JsonNode(v, path_, key).at(size_t{0}) : JsonNode(v, path_, key);
+    if (!id.isInteger())
+      fail(path_, ": field \"", key, "\" must be a token id or a list of ids, found ", jsonExcerpt(v));
+    return id.intIn(-1, static_cast<int>(limits::kMaxVocab - 1));
   }
   const json& raw(const std::string& key) const { return j_.at(key); }
   const std::string& path() const { return path_; }
 
  private:
+  // Read as 64 bits (a whole float such as 64.0 counts) and bounded by the field's limit, so
+  // 4294967304 is refused instead of wrapping to 8.
   int intOf(const std::string& key) const {
     const json& v = j_.at(key);
-    if (v.is_number_integer()) return v.get<int>();
-    // Some exporters write sizes as 64.0.
-    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int>(v.get<double>())))
-      return static_cast<int>(v.get<double>());
-    fail(path_, ": field \"", key, "\" must be an integer, found ", v.dump());
+    const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                 v.get<double>() == std::floor(v.get<double>()));
+    if (!whole) fail(path_, ": field \"", key, "\" must be an integer, found ", jsonExcerpt(v));
+    const int64_t limit = limitOf(key);
+    const bool tooBig = v.is_number_unsigned()  ? v.get<uint64_t>() > static_cast<uint64_t>(limit)
+                        : v.is_number_integer() ? v.get<int64_t>() > limit
+                                                : v.get<double>() > static_cast<double>(limit);
+    const bool tooSmall = v.is_number_float()      ? v.get<double>() < std::numeric_limits<int>::min()
+                          : v.is_number_unsigned() ? false
+                                                   : v.get<int64_t>() < std::numeric_limits<int>::min();
+    if (tooBig || tooSmall)
+      fail(path_, ": field \"", key, "\" is ", jsonExcerpt(v), ", out of range (the limit is ", limit, ")");
+    return v.is_number_float() ? static_cast<int>(v.get<double>()) : static_cast<int>(v.get<int64_t>());
   }
 
   const json& j_;
@@ -665,11 +703,12 @@ ModelConfig parseHfConfig(const nlohmann::json& j, const std::string& path) {
   if (c.bos_token_id >= c.vocab_size || c.eos_token_id >= c.vocab_size)
     fail(path, ": bos/eos token id (", c.bos_token_id, "/", c.eos_token_id, ") is outside the vocabulary of ",
          c.vocab_size);
+  limits::checkModelConfig(c, path);
   return c;
 }
 
 ModelConfig readHfConfig(const std::string& configJsonPath) {
-  return parseHfConfig(readJsonFile(configJsonPath, "the model's config.json"), configJsonPath);
+  return parseHfConfig(readJsonFile(configJsonPath, json_limits::modelConfig()), configJsonPath);
 }
 
 }  // namespace hs

@@ -14,6 +14,7 @@
 #include "model/io/safetensors.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
+#include "model/load/gguf_vocab_meta.h"
 #include "model/load/hub_cache.h"
 #include "model/load/memory_plan.h"
 #include "model/load/silent_heads.h"
@@ -100,15 +101,6 @@ void attachLlama2cTokenizer(const fs::path& bin, LoadedModel& out) {
                               out.config.vocab_size, " tokens", why, "); pass one explicitly"));
 }
 
-int jsonInt(const nlohmann::json& m, const std::string& key, int dflt) {
-  auto it = m.find(key);
-  return it != m.end() && it->is_number_integer() ? it->get<int>() : dflt;
-}
-bool jsonBool(const nlohmann::json& m, const std::string& key, bool dflt) {
-  auto it = m.find(key);
-  return it != m.end() && it->is_boolean() ? it->get<bool>() : dflt;
-}
-
 }  // namespace
 
 // GGUF: the vocabulary lives in the file's tokenizer.ggml.* metadata.
@@ -116,24 +108,7 @@ std::shared_ptr<Tokenizer> loadGgufTokenizer(const std::string& path) {
   const auto file = GgufFile::open(path);
   const nlohmann::json& m = file->metadata();
   if (!m.contains("tokenizer.ggml.model") || !m.contains("tokenizer.ggml.tokens")) return nullptr;
-  GgufVocab v;
-  v.source = path;
-  v.model = m["tokenizer.ggml.model"].get<std::string>();
-  if (m.contains("tokenizer.ggml.pre") && m["tokenizer.ggml.pre"].is_string())
-    v.pre = m["tokenizer.ggml.pre"].get<std::string>();
-  v.tokens = m["tokenizer.ggml.tokens"].get<std::vector<std::string>>();
-  if (m.contains("tokenizer.ggml.scores")) v.scores = m["tokenizer.ggml.scores"].get<std::vector<float>>();
-  if (m.contains("tokenizer.ggml.token_type"))
-    v.token_types = m["tokenizer.ggml.token_type"].get<std::vector<int>>();
-  if (m.contains("tokenizer.ggml.merges"))
-    v.merges = m["tokenizer.ggml.merges"].get<std::vector<std::string>>();
-  v.bos = jsonInt(m, "tokenizer.ggml.bos_token_id", -1);
-  v.eos = jsonInt(m, "tokenizer.ggml.eos_token_id", -1);
-  v.unk = jsonInt(m, "tokenizer.ggml.unknown_token_id", -1);
-  v.pad = jsonInt(m, "tokenizer.ggml.padding_token_id", -1);
-  v.add_bos = jsonBool(m, "tokenizer.ggml.add_bos_token", true);
-  v.add_eos = jsonBool(m, "tokenizer.ggml.add_eos_token", false);
-  v.add_space_prefix = jsonBool(m, "tokenizer.ggml.add_space_prefix", true);
+  const GgufVocab v = ggufVocabFromMetadata(m, path);
   return withContext(path, [&] { return std::shared_ptr<Tokenizer>(tokenizerFromGguf(v)); });
 }
 
