@@ -19,15 +19,18 @@ nlohmann::json evalJson(const IclEval& e) {
 
 const OptionTable<EvaluateOptions>& evaluateOptionTable() {
   using O = EvaluateOptions;
-  static const OptionTable<O> table =
-      OptionTable<O>()
-          .add("zero_ablate", &O::zero_ablate, "heads zero-ablated on the ICL prompts (LAYER.HEAD,...)")
-          .add("mean_ablate", &O::mean_ablate, "heads mean-ablated (clean ICL mean) on the ICL prompts")
-          .add("patch_clean", &O::patch_clean,
-               "heads patched from the clean ICL mean at N of zero-shot prompts")
-          .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
-          .add("steer_scale", &O::steer_scale, "scale of the steering")
-          .add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t;
+    t.add("zero_ablate", &O::zero_ablate, "heads zero-ablated on the ICL prompts (LAYER.HEAD,...)")
+        .add("mean_ablate", &O::mean_ablate,
+             "heads mean-ablated on the ICL prompts (their mean per mean_source: a neutral corpus by default)")
+        .add("patch_clean", &O::patch_clean, "heads patched from the clean ICL mean at N of zero-shot prompts")
+        .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
+        .add("steer_scale", &O::steer_scale, "scale of the steering");
+    addMeanSourceOptions(t, &O::mean);
+    t.add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
+    return t;
+  }();
   return table;
 }
 
@@ -46,14 +49,14 @@ MethodInfo evaluateMethod() {
                 "each prompt set with and without the interventions"}};
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     ctx.report(0.0, "building the prompts of " + in.task.dataset);
-    return runEvaluate(in.model, buildIclTask(*in.tokenizer, in.task), evaluateOptionTable().read(options),
-                       ctx);
+    return runEvaluate(in.model, in.tokenizer, buildIclTask(*in.tokenizer, in.task),
+                       evaluateOptionTable().read(options), ctx);
   };
   return m;
 }
 
-AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
-                           const AnalysisContext& ctx) {
+AnalysisOutput runEvaluate(const Transformer& model, const Tokenizer* tok, const IclTask& task,
+                           const EvaluateOptions& o, const AnalysisContext& ctx) {
   // One intervention per head: a head ticked twice would make the numbers depend on the order.
   std::map<HeadRef, std::string> kindOf;
   for (const auto& [kind, heads] :
@@ -74,8 +77,11 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   base.label_tokens = task.label_tokens;
   const TokenSeqs icl = tokenSeqs(task.icl);
   at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts
-  if (!o.mean_ablate.empty() || !o.patch_clean.empty() || !o.steer.empty())
-    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.2, "clean mean"), o.batch);
+  if (!o.patch_clean.empty() || !o.steer.empty())
+    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.1, "clean mean"), o.batch);
+  at::Tensor ablationMean;  // [layers, heads, d_head] the mean of mean_ablate, from o.mean
+  if (!o.mean_ablate.empty())
+    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.1, 0.2, "mean z"));
 
   const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, 0.2, 0.4, "ICL"));
   IclEval iclInt = iclBase;
@@ -83,7 +89,7 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   if (nAblated > 0) {
     IclEvalOptions e = base;
     e.interventions = zeroHeads(o.zero_ablate);
-    for (const Intervention& iv : meanHeads(o.mean_ablate, cleanMean))
+    for (const Intervention& iv : meanHeads(o.mean_ablate, ablationMean))
       e.interventions.push_back(iv);
     iclInt = evaluateIcl(model, task.icl, e, subContext(ctx, 0.4, 0.6, "ICL with ablations"));
   }
@@ -102,6 +108,16 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   out.run.id = ctx.runId("evaluate");
   out.run.method = "evaluate";
   out.run.options = evaluateOptionTable().write(o);
+  if (!o.mean_ablate.empty()) out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
+  out.run.options["task"] = taskSpecToJson(task.spec);
+  out.run.options["label_tokens"] = task.label_tokens;
+  if (task.classification()) {
+    recordPrompts(out, "icl", task.icl, {task.label_tokens});
+    recordPrompts(out, "zero_shot", task.zero_shot, {task.label_tokens});
+  } else {
+    recordPrompts(out, "icl", task.icl);
+    recordPrompts(out, "zero_shot", task.zero_shot);
+  }
   Table t;
   t.id = "evaluate.accuracy";
   t.name = "Accuracy and TR ratio with and without the interventions";

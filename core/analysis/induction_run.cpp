@@ -87,17 +87,6 @@ MethodInfo inductionMethod() {
   return m;
 }
 
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
-  if (!tok) return false;
-  const toy::ToyWorld w = toy::ToyWorld::build();
-  if (model.config().vocab_size != w.vocabSize()) return false;
-  for (int id = 0; id < w.vocabSize(); ++id) {
-    const std::optional<int> got = tok->idOf(w.tokens[static_cast<size_t>(id)]);
-    if (!got || *got != id) return false;
-  }
-  return true;
-}
-
 AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
                             const AnalysisContext& ctx) {
   if (o.n < 1 || o.n_eval < 1) fail("induction run: n = ", o.n, " and n_eval = ", o.n_eval, " must be >= 1");
@@ -133,8 +122,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   io.seed = o.seed;
   io.bos = vocab.bos;
   // Toy world: its syllables (what induction prompts copy); otherwise the middle half of the vocabulary.
-  const std::pair<int, int> tokenRange =
-      toyModel ? world.syllableIdRange() : std::pair<int, int>{c.vocab_size / 4, 3 * c.vocab_size / 4};
+  const std::pair<int64_t, int64_t> tokenRange = inductionTokenRange(model, tok);
   io.token_low = tokenRange.first;
   io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));

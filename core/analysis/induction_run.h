@@ -19,6 +19,7 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/head_toolkit.h"  // isToyVocabulary, inductionTokenRange
 #include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
@@ -46,9 +47,6 @@ struct InductionRunOptions {
 };
 const OptionTable<InductionRunOptions>& inductionOptionTable();
 MethodInfo inductionMethod();  // the registry record
-
-// True when the tokenizer's vocabulary is the default toy world's token table (same ids).
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
 
 // Runs everything; run id and model name from ctx, method "induction". `tok` may be null for models
 // without a tokenizer (then no words file and no separator text can be used).

@@ -195,8 +195,10 @@ def forward_gpt2(cfg, W, tokens):
     return x @ W.get("lm_head.weight", W[pre + "wte.weight"]).t()
 
 
-def forward_llama_like(cfg, W, tokens, family):
-    """llama / mistral / qwen2 / qwen3 / olmo2 (they differ in biases, q/k norms and norm placement)."""
+def forward_llama_like(cfg, W, tokens, family, z_hook=None):
+    """llama / mistral / qwen2 / qwen3 / olmo2 (they differ in biases, q/k norms and norm placement).
+    z_hook(layer, z) -> z, when given, sees (and may replace) every layer's per-head attention output z
+    [batch, head, pos, d_head] before o_proj: TransformerLens' hook_z."""
     d, nh = cfg["hidden_size"], cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads") or nh
     dh = cfg.get("head_dim") or d // nh
@@ -220,6 +222,8 @@ def forward_llama_like(cfg, W, tokens, family):
             k = rms_norm(k, W[a + "k_norm.weight"], eps)
         q, k = apply_rope(q, inv_freq, pos), apply_rope(k, inv_freq, pos)
         z = attention(q, k, v, nh // nkv)
+        if z_hook is not None:
+            z = z_hook(l, z)
         o = lin(merge(z), W[a + "o_proj.weight"], W.get(a + "o_proj.bias"))
         if family == "olmo2":
             x = x + rms_norm(o, W[p + "post_attention_layernorm.weight"], eps)
