@@ -172,6 +172,7 @@ void HeadGridView::setGrid(const HeadGrid& grid) {
   const bool changed = kept.size() != selection_.size();
   selection_ = std::move(kept);
   redrawSelection();
+  redrawSilent();
   plot_->replot();
   if (changed) Q_EMIT selectionChanged(selection_);
 }
@@ -197,8 +198,46 @@ void HeadGridView::setSelection(std::vector<HeadRef> heads) {
   Q_EMIT selectionChanged(selection_);
 }
 
+HeadGrid HeadGridView::rankedGrid() const {
+  HeadGrid g = grid_;
+  if (!rankSilent_)
+    for (const HeadRef& h : silent_)
+      if (h.layer < g.layers() && h.head < g.heads()) g.values(h.layer, h.head) = std::nan("");
+  return g;
+}
+
+void HeadGridView::setSilentHeads(const std::vector<HeadRef>& heads) {
+  silent_ = heads;
+  redrawSilent();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeadGridView::setRankSilentHeads(bool on) {
+  rankSilent_ = on;
+}
+
+bool HeadGridView::isSilent(HeadRef head) const {
+  return std::find(silent_.begin(), silent_.end(), head) != silent_.end();
+}
+
+void HeadGridView::redrawSilent() {
+  for (QCPAbstractItem* item : hatches_)
+    plot_->removeItem(item);
+  hatches_.clear();
+  for (const HeadRef& h : silent_) {
+    if (h.layer >= grid_.layers() || h.head >= grid_.heads()) continue;
+    auto* rect = new QCPItemRect(plot_);
+    rect->topLeft->setCoords(h.head - 0.5, h.layer - 0.5);
+    rect->bottomRight->setCoords(h.head + 0.5, h.layer + 0.5);
+    rect->setPen(Qt::NoPen);
+    rect->setBrush(QBrush(QColor(60, 60, 60), Qt::BDiagPattern));
+    rect->setSelectable(false);
+    hatches_.push_back(rect);
+  }
+}
+
 void HeadGridView::selectTopK(int k) {
-  setSelection(topHeads(grid_, std::max(k, 0)));
+  setSelection(topHeads(rankedGrid(), std::max(k, 0)));
 }
 
 void HeadGridView::selectTopPercent(double percent) {
@@ -206,14 +245,15 @@ void HeadGridView::selectTopPercent(double percent) {
     clearSelection();
     return;
   }
-  setSelection(topPercent(grid_, std::min(percent, 100.0)));
+  setSelection(topPercent(rankedGrid(), std::min(percent, 100.0)));
 }
 
 int HeadGridView::rankedCount() const {
+  const HeadGrid g = rankedGrid();
   int n = 0;
-  for (int l = 0; l < grid_.layers(); ++l) {
-    for (int h = 0; h < grid_.heads(); ++h)
-      n += isFinite(grid_.values(l, h)) ? 1 : 0;
+  for (int l = 0; l < g.layers(); ++l) {
+    for (int h = 0; h < g.heads(); ++h)
+      n += isFinite(g.values(l, h)) ? 1 : 0;
   }
   return n;
 }
@@ -222,8 +262,9 @@ std::optional<int> HeadGridView::rankOf(HeadRef head) const {
   if (head.layer < 0 || head.layer >= grid_.layers() || head.head < 0 || head.head >= grid_.heads()) {
     return std::nullopt;
   }
-  if (!isFinite(grid_.values(head.layer, head.head))) return std::nullopt;
-  return headRank(grid_, head);
+  const HeadGrid g = rankedGrid();
+  if (!isFinite(g.values(head.layer, head.head))) return std::nullopt;
+  return headRank(g, head);
 }
 
 std::optional<HeadRef> HeadGridView::headAt(const QPoint& plotPixel) const {
@@ -249,6 +290,7 @@ QString HeadGridView::tooltipText(HeadRef head) const {
   if (!isFinite(v)) return text + QStringLiteral("no value");
   text += QString::number(v, 'g', 4);
   if (!grid_.unit.empty()) text += QLatin1Char(' ') + QString::fromStdString(grid_.unit);
+  if (!rankOf(head)) return text + QStringLiteral(" (silent head: W_O is all zero; not ranked)");
   return text + QStringLiteral(" (rank %1 of %2)").arg(*rankOf(head)).arg(rankedCount());
 }
 
@@ -322,6 +364,7 @@ void HeadGridView::redrawSelection() {
       rect->setPen(pen);
       rect->setBrush(Qt::NoBrush);
       rect->setSelectable(false);
+      rect->setProperty(kScreenOnlyProperty, true);  // the selection is not part of an exported figure
       outlines_.push_back(rect);
     }
   }

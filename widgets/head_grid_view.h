@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "plot_export.h"
 #include "results/results.h"
 
 class QAction;
@@ -53,6 +54,14 @@ class HeadGridView : public QWidget {
   void selectTopK(int k);
   // The top ceil(p/100 · all heads) heads, at least one (rank_stats' topPercent); p ≤ 0 clears.
   void selectTopPercent(double percent);
+
+  // Silent heads (all-zero W_O): hatched, and left out of ranks and top-k / top-% unless
+  // setRankSilentHeads(true).
+  void setSilentHeads(const std::vector<HeadRef>& heads);
+  const std::vector<HeadRef>& silentHeads() const { return silent_; }
+  void setRankSilentHeads(bool on);
+  bool isSilent(HeadRef head) const;
+  int hatchCount() const { return static_cast<int>(hatches_.size()); }
 
   // Rank of a head's value among the finite values of the grid: 1 = largest; equal values share the
   // best rank ("1224" ranking). nullopt for NaN or a head outside the grid.
@@ -96,6 +105,8 @@ class HeadGridView : public QWidget {
   void openMenu(const QPoint& plotPixel);
   void updateMenuEnabled();
   void redrawSelection();
+  void redrawSilent();
+  HeadGrid rankedGrid() const;  // the grid with silent heads as NaN (unless they are ranked)
   void applyTicks();
 
   HeadGrid grid_;
@@ -110,6 +121,9 @@ class HeadGridView : public QWidget {
   QMenu* menu_ = nullptr;
   std::vector<QAction*> actions_;           // indexed by MenuAction
   std::vector<QCPAbstractItem*> outlines_;  // the outline items of the selected cells
+  std::vector<QCPAbstractItem*> hatches_;   // the hatch items of the silent heads
+  std::vector<HeadRef> silent_;
+  bool rankSilent_ = false;
 };
 
 }  // namespace hs

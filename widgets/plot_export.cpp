@@ -12,7 +12,10 @@
 #include <QSpinBox>
 #include <QSvgGenerator>
 
+#include <QImage>
+
 #include <cmath>
+#include <vector>
 
 #include "qcustomplot_include.h"
 
@@ -32,7 +35,8 @@ bool writeSvg(QCustomPlot& plot, const QString& path, int width, int height, con
   generator.setFileName(path);
   generator.setSize(QSize(width, height));
   generator.setViewBox(QRect(0, 0, width, height));
-  generator.setResolution(o.dpi);
+  // 96 DPI: text sizes (points) convert to view-box units as on screen, not scaled by the raster DPI.
+  generator.setResolution(96);
   generator.setTitle(o.title);
   generator.setDescription(QStringLiteral("HeadScope plot"));
   QCPPainter painter;
@@ -79,7 +83,32 @@ QString exportFormatExtension(ExportFormat format) {
   return QString();
 }
 
-bool exportPlot(QCustomPlot& plot, const QString& path, const ExportOptions& o, QString* error) {
+namespace {
+// Hides the screen-only items (selection outlines) while a figure is written.
+class ScreenOnlyHidden {
+ public:
+  explicit ScreenOnlyHidden(QCustomPlot& plot) {
+    for (int i = 0; i < plot.itemCount(); ++i) {
+      QCPAbstractItem* item = plot.item(i);
+      if (item->property(kScreenOnlyProperty).toBool() && item->visible()) {
+        item->setVisible(false);
+        hidden_.push_back(item);
+      }
+    }
+  }
+  ~ScreenOnlyHidden() {
+    for (QCPAbstractItem* item : hidden_)
+      item->setVisible(true);
+  }
+
+ private:
+  std::vector<QCPAbstractItem*> hidden_;
+};
+}  // namespace
+
+bool exportPlot(QCustomPlot& plot, const QString& path, const ExportOptions& given, QString* error) {
+  ExportOptions o = given;
+  exportFormatFromPath(path, &o.format);  // the name the user typed wins over the format box
   const int width = o.width > 0 ? o.width : plot.width();
   const int height = o.height > 0 ? o.height : plot.height();
   if (width <= 0 || height <= 0) {
@@ -96,19 +125,32 @@ bool exportPlot(QCustomPlot& plot, const QString& path, const ExportOptions& o, 
     return setError(error, path + QStringLiteral(": folder %1 does not exist").arg(info.absolutePath()));
   }
   bool ok = false;
+  const ScreenOnlyHidden hide(plot);
+  // The figure's layout size: the same in every format (PNG pixels / (dpi / 96); PDF points; SVG units).
+  const int logicalW = std::max(1, static_cast<int>(std::lround(width * 96.0 / o.dpi)));
+  const int logicalH = std::max(1, static_cast<int>(std::lround(height * 96.0 / o.dpi)));
   switch (o.format) {
     case ExportFormat::Png: {
-      const double scale = o.dpi / 96.0;
-      ok = plot.savePng(path, width, height, scale, -1, o.dpi, QCP::ruDotsPerInch);
+      // Exactly width × height pixels: the layout at width / scale, drawn scaled by scale = dpi / 96.
+      ok = plot.savePng(path, logicalW, logicalH, o.dpi / 96.0, -1, o.dpi, QCP::ruDotsPerInch);
+      if (ok) {  // rounding of the logical size may leave a pixel over or under: make it exact
+        QImage img(path);
+        if (!img.isNull() && img.size() != QSize(width, height)) {
+          img = img.scaled(width, height, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+          img.setDotsPerMeterX(static_cast<int>(std::lround(o.dpi / 0.0254)));
+          img.setDotsPerMeterY(static_cast<int>(std::lround(o.dpi / 0.0254)));
+          ok = img.save(path, "PNG");
+        }
+      }
       if (!ok) return setError(error, path + QStringLiteral(": cannot write PNG"));
       break;
     }
     case ExportFormat::Pdf:
-      ok = plot.savePdf(path, width, height, QCP::epNoCosmetic, QStringLiteral("HeadScope"), o.title);
+      ok = plot.savePdf(path, logicalW, logicalH, QCP::epNoCosmetic, QStringLiteral("HeadScope"), o.title);
       if (!ok) return setError(error, path + QStringLiteral(": cannot write PDF"));
       break;
     case ExportFormat::Svg:
-      ok = writeSvg(plot, path, width, height, o, error);
+      ok = writeSvg(plot, path, logicalW, logicalH, o, error);
       break;
   }
   // Exports re-lay out the plot at the export size; restore the on-screen layout.
@@ -138,12 +180,14 @@ ExportDialog::ExportDialog(const QCustomPlot& plot, const QString& suggestedPath
     s->setRange(50, 20000);
     s->setSuffix(tr(" px"));
   }
-  width_->setValue(plot.width() > 0 ? plot.width() : 800);
-  height_->setValue(plot.height() > 0 ? plot.height() : 600);
+  // The default keeps the on-screen layout: the size in pixels at 300 DPI.
+  width_->setValue((plot.width() > 0 ? plot.width() : 800) * 300 / 96);
+  height_->setValue((plot.height() > 0 ? plot.height() : 600) * 300 / 96);
   dpi_ = new QSpinBox(this);
   dpi_->setRange(36, 1200);
   dpi_->setValue(300);
-  dpi_->setToolTip(tr("PNG pixels = size × DPI / 96; the layout stays as at 96 DPI"));
+  dpi_->setToolTip(tr("The PNG is exactly width × height pixels; the DPI sets how large text is drawn "
+                      "(96: as on screen). PDF: points; SVG: units at 96 DPI."));
 
   auto* form = new QFormLayout;
   form->addRow(tr("File"), pathRow);
@@ -171,7 +215,7 @@ ExportDialog::ExportDialog(const QCustomPlot& plot, const QString& suggestedPath
 
 void ExportDialog::syncExtension() {
   // Keep the file extension in step with the chosen format.
-  const QString ext = exportFormatExtension(options().format);
+  const QString ext = exportFormatExtension(static_cast<ExportFormat>(format_->currentData().toInt()));
   QFileInfo info(path_->text());
   if (info.suffix().toLower() == ext) return;
   const QString base =
@@ -182,6 +226,7 @@ void ExportDialog::syncExtension() {
 ExportOptions ExportDialog::options() const {
   ExportOptions o;
   o.format = static_cast<ExportFormat>(format_->currentData().toInt());
+  exportFormatFromPath(path_->text(), &o.format);
   o.width = width_->value();
   o.height = height_->value();
   o.dpi = dpi_->value();

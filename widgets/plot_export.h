@@ -1,11 +1,13 @@
 #pragma once
 // Figures for papers: any QCustomPlot to PNG, PDF or SVG at a chosen size and resolution.
 //
-// Size semantics: width × height is the LOGICAL size of the figure (the layout size, in pixels at
-// 96 DPI = 1/96 inch each); dpi scales the raster. A PNG of 800 × 600 at 192 DPI is 1600 × 1200
-// pixels with the same layout as on screen, tagged 192 DPI. PDF pages are width × height points;
-// SVG view boxes are width × height user units tagged with dpi. 0 for width/height means the
-// plot's current on-screen size.
+// Size semantics: a PNG is exactly width × height pixels, tagged with dpi; the layout is drawn at
+// width × 96 / dpi logical pixels and scaled by dpi / 96, so text has the same physical size at every DPI
+// (at 96 DPI the layout is the pixel size). PDF and SVG get that same layout: pages of width × 96 / dpi
+// points, view boxes of as many user units, text in view-box units (96 DPI). 0 for
+// width/height means the plot's current on-screen size. The file's extension decides the format when it
+// names one (.png, .pdf, .svg): a "figure.pdf" is a PDF whatever `format` says.
+// Items of the plot with the property kScreenOnlyProperty set (selection outlines) are left out.
 #include <QDialog>
 #include <QString>
 
@@ -15,6 +17,8 @@ class QLineEdit;
 class QSpinBox;
 
 namespace hs {
+
+inline constexpr const char* kScreenOnlyProperty = "hs_screen_only";
 
 enum class ExportFormat { Png, Pdf, Svg };
 

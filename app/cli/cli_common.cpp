@@ -1,11 +1,14 @@
 #include "cli_common.h"
 
+#include <ATen/Context.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "analysis/registry.h"
+#include "model/compute_dtype.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"
 #include "session/session.h"
@@ -19,10 +22,17 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   cmd.add_option("--tokenizer", args.tokenizer,
                  "tokenizer.json, vocab.json (merges.txt beside it), llama2.c tok.bin or .gguf")
       ->default_str("the model's own");
+  // f16 is offered only where it runs: with CUDA, or a libtorch with float16 CPU kernels (1.13 has none).
+  const bool f16 = at::hasCUDA() || computeDtypeProblem(at::kHalf, at::kCPU).empty();
+  std::vector<std::string> dtypes = {"auto", "f32", "bf16"};
+  if (f16) dtypes.push_back("f16");
   cmd.add_option("--dtype", args.dtype,
-                 "compute dtype; auto: f32 when that copy fits comfortably in memory, else the checkpoint's")
+                 std::string("compute dtype; auto: f32 when that copy fits comfortably in memory, else the "
+                             "checkpoint's; bf16 keeps norms, softmax, attention scores, pattern·V, the residual "
+                             "stream and logits in float32") +
+                     (f16 ? "" : "; f16 needs CUDA with this libtorch"))
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+      ->check(CLI::IsMember(dtypes));
   cmd.add_option("--device", args.device, "cpu, cuda, cuda:N, or cuda:0,cuda:1 to split the layers")
       ->capture_default_str();
   cmd.add_option("--gpu-layers", args.gpu_layers,

@@ -81,5 +81,7 @@ void addGenerateCommand(CLI::App& app);
 void addTrainToyCommand(CLI::App& app);
 void addEvalToyCommand(CLI::App& app);
 void addExportCommand(CLI::App& app);
+void addBatchCommand(CLI::App& app);  // cmd_batch.cpp
+void addMergeCommand(CLI::App& app);  // cmd_merge.cpp
 
 }  // namespace hs::cli

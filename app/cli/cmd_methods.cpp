@@ -117,6 +117,8 @@ void buildCli(CLI::App& app) {
   addTrainToyCommand(app);
   addEvalToyCommand(app);
   addExportCommand(app);
+  addBatchCommand(app);
+  addMergeCommand(app);
   for (const MethodInfo& m : methods())
     addMethodCommand(app, m);
 }

@@ -4,11 +4,16 @@
 #include <ATen/core/grad_mode.h>
 
 #include <QElapsedTimer>
+#include <QRegularExpression>
 
 #include <map>
+#include <optional>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
+#include "analysis/logit_attribution.h"
 #include "analysis/registry.h"
+#include "model/load/silent_heads.h"
 #include "model/device_map.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
@@ -20,6 +25,8 @@ namespace hs::gui {
 struct EngineWorker::State {
   std::unique_ptr<LoadedModel> model;
   std::string label;  // the model as runs record it: "toy" for the embedded model, else its path
+  QString meanTask;   // the task whose clean ICL mean is cached
+  at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts of meanTask
 };
 
 EngineWorker::EngineWorker() : state_(std::make_unique<State>()) {}
@@ -76,6 +83,21 @@ std::vector<TopToken> topTokens(const LoadedModel& m, const at::Tensor& logits, 
     out.push_back({static_cast<int>(id),
                    m.tokenizer ? QString::fromStdString(m.tokenizer->piece(static_cast<int>(id))) : QString(),
                    l[id].item<double>(), p[id].item<double>()});
+  }
+  return out;
+}
+
+// Words of `text` the tokenizer cannot spell: their tokens do not decode back to them (a WordLevel
+// vocabulary's unknown token, a vocabulary without byte fallback). Spaces are ignored in the comparison, so
+// tokenizers that split punctuation or add a dummy prefix are not flagged.
+QStringList unknownWords(const Tokenizer& tok, const QString& text) {
+  QStringList out;
+  for (const QString& w : text.split(QRegularExpression("\\s+"), Qt::SkipEmptyParts)) {
+    if (out.contains(w)) continue;
+    const std::vector<int> ids = tok.encode(w.toStdString(), false);
+    QString back = QString::fromStdString(tok.decode(ids));
+    back.remove(QRegularExpression("\\s"));
+    if (back != w) out << w;
   }
   return out;
 }
@@ -137,6 +159,7 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
     info.device = QString::fromStdString(deviceMapOf(m->model->weights()).describe());
     for (const auto& n : m->notes)
       info.notes << QString::fromStdString(n);
+    info.silent = silentHeads(m->model->weights(), c);
     state_->label = path == "toy" ? "toy" : m->path;
     info.label = QString::fromStdString(state_->label);
     state_->model = std::move(m);
@@ -145,12 +168,59 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
   });
 }
 
-void EngineWorker::runPrompt(const QString& text, int topK) {
+std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<InterventionEntry>& entries,
+                                                       const std::vector<int64_t>& ids,
+                                                       const QString& taskJson) {
+  const LoadedModel& m = need(state_->model);
+  std::vector<Intervention> out;
+  at::Tensor promptMean, cleanMean;  // [layers, heads, d_head]
+  for (const InterventionEntry& e : entries) {
+    if (!e.enabled) continue;
+    checkHeads(*m.model, {e.head}, interventionLabel(e).toStdString());
+    const bool atN = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
+    const std::vector<int> pos = !e.positions.empty() ? e.positions : atN ? std::vector<int>{-1} : std::vector<int>{};
+    for (int p : pos)
+      if (p >= static_cast<int>(ids.size()) || p < -static_cast<int>(ids.size()))
+        fail(interventionLabel(e).toStdString(), ": position ", p, " is outside the prompt's ", ids.size(),
+             " tokens");
+    if (e.kind == InterventionKind::ZeroAblate) {
+      for (const Intervention& iv : zeroHeads({e.head}, pos))
+        out.push_back(iv);
+      continue;
+    }
+    if (e.kind == InterventionKind::MeanAblate) {
+      if (!promptMean.defined()) promptMean = meanZ(*m.model, {ids}, ZMean::AllPositions);
+      for (const Intervention& iv : meanHeads({e.head}, promptMean, pos))
+        out.push_back(iv);
+      continue;
+    }
+    if (!cleanMean.defined()) {
+      if (taskJson.isEmpty()) fail(interventionLabel(e).toStdString(), ": needs a task for its clean ICL mean");
+      if (state_->meanTask != taskJson || !state_->cleanMean.defined()) {
+        if (!m.tokenizer) fail("the model has no tokenizer");
+        const IclTask task = buildIclTask(*m.tokenizer, specFrom(taskJson));
+        state_->cleanMean = meanZ(*m.model, tokenSeqs(task.icl), ZMean::LastPosition, context());
+        state_->meanTask = taskJson;
+      }
+      cleanMean = state_->cleanMean;
+    }
+    const std::vector<Intervention> ivs = e.kind == InterventionKind::PatchClean
+                                              ? replaceHeads({e.head}, cleanMean, pos)
+                                              : addHeads({e.head}, cleanMean, pos, e.scale);
+    out.insert(out.end(), ivs.begin(), ivs.end());
+  }
+  return out;
+}
+
+void EngineWorker::runPrompt(const QString& text, int topK, const std::vector<InterventionEntry>& entries,
+                             const QString& taskJson) {
   job("run prompt", [&] {
     const LoadedModel& m = need(state_->model);
     const std::vector<int64_t> ids = encodePrompt(m, text);
+    const std::vector<Intervention> ivs = interventionsFor(entries, ids, taskJson);
     RunRequest req;
-    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0);  // [1, pos]
+    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0).to(m.model->device());  // [1, pos]
+    req.interventions = ivs;
     for (int l = 0; l < m.config.n_layers; ++l)
       req.capture.insert(residPost(l));
     const RunResult r = m.model->run(req);
@@ -158,16 +228,51 @@ void EngineWorker::runPrompt(const QString& text, int topK) {
     v.text = text;
     v.ids.assign(ids.begin(), ids.end());
     v.pieces = piecesOf(m, ids);
+    v.unknownWords = unknownWords(*m.tokenizer, text);
+    for (const InterventionEntry& e : entries)
+      v.interventions += e.enabled ? 1 : 0;
     v.top = topTokens(m, r.logits[0][-1], topK);
-    for (int l = 0; l < m.config.n_layers; ++l) {  // logit lens at the last position after each layer
-      const at::Tensor lens = m.model->logitLens(r.cache.at(residPost(l))[0][-1]);  // [vocab]
-      v.lens.push_back(topTokens(m, lens, 3));
+    at::Tensor cleanLogits = r.logits[0][-1];  // [vocab]
+    if (!ivs.empty()) {
+      RunRequest clean;
+      clean.tokens = req.tokens;
+      clean.last_logits_only = true;
+      cleanLogits = m.model->run(clean).logits[0][-1];
+    }
+    v.cleanTop = topTokens(m, cleanLogits, topK);
+    const at::Tensor cleanProbs = at::softmax(cleanLogits.to(at::kDouble).cpu(), 0);  // [vocab]
+    for (const TopToken& t : v.top)
+      v.topCleanProb.push_back(cleanProbs[t.id].item<double>());
+    const int n = static_cast<int>(ids.size());
+    for (int l = 0; l < m.config.n_layers; ++l) {  // logit lens after each layer, at every position
+      const at::Tensor lens = m.model->logitLens(r.cache.at(residPost(l))[0]);  // [pos, vocab]
+      v.lens.push_back(topTokens(m, lens[n - 1], 3));
+      std::vector<TopToken> row;
+      for (int p = 0; p < n; ++p)
+        row.push_back(topTokens(m, lens[p], 1).front());
+      v.lensGrid.push_back(row);
+    }
+    // What wrote the predicted token's logit: every head and MLP at N.
+    if (!v.top.empty()) {
+      v.dlaToken = v.top.front().id;
+      v.dlaPiece = v.top.front().piece;
+      try {
+        const LogitAttribution a = directLogitAttribution(*m.model, ids, v.dlaToken, ivs);
+        v.dlaHeads = attributionGrid(a);
+        v.dlaHeads.name = "Direct logit attribution to \"" + v.dlaPiece.toStdString() + "\" at the last position";
+        v.dlaMlp = a.mlp;
+        v.dlaEmbed = a.embed;
+        v.dlaLogit = a.logit;
+      } catch (const Error& e) {
+        v.dlaError = QString::fromStdString(e.what());
+      }
     }
     Q_EMIT promptReady(v);
   });
 }
 
-void EngineWorker::attentionPattern(const QString& text, int layer, int head) {
+void EngineWorker::attentionPattern(const QString& text, int layer, int head,
+                                    const std::vector<InterventionEntry>& entries, const QString& taskJson) {
   job("attention pattern", [&] {
     const LoadedModel& m = need(state_->model);
     const std::vector<int64_t> ids = encodePrompt(m, text);
@@ -175,7 +280,8 @@ void EngineWorker::attentionPattern(const QString& text, int layer, int head) {
       fail("no head ", layer, ".", head, " in a model of ", m.config.n_layers, " layers × ", m.config.n_heads,
            " heads");
     RunRequest req;
-    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0);  // [1, pos]
+    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0).to(m.model->device());  // [1, pos]
+    req.interventions = interventionsFor(entries, ids, taskJson);
     req.capture.insert(attnPattern(layer));
     const at::Tensor pat =
         m.model->run(req).cache.at(attnPattern(layer))[0][head].to(at::kDouble).cpu().contiguous();  // [q, k]
@@ -184,6 +290,8 @@ void EngineWorker::attentionPattern(const QString& text, int layer, int head) {
     v.pieces = piecesOf(m, ids);
     v.n = static_cast<int>(ids.size());
     v.weights.assign(pat.data_ptr<double>(), pat.data_ptr<double>() + pat.numel());
+    for (const InterventionEntry& e : entries)
+      v.interventions += e.enabled ? 1 : 0;
     Q_EMIT patternReady(v);
   });
 }
@@ -246,20 +354,42 @@ void EngineWorker::previewTask(const QString& taskJson) {
         v.roles[i] = QString::fromStdString(seg.role);
     v.answer = QString::fromStdString(p.answer);
     v.text = QString::fromStdString(p.text);
+    for (size_t i = 0; i < task.icl.size() && i < 200; ++i)
+      v.prompts << QString::fromStdString(task.icl[i].text);
+    v.unknownWords = unknownWords(*m.tokenizer, v.text);
   } catch (const std::exception& e) {
     v.error = QString::fromStdString(e.what());
   }
   Q_EMIT taskPreviewReady(v);
 }
 
+nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries) {
+  nlohmann::json options = nlohmann::json::object();
+  for (InterventionKind k : kInterventionKinds)
+    options[kindKey(k)] = nlohmann::json::array();
+  std::optional<double> scale;
+  for (const InterventionEntry& e : entries) {
+    if (!e.enabled) continue;
+    if (!e.positions.empty())
+      fail(interventionLabel(e).toStdString(),
+           ": the evaluation acts at its fixed positions (every position for ablations, N for patches and "
+           "steering); clear the entry's positions to evaluate it");
+    if (e.kind == InterventionKind::Steer) {
+      if (scale && *scale != e.scale)
+        fail("the evaluation steers every head by one scale; the steered heads have ", *scale, " and ", e.scale);
+      scale = e.scale;
+    }
+    options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});
+  }
+  if (scale) options["steer_scale"] = *scale;
+  return options;
+}
+
 void EngineWorker::evaluate(const QString& taskJson, const std::vector<InterventionEntry>& entries,
-                            const QString& runId) {
+                            const QString& runId, int randomDraws) {
   job("evaluate", [&] {
-    nlohmann::json options = nlohmann::json::object();
-    for (InterventionKind k : kInterventionKinds)
-      options[kindKey(k)] = nlohmann::json::array();
-    for (const InterventionEntry& e : entries)
-      if (e.enabled) options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});
+    nlohmann::json options = evaluateOptions(entries);
+    if (randomDraws > 0) options["random_draws"] = randomDraws;
     const TaskSpec spec = specFrom(taskJson);
     const AnalysisOutputPtr out = run("evaluate", spec, options, runId);
     const nlohmann::json& s = out->run.summary;
@@ -272,6 +402,31 @@ void EngineWorker::evaluate(const QString& taskJson, const std::vector<Intervent
     r.zeroShotIntervened = numbers(s.at("zero_shot_intervened"));
     r.nAblated = s.at("n_ablated").get<int>();
     r.nPatched = s.at("n_patched").get<int>();
+    r.taskJson = taskJson;
+    for (const InterventionEntry& e : entries)
+      if (e.enabled) r.entries.push_back(e);
+    const char* conds[4] = {"icl", "icl_intervened", "zero_shot", "zero_shot_intervened"};
+    for (int i = 0; i < 4; ++i) {
+      r.lo[i] = doubleFromJson(s.at(conds[i]).at("accuracy_lo"), "accuracy_lo");
+      r.hi[i] = doubleFromJson(s.at(conds[i]).at("accuracy_hi"), "accuracy_hi");
+    }
+    if (s.contains("random_control")) {
+      const nlohmann::json& c = s["random_control"];
+      r.randomDraws = c.at("draws").get<int>();
+      r.randomAccuracy = doubleFromJson(c.at("accuracy"), "accuracy");
+      r.randomLo = doubleFromJson(c.at("accuracy_lo"), "accuracy_lo");
+      r.randomHi = doubleFromJson(c.at("accuracy_hi"), "accuracy_hi");
+    }
+    for (const Table& t : out->run.tables)
+      if (t.id == "evaluate.prompts")
+        for (const auto& row : t.rows) {
+          auto num = [](const nlohmann::json& j) { return doubleFromJson(j, "p_answer"); };
+          r.prompts.push_back({QString::fromStdString(row[0].get<std::string>()),
+                               QString::fromStdString(row[2].get<std::string>()),
+                               QString::fromStdString(row[3].get<std::string>()),
+                               QString::fromStdString(row[4].get<std::string>()),
+                               QString::fromStdString(row[6].get<std::string>()), num(row[5]), num(row[7])});
+        }
     Q_EMIT analysisReady(out);
     Q_EMIT evaluationReady(r);
   });

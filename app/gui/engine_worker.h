@@ -12,8 +12,13 @@
 #include "analysis/analysis_context.h"
 #include "analysis/icl_task.h"
 #include "gui_types.h"
+#include "model/intervention.h"
 
 namespace hs::gui {
+
+// The `evaluate` method's options for the enabled entries; throws when an entry has parameters the method
+// does not take (custom positions, two steering scales).
+nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries);
 
 class EngineWorker : public QObject {
   Q_OBJECT
@@ -28,8 +33,14 @@ class EngineWorker : public QObject {
   // dtype: auto, f32, bf16, f16; device: cpu, cuda, cuda:N or a list; gpuLayers: see LoadOptions.
   void loadModel(const QString& path, const QString& tokenizer, const QString& dtype = "auto",
                  const QString& device = "cpu", int gpuLayers = -1);
-  void runPrompt(const QString& text, int topK);
-  void attentionPattern(const QString& text, int layer, int head);
+  // The prompt's next-token prediction, logit lens (every position) and direct logit attribution, with the
+  // enabled `entries` applied (patches and steering take the clean ICL mean of `taskJson`'s task at N)
+  // and without them.
+  void runPrompt(const QString& text, int topK, const std::vector<hs::gui::InterventionEntry>& entries = {},
+                 const QString& taskJson = {});
+  void attentionPattern(const QString& text, int layer, int head,
+                        const std::vector<hs::gui::InterventionEntry>& entries = {},
+                        const QString& taskJson = {});
   // Runs the method `method` of the registry (core/analysis/registry.h) on the task (TaskSpec JSON) with
   // `optionsJson` (checked against the method's options); the run gets the id `runId`.
   void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
@@ -39,8 +50,9 @@ class EngineWorker : public QObject {
   // The `evaluate` method with the enabled entries: ICL accuracy / TR ratio with the ablations, zero-shot
   // accuracy with the patches and steering, each against its baseline; the run (id `runId`) arrives
   // through analysisReady, the numbers through evaluationReady.
+  // `randomDraws` > 0 adds the random-heads control (as many heads as ablated, drawn from the others).
   void evaluate(const QString& taskJson, const std::vector<hs::gui::InterventionEntry>& entries,
-                const QString& runId);
+                const QString& runId, int randomDraws = 0);
 
  Q_SIGNALS:
   void modelLoaded(const hs::gui::ModelInfo& info);
@@ -57,6 +69,11 @@ class EngineWorker : public QObject {
 
  private:
   AnalysisContext context();  // progress → progress(), cancellation ← requestCancel()
+  // The forward interventions of the enabled entries on the prompt `ids` (mean ablation: the head's mean
+  // over this prompt's positions, as `headscope-cli logits --ablate-mode mean`; patches and steering: the
+  // clean ICL mean at N of the task, cached per task).
+  std::vector<Intervention> interventionsFor(const std::vector<InterventionEntry>& entries,
+                                             const std::vector<int64_t>& ids, const QString& taskJson);
   // Runs a registry method on the loaded model (throws without one).
   AnalysisOutputPtr run(const std::string& method, const TaskSpec& spec, const nlohmann::json& options,
                         const QString& runId);

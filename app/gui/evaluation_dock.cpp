@@ -1,8 +1,10 @@
 #include "evaluation_dock.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -19,53 +21,143 @@ QString delta(double a, double b) {
   const double d = 100.0 * (b - a);
   return QString("%1%2 pp").arg(d > 0 ? "+" : "").arg(d, 0, 'f', 1);
 }
+QString interval(double lo, double hi) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {};
+  return QString("95 % interval %1 – %2").arg(pct(lo), pct(hi));
+}
+std::vector<InterventionEntry> enabledOnly(const std::vector<InterventionEntry>& entries) {
+  std::vector<InterventionEntry> out;
+  for (const InterventionEntry& e : entries)
+    if (e.enabled) out.push_back(e);
+  return out;
+}
 }  // namespace
 
 EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
   evaluate_ = new QPushButton("Evaluate with interventions");
   evaluate_->setToolTip(
       "Runs the current task on the worker: ICL prompts with the checked ablations, "
       "zero-shot prompts with the checked patches and steering (Ctrl+E)");
-  layout->addWidget(evaluate_);
-  table_ = new QTableWidget(4, 3);
+  draws_ = new QSpinBox;
+  draws_->setRange(0, 50);
+  draws_->setValue(5);
+  draws_->setPrefix("random control: ");
+  draws_->setSuffix(" draws");
+  draws_->setToolTip("Also ablate as many random heads (drawn from the others), this many times: how much "
+                     "of the drop any heads would cause");
+  bar->addWidget(evaluate_, 1);
+  bar->addWidget(draws_);
+  layout->addLayout(bar);
+  table_ = new QTableWidget(5, 3);
   table_->setHorizontalHeaderLabels({"baseline", "intervened", "Δ"});
-  table_->setVerticalHeaderLabels({"ICL accuracy", "ICL TR ratio", "0-shot accuracy", "0-shot TR ratio"});
+  table_->setVerticalHeaderLabels(
+      {"ICL accuracy", "ICL TR ratio", "0-shot accuracy", "0-shot TR ratio", "random heads"});
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setMinimumHeight(150);
-  // Room for the row labels and three percentages ("100.0 %", "+12.5 pp") without clipping.
-  table_->setMinimumWidth(table_->fontMetrics().horizontalAdvance("0-shot TR ratio") +
-                          3 * table_->fontMetrics().horizontalAdvance("  intervened  ") + 8);
+  table_->setMinimumHeight(170);
   layout->addWidget(table_);
+  stale_ = new QLabel;
+  stale_->setWordWrap(true);
+  stale_->setStyleSheet("color:#a04000");
+  stale_->hide();
+  layout->addWidget(stale_);
   note_ = new QLabel("Not evaluated yet.");
   note_->setWordWrap(true);
   note_->setStyleSheet("color:#555");
   layout->addWidget(note_);
-  layout->addStretch(1);
+  prompts_ = new QTableWidget(0, 6);
+  prompts_->setHorizontalHeaderLabels({"set", "query", "answer", "before", "after", "p before → after"});
+  prompts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  prompts_->horizontalHeader()->setStretchLastSection(true);
+  prompts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  prompts_->setToolTip("Every prompt: the prediction and the answer's probability before and after the "
+                       "interventions (red: broken by them, green: fixed)");
+  layout->addWidget(prompts_, 1);
   connect(evaluate_, &QPushButton::clicked, this, &EvaluationDock::evaluateRequested);
+}
+
+int EvaluationDock::randomDraws() const {
+  return draws_->value();
+}
+
+QString EvaluationDock::note() const {
+  return note_->text();
 }
 
 void EvaluationDock::setResult(const EvalResult& r) {
   result_ = r;
-  const std::pair<double, double> rows[4] = {{r.icl.accuracy, r.iclIntervened.accuracy},
-                                             {r.icl.trRatio, r.iclIntervened.trRatio},
-                                             {r.zeroShot.accuracy, r.zeroShotIntervened.accuracy},
-                                             {r.zeroShot.trRatio, r.zeroShotIntervened.trRatio}};
+  const double rows[4][2] = {{r.icl.accuracy, r.iclIntervened.accuracy},
+                             {r.icl.trRatio, r.iclIntervened.trRatio},
+                             {r.zeroShot.accuracy, r.zeroShotIntervened.accuracy},
+                             {r.zeroShot.trRatio, r.zeroShotIntervened.trRatio}};
+  const int condOf[4][2] = {{0, 1}, {-1, -1}, {2, 3}, {-1, -1}};  // which accuracy has an interval
   for (int i = 0; i < 4; ++i) {
-    table_->setItem(i, 0, new QTableWidgetItem(pct(rows[i].first)));
-    table_->setItem(i, 1, new QTableWidgetItem(pct(rows[i].second)));
-    table_->setItem(i, 2, new QTableWidgetItem(delta(rows[i].first, rows[i].second)));
+    table_->setItem(i, 0, new QTableWidgetItem(pct(rows[i][0])));
+    table_->setItem(i, 1, new QTableWidgetItem(pct(rows[i][1])));
+    table_->setItem(i, 2, new QTableWidgetItem(delta(rows[i][0], rows[i][1])));
+    for (int c = 0; c < 2; ++c)
+      if (condOf[i][c] >= 0) table_->item(i, c)->setToolTip(interval(r.lo[condOf[i][c]], r.hi[condOf[i][c]]));
+  }
+  // The control: the same number of random heads; Δ against the chosen heads' result.
+  table_->setItem(4, 0, new QTableWidgetItem(r.randomDraws ? QString("%1 draws").arg(r.randomDraws) : "—"));
+  table_->setItem(4, 1, new QTableWidgetItem(pct(r.randomAccuracy)));
+  table_->setItem(4, 2, new QTableWidgetItem(delta(r.icl.accuracy, r.randomAccuracy)));
+  table_->item(4, 1)->setToolTip(r.randomDraws ? QString("ICL accuracy with %1 random heads ablated, mean of %2 "
+                                                         "draws; 2.5–97.5 %% of the draws: %3 – %4")
+                                                     .arg(r.nAblated)
+                                                     .arg(r.randomDraws)
+                                                     .arg(pct(r.randomLo), pct(r.randomHi))
+                                               : QString("no random control (set the draws above)"));
+  for (int i = 0; i < 5; ++i)
     for (int c = 0; c < 3; ++c)
       table_->item(i, c)->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  }
   note_->setText(QString("%1 · %2 prompts · %3 heads ablated on ICL prompts, %4 heads patched/steered on "
-                         "zero-shot prompts")
+                         "zero-shot prompts · ICL accuracy %5 → %6 (%7)")
                      .arg(r.task.toHtmlEscaped())
                      .arg(r.icl.n)
                      .arg(r.nAblated)
-                     .arg(r.nPatched));
+                     .arg(r.nPatched)
+                     .arg(pct(r.icl.accuracy), pct(r.iclIntervened.accuracy), interval(r.lo[1], r.hi[1])));
+  prompts_->setRowCount(static_cast<int>(r.prompts.size()));
+  for (int i = 0; i < static_cast<int>(r.prompts.size()); ++i) {
+    const EvalResult::PromptRow& p = r.prompts[static_cast<size_t>(i)];
+    const QStringList cells = {p.set, p.query, p.answer, p.before, p.after,
+                               QString("%1 → %2").arg(p.pBefore, 0, 'f', 3).arg(p.pAfter, 0, 'f', 3)};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      item->setToolTip(cells[c]);
+      prompts_->setItem(i, c, item);
+    }
+    const bool rightBefore = p.before.trimmed() == p.answer.trimmed();
+    const bool rightAfter = p.after.trimmed() == p.answer.trimmed();
+    if (rightBefore != rightAfter)
+      for (int c = 0; c < cells.size(); ++c)
+        prompts_->item(i, c)->setBackground(rightAfter ? QColor("#dff0d8") : QColor("#f8d7da"));
+  }
+  updateStale();
+}
+
+void EvaluationDock::setCurrent(const QString& taskJson, const std::vector<InterventionEntry>& entries) {
+  currentTask_ = taskJson;
+  currentEntries_ = enabledOnly(entries);
+  updateStale();
+}
+
+void EvaluationDock::updateStale() {
+  staleReason_.clear();
+  if (result_ && !currentTask_.isEmpty()) {
+    if (result_->taskJson != currentTask_)
+      staleReason_ = "the task changed since this evaluation";
+    else if (result_->entries != currentEntries_)
+      staleReason_ = "the interventions changed since this evaluation";
+  }
+  stale_->setVisible(!staleReason_.isEmpty());
+  stale_->setText("Stale: " + staleReason_ + ". Evaluate again for current numbers.");
+  table_->setEnabled(staleReason_.isEmpty());
+  prompts_->setEnabled(staleReason_.isEmpty());
 }
 
 }  // namespace hs::gui

@@ -1,7 +1,9 @@
 #pragma once
 // The Evaluation dock: "Evaluate with interventions" and its result — ICL accuracy and TR ratio with the
 // enabled ablations, zero-shot accuracy with the enabled patches / steering, each against its baseline
-// with the difference Δ.
+// with the difference Δ and 95 % intervals; the random-heads control (as many random heads ablated, several
+// draws); and every prompt before / after. A result whose task or interventions differ from the current
+// ones is marked stale (greyed, with the reason) rather than shown as if it were current.
 #include <QWidget>
 
 #include <optional>
@@ -10,6 +12,7 @@
 
 class QLabel;
 class QPushButton;
+class QSpinBox;
 class QTableWidget;
 
 namespace hs::gui {
@@ -21,17 +24,32 @@ class EvaluationDock : public QWidget {
 
   void setResult(const EvalResult& r);
   const std::optional<EvalResult>& result() const { return result_; }
+  // The current task (JSON) and interventions: the result is stale when they differ from its own.
+  void setCurrent(const QString& taskJson, const std::vector<InterventionEntry>& entries);
+  bool isStale() const { return !staleReason_.isEmpty(); }
+  QString staleReason() const { return staleReason_; }
+  int randomDraws() const;
   QPushButton* evaluateButton() const { return evaluate_; }
   QTableWidget* table() const { return table_; }
+  QTableWidget* promptTable() const { return prompts_; }
+  QString note() const;
 
  Q_SIGNALS:
   void evaluateRequested();
 
  private:
+  void updateStale();
+
   QPushButton* evaluate_ = nullptr;
+  QSpinBox* draws_ = nullptr;
   QTableWidget* table_ = nullptr;
+  QTableWidget* prompts_ = nullptr;
   QLabel* note_ = nullptr;
+  QLabel* stale_ = nullptr;
   std::optional<EvalResult> result_;
+  QString currentTask_;
+  std::vector<InterventionEntry> currentEntries_;  // enabled only
+  QString staleReason_;
 };
 
 }  // namespace hs::gui

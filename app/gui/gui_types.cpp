@@ -40,7 +40,15 @@ QString kindLabel(InterventionKind k) {
 }
 
 QString interventionLabel(const InterventionEntry& e) {
-  return QString("%1  L%2.H%3").arg(kindLabel(e.kind)).arg(e.head.layer).arg(e.head.head);
+  QString label = QString("%1  L%2.H%3").arg(kindLabel(e.kind)).arg(e.head.layer).arg(e.head.head);
+  if (e.kind == InterventionKind::Steer && e.scale != 1.0) label += QString("  ×%1").arg(e.scale);
+  if (!e.positions.empty()) {
+    QStringList p;
+    for (int i : e.positions)
+      p << QString::number(i);
+    label += "  @ " + p.join(",");
+  }
+  return label;
 }
 
 void registerMetaTypes() {

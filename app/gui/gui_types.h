@@ -6,6 +6,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <cmath>
+
 #include <memory>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct ModelInfo {
   QString dtype;
   QString device;  // "cpu", "cuda:0", or the device map ("cpu (embedding, layers 0-11) + cuda:0 (...)")
   QStringList notes;
+  std::vector<HeadRef> silent;  // heads whose W_O is all zero (model/load/silent_heads.h)
 };
 
 struct TopToken {
@@ -37,8 +40,20 @@ struct PromptView {
   QString text;
   std::vector<int> ids;
   QStringList pieces;
-  std::vector<TopToken> top;                // next-token prediction at the last position
-  std::vector<std::vector<TopToken>> lens;  // logit lens: per layer (resid_post), the top tokens
+  QStringList unknownWords;  // words of the text the tokenizer cannot spell (they became its unknown token)
+  int interventions = 0;     // enabled interventions applied (0: the clean model)
+  std::vector<TopToken> top;       // next-token prediction at the last position (with the interventions)
+  std::vector<TopToken> cleanTop;  // the same, without interventions
+  std::vector<double> topCleanProb;         // [top] each top token's probability without interventions
+  std::vector<std::vector<TopToken>> lens;  // logit lens: per layer (resid_post), the top tokens at N
+  std::vector<std::vector<TopToken>> lensGrid;  // [layer][pos] the top token after each layer at every position
+  // Direct logit attribution of the top token at N (analysis/logit_attribution.h), with the interventions.
+  int dlaToken = -1;
+  QString dlaPiece;
+  HeadGrid dlaHeads;            // [layers, heads] logit contributions
+  std::vector<double> dlaMlp;   // [layers]
+  double dlaEmbed = 0, dlaLogit = 0;
+  QString dlaError;             // why there is no attribution (e.g. OLMo-2)
 };
 
 struct PatternView {
@@ -46,6 +61,7 @@ struct PatternView {
   QStringList pieces;           // token labels
   std::vector<double> weights;  // [q, k] row-major attention probabilities
   int n = 0;
+  int interventions = 0;  // enabled interventions applied
 };
 
 // The first ICL prompt of the current task, token by token, for the Task dock's preview.
@@ -60,6 +76,8 @@ struct TaskPreview {
   QStringList roles;     // [pos] PromptSegment::role of each token ("bos", "input", "label", ...)
   QString answer;        // the query's gold answer
   QString text;          // the prompt text without BOS
+  QStringList prompts;   // the texts of the task's ICL prompts (the Attention tab's prompt picker)
+  QStringList unknownWords;  // words of the prompts the tokenizer cannot spell
   QString error;         // set when the task cannot be built (nothing else is then)
 };
 
@@ -79,13 +97,18 @@ inline constexpr InterventionKind kInterventionKinds[] = {
     InterventionKind::ZeroAblate, InterventionKind::MeanAblate, InterventionKind::PatchClean,
     InterventionKind::Steer};
 
-// One head intervention of the Interventions dock.
+// One head intervention of the Interventions dock, with its parameters: the positions it acts on
+// (empty: the kind's default — every position for ablations, N for patches and steering) and the steering
+// scale.
 struct InterventionEntry {
   InterventionKind kind = InterventionKind::ZeroAblate;
   HeadRef head;
   bool enabled = true;
+  double scale = 1.0;          // Steer only
+  std::vector<int> positions;  // token positions (negative: from the end); empty: the default
   bool operator==(const InterventionEntry& o) const {
-    return kind == o.kind && head == o.head && enabled == o.enabled;
+    return kind == o.kind && head == o.head && enabled == o.enabled && scale == o.scale &&
+           positions == o.positions;
   }
 };
 QString interventionLabel(const InterventionEntry& e);  // "zero-ablate L2.H5"
@@ -102,7 +125,19 @@ struct EvalResult {
   EvalNumbers icl, iclIntervened, zeroShot, zeroShotIntervened;
   int nAblated = 0, nPatched = 0;  // enabled heads applied to each prompt set
   QString task;
+  QString taskJson;                         // the exact task the numbers are for
+  std::vector<InterventionEntry> entries;   // the enabled interventions they are for
   QString runId;  // the `evaluate` run these numbers are from
+  // 95 % Wilson intervals of the accuracies (icl, icl_intervened, zero_shot, zero_shot_intervened).
+  double lo[4] = {NAN, NAN, NAN, NAN}, hi[4] = {NAN, NAN, NAN, NAN};
+  int randomDraws = 0;
+  double randomAccuracy = NAN, randomLo = NAN, randomHi = NAN;
+  // Per prompt: set, query, answer, prediction / p(answer) before and after.
+  struct PromptRow {
+    QString set, query, answer, before, after;
+    double pBefore = NAN, pAfter = NAN;
+  };
+  std::vector<PromptRow> prompts;
 };
 
 using AnalysisOutputPtr = std::shared_ptr<const hs::AnalysisOutput>;

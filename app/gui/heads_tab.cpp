@@ -52,6 +52,12 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* selectPct = new QPushButton("Select top %");
   bar->addWidget(new QLabel("Metric"));
   bar->addWidget(metric_, 1);
+  auto* explain = new QPushButton("?");
+  explain->setObjectName("GlossaryButton");
+  explain->setFixedWidth(explain->fontMetrics().horizontalAdvance("  ?  ") + 8);
+  explain->setToolTip("What this metric means (Help → Glossary of metrics)");
+  connect(explain, &QPushButton::clicked, this, [this] { Q_EMIT glossaryRequested(currentMetric()); });
+  bar->addWidget(explain);
   bar->addSpacing(12);
   bar->addWidget(topK_);
   bar->addWidget(selectK);
@@ -101,6 +107,10 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   connect(compare_, &QCheckBox::toggled, this, &HeadsTab::updateCompare);
   connect(other_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
   connect(jaccardK_, &QSpinBox::valueChanged, this, [this](int k) { scatter_->setK(k); });
+}
+
+void HeadsTab::setSilentHeads(const std::vector<HeadRef>& heads) {
+  view_->setSilentHeads(heads);
 }
 
 void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {

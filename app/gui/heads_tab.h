@@ -35,6 +35,8 @@ class HeadsTab : public QWidget {
   // Lists every grid of `runs` as "<run id> · <grid name>" with the key "<run id>/<grid id>". Keeps the
   // shown metric when it still exists (else shows the first grid of the last run).
   void setRuns(const std::vector<AnalysisRun>& runs);
+  // The loaded model's silent heads: hatched in the heatmap, left out of its ranks and top-k.
+  void setSilentHeads(const std::vector<HeadRef>& heads);
   QString currentMetric() const;  // key, "" when none
   bool setCurrentMetric(const QString& key);
   QStringList metricKeys() const;
@@ -55,6 +57,7 @@ class HeadsTab : public QWidget {
 
  Q_SIGNALS:
   void metricChanged(const QString& key);
+  void glossaryRequested(const QString& metricKey);  // the "?" beside the metric selector
 
  private:
   void showCurrent();

@@ -26,9 +26,9 @@ namespace {
 // Drives the window, after the start analyses (every method on the toy model), to a representative state (top
 // induction heads selected and zero-ablated, the comparison scatter on, the top head's pattern shown, the
 // evaluation done), then grabs every tab.
-void scriptScreenshots(MainWindow& w, const QString& dir) {
+void scriptScreenshots(MainWindow& w, const QString& dir, QSize size) {
   w.setInteractive(false);
-  w.resize(1800, 960);  // the documented size, whatever window geometry the settings remember
+  w.resize(size);  // the documented size, whatever window geometry the settings remember
   auto finish = std::make_shared<std::function<void()>>([&w, dir] {
     for (const QString& f : w.saveScreenshots(dir))
       qInfo("wrote %s", qPrintable(f));
@@ -83,8 +83,11 @@ int main(int argc, char** argv) {
                                "path");
   QCommandLineOption screenshot("screenshot",
                                 "Save one PNG per tab into DIR after the first analysis, then quit", "DIR");
+  QCommandLineOption screenshotSize("screenshot-size", "Window size of --screenshot (default 1800x960)",
+                                    "WxH", "1800x960");
   parser.addOption(tokenizer);
   parser.addOption(screenshot);
+  parser.addOption(screenshotSize);
   if (asksHelpOrVersion(argc, argv)) {
     QCoreApplication textOnly(argc, argv);
     parser.process(textOnly);  // prints and exits
@@ -93,7 +96,16 @@ int main(int argc, char** argv) {
   parser.process(app);  // --help-all lists Qt's GUI options too, so it needs the QApplication
 
   MainWindow window;
-  if (parser.isSet(screenshot)) scriptScreenshots(window, parser.value(screenshot));
+  if (parser.isSet(screenshot)) {
+    const QStringList wh = parser.value(screenshotSize).split('x');
+    const QSize size = wh.size() == 2 ? QSize(wh[0].toInt(), wh[1].toInt()) : QSize();
+    if (!size.isValid() || size.width() < 200 || size.height() < 200) {
+      qCritical("--screenshot-size: expected WIDTHxHEIGHT, e.g. 1280x800, got %s",
+                qPrintable(parser.value(screenshotSize)));
+      return 2;
+    }
+    scriptScreenshots(window, parser.value(screenshot), size);
+  }
   window.show();
   const QStringList args = parser.positionalArguments();
   if (args.isEmpty())

@@ -2,6 +2,13 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QScreen>
+#include <QTextBrowser>
+#include <QUndoCommand>
+#include <QUndoStack>
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -24,19 +31,26 @@
 #include <QTime>
 #include <QVBoxLayout>
 
+#include <QDir>
+
+#include <functional>
 #include <set>
 
 #include "analysis/registry.h"
+#include "attention_tab.h"
 #include "engine_worker.h"
+#include "glossary.h"
 #include "evaluation_dock.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
 #include "method_dialog.h"
 #include "model_dialog.h"
+#include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
+#include "study_view.h"
 #include "task_dock.h"
 
 namespace hs::gui {
@@ -53,11 +67,42 @@ template <typename F>
 void post(EngineWorker* w, F&& f) {
   QMetaObject::invokeMethod(w, std::forward<F>(f), Qt::QueuedConnection);
 }
+
+// One step of the undo stack: the interventions and the head selection before and after a change.
+class SnapshotCommand : public QUndoCommand {
+ public:
+  SnapshotCommand(std::function<void(const nlohmann::json&)> apply, nlohmann::json before, nlohmann::json after,
+                  const QString& text)
+      : QUndoCommand(text), apply_(std::move(apply)), before_(std::move(before)), after_(std::move(after)) {}
+  void undo() override { apply_(before_); }
+  void redo() override {
+    if (first_)  // the change has already happened when it is pushed
+      first_ = false;
+    else
+      apply_(after_);
+  }
+
+ private:
+  std::function<void(const nlohmann::json&)> apply_;
+  nlohmann::json before_, after_;
+  bool first_ = true;
+};
+
+// The llama2.c tokenizer beside a .bin model: tokenizer.bin, or the one tok*.bin in the folder.
+QString tokenizerBeside(const QString& model) {
+  const QFileInfo f(model);
+  if (!f.isFile() || f.suffix() != "bin") return {};
+  const QDir dir = f.dir();
+  if (dir.exists("tokenizer.bin")) return dir.filePath("tokenizer.bin");
+  const QStringList toks = dir.entryList({"tok*.bin"}, QDir::Files);
+  return toks.size() == 1 ? dir.filePath(toks.front()) : QString();
+}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   registerMetaTypes();
-  setWindowTitle("HeadScope");
+  setWindowTitle("HeadScope — untitled[*]");  // the placeholder before any setWindowModified
+  undo_ = new QUndoStack(this);
   buildUi();
   buildMenus();
 
@@ -71,6 +116,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(worker_, &EngineWorker::taskPreviewReady, this, &MainWindow::onTaskPreview);
   connect(worker_, &EngineWorker::evaluationReady, this, [this](const EvalResult& r) {
     evaluationDock_->setResult(r);
+    evaluationDock_->setCurrent(QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()),
+                                interventionsDock_->entries());
     log(QString("evaluated %1: ICL accuracy %2 → %3 with %4 heads ablated")
             .arg(r.task)
             .arg(r.icl.accuracy, 0, 'f', 3)
@@ -81,6 +128,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(worker_, &EngineWorker::failed, this, &MainWindow::onFailed);
   connect(worker_, &EngineWorker::cancelled, this, [this](const QString& job) {
     log(job + ": cancelled");
+    progress_->reset();  // a cancelled job is not complete: no 100 %
     Q_EMIT jobCancelled(job);
   });
   connect(worker_, &EngineWorker::progress, this, &MainWindow::onProgress);
@@ -90,13 +138,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(worker_, &EngineWorker::busy, this, [this](bool b) {
     busy_ = b;
     cancel_->setEnabled(b);
-    if (!b) progress_->setValue(progress_->maximum());
+    if (b) progress_->setValue(0);
   });
   thread_.start();
 
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
+  fitToScreen();
   const QString task = settings.value("task/spec").toString();
   if (!task.isEmpty()) {
     try {
@@ -105,7 +154,96 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       log("ignored the remembered task settings: " + QString::fromStdString(e.what()));
     }
   }
+  lastSnapshot_ = snapshot();
   setDirty(false);
+}
+
+void MainWindow::fitToScreen() {
+  const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+  if (!screen) return;
+  const QRect avail = screen->availableGeometry();
+  QRect g = frameGeometry();
+  const QSize frame = frameGeometry().size() - geometry().size();
+  const QSize inner(std::min(width(), avail.width() - frame.width()), std::min(height(), avail.height() - frame.height()));
+  if (inner != size()) resize(inner);
+  g = frameGeometry();
+  QPoint to = g.topLeft();
+  if (g.right() > avail.right()) to.setX(avail.right() - g.width() + 1);
+  if (g.bottom() > avail.bottom()) to.setY(avail.bottom() - g.height() + 1);
+  to.setX(std::max(to.x(), avail.left()));
+  to.setY(std::max(to.y(), avail.top()));
+  if (to != g.topLeft()) move(to);
+}
+
+QCustomPlot* MainWindow::attentionPlot() const {
+  return attentionTab_->plot();
+}
+
+nlohmann::json MainWindow::snapshot() const {
+  nlohmann::json heads = nlohmann::json::array();
+  for (const HeadRef& h : headsView()->selection())
+    heads.push_back({h.layer, h.head});
+  nlohmann::json ivs = nlohmann::json::array();
+  for (const InterventionEntry& e : interventionsDock_->entries())
+    ivs.push_back({{"kind", kindKey(e.kind)},
+                   {"layer", e.head.layer},
+                   {"head", e.head.head},
+                   {"enabled", e.enabled},
+                   {"scale", e.scale},
+                   {"positions", e.positions}});
+  return {{"selection", heads}, {"interventions", ivs}};
+}
+
+void MainWindow::restoreSnapshot(const nlohmann::json& state) {
+  restoring_ = true;
+  std::vector<HeadRef> sel;
+  for (const auto& h : state.at("selection"))
+    sel.push_back({h[0].get<int>(), h[1].get<int>()});
+  std::vector<InterventionEntry> entries;
+  for (const auto& j : state.at("interventions")) {
+    InterventionEntry e;
+    e.kind = parseInterventionKind(j.at("kind").get<std::string>());
+    e.head = {j.at("layer").get<int>(), j.at("head").get<int>()};
+    e.enabled = j.at("enabled").get<bool>();
+    e.scale = j.at("scale").get<double>();
+    e.positions = j.at("positions").get<std::vector<int>>();
+    entries.push_back(e);
+  }
+  headsView()->setSelection(sel);
+  interventionsDock_->setEntries(entries);
+  lastSnapshot_ = snapshot();
+  restoring_ = false;
+  setDirty(true);
+}
+
+void MainWindow::pushSnapshot() {
+  if (restoring_) return;
+  const nlohmann::json now = snapshot();
+  if (now == lastSnapshot_) return;
+  const bool selectionOnly = now["interventions"] == lastSnapshot_["interventions"];
+  undo_->push(new SnapshotCommand([this](const nlohmann::json& st) { restoreSnapshot(st); }, lastSnapshot_, now,
+                                  selectionOnly ? "head selection" : "interventions"));
+  lastSnapshot_ = now;
+}
+
+std::vector<InterventionEntry> MainWindow::appliedEntries() const {
+  if (!promptTab_->applyInterventions()) return {};
+  std::vector<InterventionEntry> out;
+  for (const InterventionEntry& e : interventionsDock_->entries())
+    if (e.enabled) out.push_back(e);
+  return out;
+}
+
+void MainWindow::interventionsChanged() {
+  if (!refreshing_) setDirty(true);
+  pushSnapshot();
+  evaluationDock_->setCurrent(QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()),
+                              interventionsDock_->entries());
+  // The Prompt and Attention tabs follow the ticked interventions.
+  if (!info_.path.isEmpty() && !restoring_) {
+    runPrompt();
+    requestPatterns();
+  }
 }
 
 MainWindow::~MainWindow() {
@@ -116,68 +254,49 @@ MainWindow::~MainWindow() {
 
 void MainWindow::buildUi() {
   tabs_ = new QTabWidget;
+  tabs_->setUsesScrollButtons(true);  // tabs scroll instead of widening the window
+  tabs_->setElideMode(Qt::ElideRight);
   setCentralWidget(tabs_);
 
   headsTab_ = new HeadsTab;
   tabs_->addTab(headsTab_, "Heads");
   HeadGridView* heads = headsTab_->view();
   connect(heads, &HeadGridView::selectionChanged, this, [this](const std::vector<HeadRef>& sel) {
-    setDirty(true);
-    if (sel.size() == 1) requestPattern(sel.front());
+    if (!refreshing_) setDirty(true);
+    pushSnapshot();
+    if (!sel.empty()) {
+      attentionTab_->setHeads(sel);
+      requestPatterns();
+    }
   });
   connect(heads, &HeadGridView::showPattern, this, [this](HeadRef h) {
     requestPattern(h);
     tabs_->setCurrentIndex(AttentionTabIndex);
   });
-  connect(headsTab_, &HeadsTab::metricChanged, this, [this] { setDirty(true); });
+  connect(headsTab_, &HeadsTab::metricChanged, this, [this] {
+    if (!refreshing_) setDirty(true);
+  });
 
   geometryTab_ = makeGeometryTab();
   tabs_->addTab(geometryTab_, "Geometry");
   taskVectorsTab_ = makeTaskVectorsTab();
   tabs_->addTab(taskVectorsTab_, "Task vectors");
 
-  // Attention: the selected head's pattern on the current prompt.
-  attention_ = new QCustomPlot;
-  attention_->plotLayout()->insertRow(0);
-  attention_->plotLayout()->addElement(0, 0,
-                                       new QCPTextElement(attention_, "Select a head in the Heads tab"));
-  attentionMap_ = new QCPColorMap(attention_->xAxis, attention_->yAxis);
-  auto* scale = new QCPColorScale(attention_);
-  attention_->plotLayout()->addElement(1, 1, scale);
-  attentionMap_->setColorScale(scale);
-  attentionMap_->setGradient(QCPColorGradient::gpThermal);
-  scale->axis()->setLabel("attention");
-  attention_->xAxis->setLabel("key token");
-  attention_->yAxis->setLabel("query token");
-  attention_->yAxis->setRangeReversed(true);
-  tabs_->addTab(attention_, "Attention");
+  // Attention: the selected heads' patterns on the chosen prompt.
+  attentionTab_ = new AttentionTab;
+  tabs_->addTab(attentionTab_, "Attention");
+  connect(attentionTab_, &AttentionTab::promptChanged, this, &MainWindow::requestPatterns);
 
-  // Prompt: text, tokens with ids, top-k next tokens, logit lens.
-  auto* promptPage = new QWidget;
-  auto* pl = new QVBoxLayout(promptPage);
-  auto* pbar = new QHBoxLayout;
-  promptEdit_ = new QLineEdit(kDefaultPrompt);
-  auto* run = new QPushButton("Run");
-  pbar->addWidget(promptEdit_, 1);
-  pbar->addWidget(run);
-  pl->addLayout(pbar);
-  tokensLabel_ = new QLabel;
-  tokensLabel_->setWordWrap(true);
-  tokensLabel_->setTextFormat(Qt::RichText);
-  pl->addWidget(tokensLabel_);
-  auto* tables = new QHBoxLayout;
-  topTable_ = new QTableWidget(0, 4);
-  topTable_->setHorizontalHeaderLabels({"id", "token", "logit", "prob"});
-  topTable_->horizontalHeader()->setStretchLastSection(true);
-  lensTable_ = new QTableWidget(0, 2);
-  lensTable_->setHorizontalHeaderLabels({"after layer", "logit lens: top tokens"});
-  lensTable_->horizontalHeader()->setStretchLastSection(true);
-  tables->addWidget(topTable_, 1);
-  tables->addWidget(lensTable_, 1);
-  pl->addLayout(tables, 1);
-  tabs_->addTab(promptPage, "Prompt");
-  connect(run, &QPushButton::clicked, this, &MainWindow::runPrompt);
-  connect(promptEdit_, &QLineEdit::returnPressed, this, &MainWindow::runPrompt);
+  // Prompt: text, tokens with ids, top-k next tokens (clean and intervened), logit lens at every position.
+  promptTab_ = new PromptTab(kDefaultPrompt);
+  promptEdit_ = promptTab_->edit();
+  tabs_->addTab(promptTab_, "Prompt");
+  connect(promptTab_, &PromptTab::runRequested, this, [this] {
+    runPrompt();
+    requestPatterns();
+  });
+  attributionTab_ = new AttributionTab;
+  tabs_->addTab(attributionTab_, "Attribution");
 
   // Left: Model and Task docks.
   auto* modelDock = new QDockWidget("Model", this);
@@ -207,7 +326,11 @@ void MainWindow::buildUi() {
   interventionsDock_ = new InterventionsDock;
   ivDock->setWidget(interventionsDock_);
   addDockWidget(Qt::RightDockWidgetArea, ivDock);
-  connect(interventionsDock_, &InterventionsDock::changed, this, [this] { setDirty(true); });
+  connect(interventionsDock_, &InterventionsDock::changed, this, &MainWindow::interventionsChanged);
+  connect(interventionsDock_, &InterventionsDock::notice, this, [this](const QString& m) {
+    log(m);
+    statusBar()->showMessage(m, 8000);
+  });
   connect(heads, &HeadGridView::zeroAblate, this, [this](const std::vector<HeadRef>& h) {
     interventionsDock_->add(InterventionKind::ZeroAblate, h);
   });
@@ -233,6 +356,7 @@ void MainWindow::buildUi() {
   runsDockWidget->setWidget(runsDock_);
   addDockWidget(Qt::RightDockWidgetArea, runsDockWidget);
   connect(runsDock_, &RunsDock::deleteRequested, this, &MainWindow::deleteRuns);
+  connect(runsDock_, &RunsDock::closeOtherModelsRequested, this, &MainWindow::closeOtherModelsRuns);
 
   // Bottom: log, progress, Cancel.
   auto* logDock = new QDockWidget("Log", this);
@@ -242,19 +366,21 @@ void MainWindow::buildUi() {
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(2000);
-  auto* pr = new QHBoxLayout;
+  // Progress and Cancel live in the status bar, visible whatever docks are closed.
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(260);
   cancel_ = new QPushButton("Cancel");
   cancel_->setEnabled(false);
-  pr->addWidget(progress_, 1);
-  pr->addWidget(cancel_);
+  cancel_->setToolTip("Stop the running job (Esc)");
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  ll->setContentsMargins(2, 2, 2, 2);
   ll->addWidget(log_, 1);
-  ll->addLayout(pr);
   logDock->setWidget(logPage);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelJob);
-  resize(1560, 960);
+  resize(1560, 960);  // fitToScreen() shrinks it on smaller screens
   resizeDocks({logDock}, {130}, Qt::Vertical);
   resizeDocks({modelDock, taskDockWidget}, {170, 420}, Qt::Vertical);
   resizeDocks({modelDock, ivDock}, {300, 300}, Qt::Horizontal);
@@ -268,6 +394,14 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getOpenFileName(this, "Open a HeadScope session", {},
                                                    "HeadScope sessions (*.hscope);;All files (*)");
     if (!f.isEmpty()) openSession(f);
+  });
+  auto* openBatch = file->addAction("Open &batch folder…");  // watched as it runs (study_view.h)
+  openBatch->setObjectName("openBatchFolder");
+  connect(openBatch, &QAction::triggered, this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, "Open a batch folder (headscope-cli batch --out DIR)");
+    QString error;
+    if (!dir.isEmpty() && !openStudyWindow(this, dir, &error)) showError("open batch folder", error);
   });
   recentMenu_ = file->addMenu("Open &recent");
   connect(recentMenu_, &QMenu::aboutToShow, this, [this] {
@@ -362,20 +496,49 @@ void MainWindow::buildMenus() {
   cancel->setShortcut(QKeySequence("Esc"));
   connect(cancel, &QAction::triggered, this, &MainWindow::cancelJob);
 
+  auto* edit = menuBar()->addMenu("&Edit");
+  auto* undo = undo_->createUndoAction(this, "&Undo");
+  undo->setShortcut(QKeySequence::Undo);
+  auto* redo = undo_->createRedoAction(this, "&Redo");
+  redo->setShortcut(QKeySequence::Redo);
+  edit->addAction(undo);
+  edit->addAction(redo);
+
   auto* view = menuBar()->addMenu("&View");
-  const char* names[] = {"&Heads", "&Geometry", "&Task vectors", "&Attention", "&Prompt"};
-  for (int i = 0; i < 5; ++i) {
+  view->setObjectName("ViewMenu");
+  const char* names[] = {"&Heads", "&Geometry", "&Task vectors", "&Attention", "&Prompt", "Att&ribution"};
+  for (int i = 0; i < 6; ++i) {
     auto* a = view->addAction(names[i]);
     a->setShortcut(QKeySequence(QString("Ctrl+%1").arg(i + 1)));
     connect(a, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
   }
+  view->addSeparator();
+  for (QDockWidget* d : findChildren<QDockWidget*>())
+    view->addAction(d->toggleViewAction());
+
+  auto* help = menuBar()->addMenu("&Help");
+  connect(help->addAction("&Glossary of metrics"), &QAction::triggered, this, [this] { showGlossary(this); });
+  connect(help->addAction("&About HeadScope"), &QAction::triggered, this, [this] {
+    QMessageBox::about(this, "About HeadScope",
+                       QString("<b>HeadScope %1</b><p>A workbench for finding out how transformer language "
+                               "models learn in context: per-head analyses, interventions and their "
+                               "evaluation on your own checkpoints.</p><p>Qt %2 · libtorch</p>")
+                           .arg(QApplication::applicationVersion(), qVersion()));
+  });
+  connect(headsTab_, &HeadsTab::glossaryRequested, this,
+          [this](const QString& metric) { showGlossary(this, metric); });
 }
 
 HeadGridView* MainWindow::headsView() const {
   return headsTab_->view();
 }
 
-void MainWindow::openModel(const QString& path, const QString& tokenizer, bool analyze) {
+void MainWindow::openModel(const QString& path, const QString& givenTokenizer, bool analyze) {
+  QString tokenizer = givenTokenizer;
+  if (tokenizer.isEmpty()) {
+    tokenizer = tokenizerBeside(path);
+    if (!tokenizer.isEmpty()) log("found the tokenizer beside the model: " + tokenizer);
+  }
   log("opening " + path + (tokenizer.isEmpty() ? QString() : " with tokenizer " + tokenizer));
   analyzeOnLoad_ = analyze;
   tokenizerPath_ = tokenizer;
@@ -386,6 +549,17 @@ void MainWindow::openModel(const QString& path, const QString& tokenizer, bool a
 }
 
 void MainWindow::openDefault() {
+  // The toy model speaks only its own world: a remembered task from a real model's dataset cannot run on it.
+  const TaskSpec spec = taskDock_->spec();
+  if (spec.dataset.rfind("toy:", 0) != 0) {
+    TaskSpec toy = spec;
+    toy.dataset = "toy:category_label";
+    toy.label_words.clear();
+    toy.template_id.clear();
+    log("the remembered task " + QString::fromStdString(spec.dataset) +
+        " is not a toy-world task; the toy model starts on toy:category_label");
+    taskDock_->setSpec(toy);
+  }
   openModel("toy");
 }
 
@@ -438,6 +612,10 @@ MethodDialog* MainWindow::createMethodDialog(const QString& method) {
 
 bool MainWindow::runAnalysis(const QString& method, const nlohmann::json& options,
                              const nlohmann::json& taskOverride) {
+  if (info_.path.isEmpty()) {  // no analysis starts that cannot run
+    showError(method, "no model is loaded; open one first (File → Open model…)");
+    return false;
+  }
   TaskSpec spec;
   try {
     spec = taskOverride.is_null() ? taskDock_->spec() : taskSpecFromJson(taskOverride);
@@ -476,12 +654,31 @@ void MainWindow::computeHeadScores() {
 }
 
 void MainWindow::evaluate() {
-  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  if (info_.path.isEmpty()) {
+    showError("evaluate", "no model is loaded");
+    return;
+  }
+  const TaskSpec spec = taskDock_->spec();
+  if (const QString why = taskProblem("evaluate", spec); !why.isEmpty()) {
+    showError("evaluate", why);
+    return;
+  }
   const std::vector<InterventionEntry> entries = interventionsDock_->entries();
+  try {  // parameters the method does not take are refused here, before anything runs
+    evaluateOptions(entries);
+  } catch (const std::exception& e) {
+    showError("evaluate", QString::fromStdString(e.what()));
+    return;
+  }
+  const QString task = QString::fromStdString(taskSpecToJson(spec).dump());
   const QString id = nextRunId("evaluate");
+  const int draws = interventionsDock_->enabledHeads() > 0 ? evaluationDock_->randomDraws() : 0;
   pendingIds_.push_back(id.toStdString());
-  log(QString("evaluating %1 with %2 interventions as %3").arg(task).arg(entries.size()).arg(id));
-  post(worker_, [w = worker_, task, entries, id] { w->evaluate(task, entries, id); });
+  log(QString("evaluating %1 with %2 heads under interventions as %3")
+          .arg(QString::fromStdString(spec.dataset))
+          .arg(interventionsDock_->enabledHeads())
+          .arg(id));
+  post(worker_, [w = worker_, task, entries, id, draws] { w->evaluate(task, entries, id, draws); });
 }
 
 void MainWindow::requestPreview() {
@@ -498,22 +695,34 @@ void MainWindow::setPromptText(const QString& text) {
 }
 
 void MainWindow::runPrompt() {
+  if (info_.path.isEmpty()) return;  // nothing to run it on yet; onModelLoaded runs it
   const QString text = promptEdit_->text();
-  post(worker_, [w = worker_, text] { w->runPrompt(text, 10); });
+  const std::vector<InterventionEntry> entries = appliedEntries();
+  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  post(worker_, [w = worker_, text, entries, task] { w->runPrompt(text, 10, entries, task); });
 }
 
 void MainWindow::cancelJob() {
+  if (!busy_) return;  // Esc with nothing running does nothing
   worker_->requestCancel();
   log("cancel requested");
 }
 
 void MainWindow::requestPattern(HeadRef h) {
-  const QString text = promptEdit_->text();
-  post(worker_, [w = worker_, text, h] { w->attentionPattern(text, h.layer, h.head); });
+  if (info_.path.isEmpty()) return;  // no model yet: onModelLoaded requests the selected heads' patterns
+  const QString chosen = attentionTab_->chosenPrompt();
+  const QString text = chosen.isEmpty() ? promptEdit_->text() : chosen;
+  const std::vector<InterventionEntry> entries = appliedEntries();
+  const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
+  post(worker_, [w = worker_, text, h, entries, task] { w->attentionPattern(text, h.layer, h.head, entries, task); });
+}
+
+void MainWindow::requestPatterns() {
+  for (const HeadRef& h : attentionTab_->heads())
+    requestPattern(h);
 }
 
 void MainWindow::onModelLoaded(const ModelInfo& i) {
-  info_ = i;
   QString text = QString(
                      "<b>%1</b><br>%2 · %3<br><br>"
                      "layers %4 · heads %5 (kv %6)<br>d_model %7 · d_head %8 · d_mlp %9<br>"
@@ -531,24 +740,58 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
                      .arg(i.dtype, i.tokenizer, i.device.toHtmlEscaped());
   for (const QString& n : i.notes)
     text += "<br><i>" + n.toHtmlEscaped() + "</i>";
+  if (!i.silent.empty())
+    text += QString("<br>silent heads (W_O all zero, hatched): %1").arg(i.silent.size());
   modelLabel_->setText(text);
-  setWindowTitle("HeadScope — " + QFileInfo(i.path).fileName());
+  const QString previous = info_.label;
+  info_ = i;
   QSettings().setValue("model/last", i.path);
   log(QString("loaded %1: %2 layers × %3 heads").arg(i.path).arg(i.layers).arg(i.heads));
+  // Another model: the interventions named the old model's heads, so they go (undo brings them back).
+  if (!previous.isEmpty() && previous != i.label && !interventionsDock_->entries().empty()) {
+    log(QString("cleared %1 intervention(s) of the previous model").arg(interventionsDock_->entries().size()));
+    interventionsDock_->clear();
+  }
+  headsTab_->setSilentHeads(i.silent);
+  refreshResults();
+  updateTitle();
   Q_EMIT modelReady();
   // The toy model speaks only the toy world: its prompt comes from the task.
   const bool toy = i.path.contains("toy-icl");
-  promptFromTask_ = toy && promptEdit_->text() == kDefaultPrompt;
+  promptFromTask_ = toy && (promptEdit_->text() == kDefaultPrompt || promptEdit_->text() == taskPrompt_);
+  startPending_ = analyzeOnLoad_;
   requestPreview();
   if (!promptFromTask_) runPrompt();
-  if (analyzeOnLoad_) {
+  // A session restored before the model arrived: its selected heads' patterns can be computed now.
+  const std::vector<HeadRef> sel = headsView()->selection();
+  if (!sel.empty()) {
+    attentionTab_->setHeads(sel);
+    requestPatterns();
+  }
+}
+
+void MainWindow::runStartAnalyses() {
+  startPending_ = false;
+  const bool toy = info_.path.contains("toy-icl");
+  {
     for (const QString& method : startAnalyses_) {
       if (!findMethod(method.toStdString())) continue;
       const bool taskVector = method == "fv" || method == "site" || method == "ltv";
       if (taskVector && !toy) continue;  // on a real model they take minutes to hours: the Run menu has them
       const nlohmann::json task = taskVector ? taskVectorStartTask() : taskSpecToJson(taskDock_->spec());
       // A start analysis that cannot run on this task is skipped with a line in the log, not a dialog.
-      const QString why = taskProblem(method, taskSpecFromJson(task));
+      QString why = taskProblem(method, taskSpecFromJson(task));
+      const MethodInfo* m = findMethod(method.toStdString());
+      const TaskPreview& p = taskDock_->preview();
+      if (why.isEmpty() && m && m->takesTask() && !taskVector) {
+        const std::string dataset = taskDock_->spec().dataset;
+        if (!toy && dataset.rfind("toy:", 0) == 0)
+          why = "the toy-world task " + QString::fromStdString(dataset) + " is for the toy model";
+        else if (!p.error.isEmpty())
+          why = p.error;
+        else if (!p.unknownWords.isEmpty())
+          why = "the model's tokenizer does not know " + p.unknownWords.join(", ");
+      }
       if (!why.isEmpty()) {
         log("skipped " + method + " at start: " + why);
         continue;
@@ -557,9 +800,23 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
       // the whole dual route).
       const nlohmann::json options =
           method == "induction" ? nlohmann::json{{"stages", "scores"}} : nlohmann::json::object();
-      runAnalysis(method, options, task);
+      if (runAnalysis(method, options, task)) startIds_.push_back(pendingIds_.back());
     }
   }
+}
+
+void MainWindow::updateTitle() {
+  const QString name = sessionPath_.isEmpty() ? "untitled" : QFileInfo(sessionPath_).fileName();
+  const QString model = info_.path.isEmpty() ? QString() : " · " + QFileInfo(info_.path).fileName();
+  setWindowTitle(QString("HeadScope — %1[*]%2").arg(name, model));
+}
+
+void MainWindow::closeOtherModelsRuns() {
+  QStringList ids;
+  for (const AnalysisRun& r : runs())
+    if (!info_.label.isEmpty() && !r.provenance.model.empty() && QString::fromStdString(r.provenance.model) != info_.label)
+      ids << QString::fromStdString(r.id);
+  if (!ids.isEmpty()) deleteRuns(ids);
 }
 
 std::vector<AnalysisRun> MainWindow::runs() const {
@@ -571,17 +828,31 @@ std::vector<AnalysisRun> MainWindow::runs() const {
 
 void MainWindow::refreshResults() {
   const std::vector<AnalysisRun> all = runs();
-  headsTab_->setRuns(all);
-  geometryTab_->setRuns(all);
-  taskVectorsTab_->setRuns(all);
+  // The views show the loaded model's runs (all runs while no model is loaded); the Runs dock lists every
+  // run, those of other models greyed, with a button to close them.
+  std::vector<AnalysisRun> shown;
+  for (const AnalysisRun& r : all)
+    if (info_.label.isEmpty() || r.provenance.model.empty() || QString::fromStdString(r.provenance.model) == info_.label)
+      shown.push_back(r);
+  refreshing_ = true;
+  headsTab_->setRuns(shown);
+  geometryTab_->setRuns(shown);
+  taskVectorsTab_->setRuns(shown);
   runsDock_->setRuns(all, info_.label);
+  refreshing_ = false;
 }
 
 void MainWindow::onAnalysis(const AnalysisOutputPtr& output) {
-  pendingIds_.erase(std::remove(pendingIds_.begin(), pendingIds_.end(), runOf(output).id), pendingIds_.end());
+  const std::string id = runOf(output).id;
+  pendingIds_.erase(std::remove(pendingIds_.begin(), pendingIds_.end(), id), pendingIds_.end());
   outputs_.push_back(output);
   refreshResults();
-  setDirty(true);
+  // What the start computed by itself is not a change the user would lose.
+  const auto start = std::find(startIds_.begin(), startIds_.end(), id);
+  if (start != startIds_.end())
+    startIds_.erase(start);
+  else
+    setDirty(true);
   log(QString("%1 ready: %2 grids, %3 curves, %4 tables")
           .arg(QString::fromStdString(runOf(output).id))
           .arg(runOf(output).grids.size())
@@ -592,61 +863,43 @@ void MainWindow::onAnalysis(const AnalysisOutputPtr& output) {
 
 void MainWindow::onTaskPreview(const TaskPreview& p) {
   taskDock_->setPreview(p);
-  if (promptFromTask_ && p.error.isEmpty()) {
+  attentionTab_->setTaskPrompts(p.prompts);
+  if (!p.error.isEmpty())
+    log("the task cannot be built on this model: " + p.error);
+  else if (!p.unknownWords.isEmpty())
+    log("warning: the model's tokenizer does not know these words of the task: " + p.unknownWords.join(", "));
+  // The prompt follows the task while it is the task's own (not typed by the user).
+  const bool fromTask = promptFromTask_ || (!taskPrompt_.isEmpty() && promptEdit_->text() == taskPrompt_);
+  if (fromTask && p.error.isEmpty() && promptEdit_->text() != p.text) {
     promptFromTask_ = false;
+    taskPrompt_ = p.text;
     promptEdit_->setText(p.text);
     runPrompt();
+    requestPatterns();
+  } else if (promptFromTask_ && p.error.isEmpty()) {
+    promptFromTask_ = false;
+    taskPrompt_ = p.text;
+    runPrompt();
   }
+  evaluationDock_->setCurrent(QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()),
+                              interventionsDock_->entries());
+  if (startPending_) runStartAnalyses();
   Q_EMIT taskPreviewShown();
 }
 
 void MainWindow::onPrompt(const PromptView& v) {
   prompt_ = v;
-  QString html;
-  for (int i = 0; i < v.pieces.size(); ++i)
-    html += QString("<span style='background:%1'>%2<sub>%3</sub></span> ")
-                .arg(i % 2 ? "#dde8f5" : "#f5e6d3", escaped(v.pieces[i]))
-                .arg(v.ids[static_cast<size_t>(i)]);
-  tokensLabel_->setText(html);
-  topTable_->setRowCount(static_cast<int>(v.top.size()));
-  for (int r = 0; r < static_cast<int>(v.top.size()); ++r) {
-    const TopToken& t = v.top[static_cast<size_t>(r)];
-    topTable_->setItem(r, 0, new QTableWidgetItem(QString::number(t.id)));
-    topTable_->setItem(r, 1, new QTableWidgetItem(escaped(t.piece).replace("&middot;", "·")));
-    topTable_->setItem(r, 2, new QTableWidgetItem(QString::number(t.logit, 'f', 3)));
-    topTable_->setItem(r, 3, new QTableWidgetItem(QString::number(t.prob, 'f', 4)));
-  }
-  lensTable_->setRowCount(static_cast<int>(v.lens.size()));
-  for (int l = 0; l < static_cast<int>(v.lens.size()); ++l) {
-    QStringList parts;
-    for (const TopToken& t : v.lens[static_cast<size_t>(l)])
-      parts << QString("%1 (%2)").arg(t.piece).arg(t.prob, 0, 'f', 3);
-    lensTable_->setItem(l, 0, new QTableWidgetItem(QString::number(l)));
-    lensTable_->setItem(l, 1, new QTableWidgetItem(parts.join("   ")));
-  }
+  promptTab_->setView(v);
+  attributionTab_->setView(v);
+  attributionTab_->view()->setSilentHeads(info_.silent);
+  if (!v.unknownWords.isEmpty())
+    statusBar()->showMessage("Not in the vocabulary: " + v.unknownWords.join(", "), 8000);
   Q_EMIT promptShown();
 }
 
 void MainWindow::onPattern(const PatternView& v) {
   pattern_ = v;
-  const int n = v.n;
-  attentionMap_->data()->setSize(n, n);
-  attentionMap_->data()->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
-  for (int q = 0; q < n; ++q)
-    for (int k = 0; k < n; ++k)
-      attentionMap_->data()->setCell(k, q, v.weights[static_cast<size_t>(q * n + k)]);
-  attentionMap_->setDataRange(QCPRange(0, 1));
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int i = 0; i < n; ++i)
-    ticker->addTick(i, v.pieces[i]);
-  attention_->xAxis->setTicker(ticker);
-  attention_->yAxis->setTicker(ticker);
-  attention_->xAxis->setTickLabelRotation(60);
-  attention_->xAxis->setRange(-0.5, n - 0.5);
-  attention_->yAxis->setRange(-0.5, n - 0.5);
-  if (auto* title = qobject_cast<QCPTextElement*>(attention_->plotLayout()->element(0, 0)))
-    title->setText(QString("layer %1, head %2: attention on the prompt").arg(v.head.layer).arg(v.head.head));
-  attention_->replot();
+  attentionTab_->setPattern(v);
   Q_EMIT patternShown();
 }
 
@@ -662,16 +915,15 @@ void MainWindow::onFailed(const QString& job, const QString& message) {
 }
 
 void MainWindow::onProgress(double fraction, const QString& message) {
+  if (!busy_) return;  // a late report of a finished or cancelled job
   progress_->setValue(static_cast<int>(fraction * progress_->maximum()));
   statusBar()->showMessage(message, 5000);
 }
 
 void MainWindow::setDirty(bool on) {
   dirty_ = on;
+  updateTitle();  // the title (with its [*]) first: setWindowModified needs the placeholder
   setWindowModified(on);
-  const QString name = sessionPath_.isEmpty() ? "untitled" : QFileInfo(sessionPath_).fileName();
-  setWindowTitle(QString("HeadScope — %1[*]%2")
-                     .arg(name, info_.path.isEmpty() ? QString() : " · " + QFileInfo(info_.path).fileName()));
 }
 
 void MainWindow::log(const QString& line) {

@@ -24,6 +24,7 @@ class QProgressBar;
 class QPushButton;
 class QTableWidget;
 class QTabWidget;
+class QUndoStack;
 
 namespace hs {
 class HeadGridView;
@@ -31,8 +32,11 @@ class HeadGridView;
 
 namespace hs::gui {
 
+class AttentionTab;
+class AttributionTab;
 class EngineWorker;
 class EvaluationDock;
+class PromptTab;
 class HeadsTab;
 class InterventionsDock;
 class MethodDialog;
@@ -43,7 +47,14 @@ class TaskDock;
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  enum Tab { HeadsTabIndex = 0, GeometryTabIndex, TaskVectorsTabIndex, AttentionTabIndex, PromptTabIndex };
+  enum Tab {
+    HeadsTabIndex = 0,
+    GeometryTabIndex,
+    TaskVectorsTabIndex,
+    AttentionTabIndex,
+    PromptTabIndex,
+    AttributionTabIndex
+  };
 
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
@@ -100,7 +111,15 @@ class MainWindow : public QMainWindow {
   EvaluationDock* evaluationDock() const { return evaluationDock_; }
   RunsDock* runsDock() const { return runsDock_; }
   QTabWidget* tabs() const { return tabs_; }
-  QCustomPlot* attentionPlot() const { return attention_; }
+  QCustomPlot* attentionPlot() const;
+  AttentionTab* attentionTab() const { return attentionTab_; }
+  PromptTab* promptTab() const { return promptTab_; }
+  AttributionTab* attributionTab() const { return attributionTab_; }
+  QUndoStack* undoStack() const { return undo_; }
+  // Runs of another model than the loaded one are closed (removed from the session).
+  void closeOtherModelsRuns();
+  // Fits the window into the available area of its screen (a restored geometry may lie off-screen).
+  void fitToScreen();
   const PatternView& pattern() const { return pattern_; }
   const PromptView& promptView() const { return prompt_; }
   const ModelInfo& modelInfo() const { return info_; }
@@ -136,8 +155,17 @@ class MainWindow : public QMainWindow {
   void onFailed(const QString& job, const QString& message);
   void onProgress(double fraction, const QString& message);
   void requestPattern(HeadRef head);
+  void requestPatterns();  // every head the Attention tab shows
   void requestPreview();
   void refreshResults();
+  void runStartAnalyses();
+  void updateTitle();
+  void interventionsChanged();
+  // Undo / redo of interventions and selections: a snapshot is pushed after each change by the user.
+  void pushSnapshot();
+  void restoreSnapshot(const nlohmann::json& state);
+  nlohmann::json snapshot() const;
+  std::vector<InterventionEntry> appliedEntries() const;  // what the Prompt / Attention tabs apply
   QString nextRunId(const QString& method) const;
   // Why `method` cannot run on `spec` ("" when it can).
   QString taskProblem(const QString& method, const TaskSpec& spec) const;
@@ -154,6 +182,12 @@ class MainWindow : public QMainWindow {
   bool dirty_ = false;
   bool analyzeOnLoad_ = true;
   bool promptFromTask_ = false;  // the next task preview sets the prompt (toy model)
+  bool startPending_ = false;    // the start analyses wait for the task preview (it checks the task)
+  bool restoring_ = false;       // undo / redo or a session is being applied: no new snapshot
+  bool refreshing_ = false;      // views are being refilled: their signals are not user edits
+  QString taskPrompt_;           // the prompt text last taken from the task (replaced when the task changes)
+  std::vector<std::string> startIds_;  // runs the start queued: their arrival does not dirty the session
+  nlohmann::json lastSnapshot_;
   QString lastError_;
   QString sessionPath_;
   QString tokenizerPath_;
@@ -171,12 +205,11 @@ class MainWindow : public QMainWindow {
   HeadsTab* headsTab_ = nullptr;
   ResultsTab* geometryTab_ = nullptr;
   ResultsTab* taskVectorsTab_ = nullptr;
-  QCustomPlot* attention_ = nullptr;
-  QCPColorMap* attentionMap_ = nullptr;
+  AttentionTab* attentionTab_ = nullptr;
+  PromptTab* promptTab_ = nullptr;
+  AttributionTab* attributionTab_ = nullptr;
   QLineEdit* promptEdit_ = nullptr;
-  QLabel* tokensLabel_ = nullptr;
-  QTableWidget* topTable_ = nullptr;
-  QTableWidget* lensTable_ = nullptr;
+  QUndoStack* undo_ = nullptr;
   QLabel* modelLabel_ = nullptr;
   TaskDock* taskDock_ = nullptr;
   InterventionsDock* interventionsDock_ = nullptr;

@@ -6,17 +6,22 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QTabWidget>
+#include <QUndoStack>
 
 #include <optional>
 
+#include "batch/merge.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
+#include "attention_tab.h"
 #include "interventions_dock.h"
+#include "prompt_tab.h"
 #include "main_window.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "session/export_csv.h"
 #include "session_io.h"
+#include "study_view.h"
 #include "task_dock.h"
 
 namespace hs::gui {
@@ -46,6 +51,16 @@ bool MainWindow::saveSessionTo(const QString& path) {
 }
 
 bool MainWindow::openSession(const QString& path) {
+  if (batch::isStudySession(path.toStdString())) {  // a merged batch opens in its own window (study_view.h)
+    QString error;
+    if (!openStudyWindow(this, path, &error)) {
+      showError("open study", error);
+      return false;
+    }
+    addRecent(path);
+    log("opened the study " + path);
+    return true;
+  }
   if (!maybeSave()) return false;
   GuiSessionState s;
   try {  // read and check everything before touching the window's state
@@ -65,11 +80,16 @@ bool MainWindow::openSession(const QString& path) {
   outputs_ = s.outputs;
   sessionPath_ = path;
   if (task) taskDock_->setSpec(*task);
+  restoring_ = true;
   refreshResults();
   const nlohmann::json& view = s.viewState;
   if (view.contains("heads")) headsTab_->restoreViewState(view["heads"]);
   headsView()->setSelection(s.selectedHeads);
+  if (!s.selectedHeads.empty()) attentionTab_->setHeads(s.selectedHeads);
   interventionsDock_->setEntries(s.interventions);
+  restoring_ = false;
+  undo_->clear();
+  lastSnapshot_ = snapshot();
   if (view.contains("tab") && view["tab"].is_number_integer()) tabs_->setCurrentIndex(view["tab"].get<int>());
   addRecent(path);
   const QString model = QString::fromStdString(s.model.value("path", std::string()));
@@ -123,7 +143,9 @@ QCustomPlot* MainWindow::currentPlot() const {
     case TaskVectorsTabIndex:
       return taskVectorsTab_->currentPlot();
     case AttentionTabIndex:
-      return pattern_.n > 0 ? attention_ : nullptr;
+      return attentionTab_->shownCount() > 0 ? attentionTab_->plot() : nullptr;
+    case AttributionTabIndex:
+      return attributionTab_->view()->hasGrid() ? attributionTab_->view()->plot() : nullptr;
     default:
       return nullptr;
   }
@@ -164,10 +186,10 @@ bool MainWindow::exportCurrentData(const QString& path) {
 
 QStringList MainWindow::saveScreenshots(const QString& dir) {
   QDir().mkpath(dir);
-  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt"};
+  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt", "attribution"};
   QStringList written;
   const int keep = tabs_->currentIndex();
-  for (int i = 0; i < tabs_->count() && i < 5; ++i) {
+  for (int i = 0; i < tabs_->count() && i < 6; ++i) {
     tabs_->setCurrentIndex(i);
     QApplication::processEvents();
     const QString f = QDir(dir).filePath(QString("main_%1.png").arg(names[i]));

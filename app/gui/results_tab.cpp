@@ -1,5 +1,7 @@
 #include "results_tab.h"
 
+#include "eliding_label.h"
+
 #include <QGridLayout>
 #include <QLabel>
 #include <QStackedWidget>
@@ -87,7 +89,10 @@ ResultsTab::ResultsTab(std::vector<Panel> panels, int columns, QWidget* parent) 
     auto* box = new QWidget;
     auto* bl = new QVBoxLayout(box);
     bl->setContentsMargins(4, 4, 4, 4);
-    s.title = new QLabel;
+    s.title = new ElidedLabel;
+    QFont bold = s.title->font();
+    bold.setBold(true);
+    s.title->setFont(bold);
     setTitle(s, QString::fromStdString(s.panel.id));
     bl->addWidget(s.title);
     s.stack = new QStackedWidget;
@@ -152,8 +157,7 @@ void ResultsTab::drawLive() {
 }
 
 void ResultsTab::setTitle(Slot& s, const QString& source) {
-  s.title->setText("<b>" + s.panel.title.toHtmlEscaped() + "</b>  <span style='color:#777'>" +
-                   source.toHtmlEscaped() + "</span>");
+  s.title->setFullText(s.panel.title + "  ·  " + source);
 }
 
 void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {

@@ -22,6 +22,8 @@ class HeadGridView;
 
 namespace hs::gui {
 
+class ElidedLabel;
+
 // A 2-D scatter of a Table with numeric columns "x", "y" and a "label" column (the gold label), one
 // colour per label.
 class ProjectionView : public QWidget {
@@ -66,7 +68,7 @@ class ResultsTab : public QWidget {
     Panel panel;
     QStackedWidget* stack = nullptr;
     QLabel* placeholder = nullptr;
-    QLabel* title = nullptr;  // bold panel title, then (grey) where the shown result comes from
+    ElidedLabel* title = nullptr;  // bold panel title, then (grey) where the shown result comes from
     CurveView* curve = nullptr;
     HeadGridView* grid = nullptr;
     ProjectionView* projection = nullptr;

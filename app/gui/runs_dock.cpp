@@ -20,6 +20,11 @@ RunsDock::RunsDock(QWidget* parent) : QWidget(parent) {
   delete_ = new QPushButton("Delete");
   delete_->setToolTip("Remove the selected runs from the session (Del)");
   buttons->addWidget(delete_);
+  auto* closeOthers = new QPushButton("Close other models' runs");
+  closeOthers->setObjectName("CloseOtherModels");
+  closeOthers->setToolTip("Remove the runs of models other than the loaded one (greyed in the list)");
+  connect(closeOthers, &QPushButton::clicked, this, &RunsDock::closeOtherModelsRequested);
+  buttons->addWidget(closeOthers);
   buttons->addStretch(1);
   layout->addLayout(buttons);
   auto requestDelete = [this] {
@@ -39,7 +44,7 @@ RunsDock::RunsDock(QWidget* parent) : QWidget(parent) {
 void RunsDock::setRuns(const std::vector<AnalysisRun>& runs, const QString& model) {
   list_->clear();
   for (const AnalysisRun& r : runs) {
-    const QString label = QString::fromStdString(runLabel(r));
+    QString label = QString::fromStdString(runLabel(r));
     auto* item = new QListWidgetItem(label);
     item->setData(Qt::UserRole, QString::fromStdString(r.id));
     QString tip = QString("<b>%1</b> (run %2)").arg(label.toHtmlEscaped(), QString::fromStdString(r.id));
@@ -54,7 +59,8 @@ void RunsDock::setRuns(const std::vector<AnalysisRun>& runs, const QString& mode
     const QString runModel = QString::fromStdString(r.provenance.model);
     if (!model.isEmpty() && !runModel.isEmpty() && runModel != model) {
       item->setForeground(QColor("#888"));
-      item->setToolTip(tip + "<br><i>from another model than the loaded one</i>");
+      item->setText("[other model] " + label);
+      item->setToolTip(tip + "<br><i>from another model than the loaded one (not shown in the views)</i>");
     }
     list_->addItem(item);
   }

@@ -26,6 +26,7 @@ class RunsDock : public QWidget {
 
  Q_SIGNALS:
   void deleteRequested(const QStringList& runIds);
+  void closeOtherModelsRequested();
 
  private:
   QListWidget* list_ = nullptr;

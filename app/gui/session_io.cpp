@@ -38,10 +38,13 @@ json interventionsToJson(const std::vector<InterventionEntry>& entries) {
     const bool atLast = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
     out.push_back({{"site", attnZ(e.head.layer).name()},
                    {"heads", {e.head.head}},
-                   {"positions", atLast ? json::array({-1}) : json::array()},
+                   {"positions", !e.positions.empty() ? json(e.positions)
+                                 : atLast            ? json::array({-1})
+                                                     : json::array()},
+                   {"custom_positions", !e.positions.empty()},
                    {"rows", json::array()},
                    {"op", opOfKind(e.kind)},
-                   {"scale", 1.0},
+                   {"scale", e.kind == InterventionKind::Steer ? e.scale : 1.0},
                    {"kind", kindKey(e.kind)},
                    {"layer", e.head.layer},
                    {"head", e.head.head},
@@ -59,6 +62,8 @@ std::vector<InterventionEntry> interventionsFromJson(const json& j) {
     x.kind = parseInterventionKind(e.at("kind").get<std::string>());
     x.head = {e.at("layer").get<int>(), e.at("head").get<int>()};
     x.enabled = e.value("enabled", true);
+    if (x.kind == InterventionKind::Steer) x.scale = e.value("scale", 1.0);
+    if (e.value("custom_positions", false)) x.positions = e.at("positions").get<std::vector<int>>();
     out.push_back(x);
   }
   return out;

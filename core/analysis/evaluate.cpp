@@ -1,6 +1,11 @@
 #include "analysis/evaluate.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
+#include <numeric>
+#include <set>
 #include <tuple>
 
 #include "analysis/head_toolkit.h"
@@ -12,10 +17,44 @@ namespace hs {
 namespace {
 
 nlohmann::json evalJson(const IclEval& e) {
-  return {{"n", e.n}, {"accuracy", doubleToJson(e.accuracy)}, {"tr_ratio", doubleToJson(e.tr_ratio)}};
+  const auto [lo, hi] = wilsonInterval(static_cast<int>(std::lround(e.accuracy * e.n)), e.n);
+  return {{"n", e.n},
+          {"accuracy", doubleToJson(e.accuracy)},
+          {"accuracy_lo", doubleToJson(lo)},
+          {"accuracy_hi", doubleToJson(hi)},
+          {"tr_ratio", doubleToJson(e.tr_ratio)}};
+}
+
+// The q-quantile of `v` by linear interpolation between order statistics (numpy's default).
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(std::floor(pos));
+  const size_t j = std::min(i + 1, v.size() - 1);
+  return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
+}
+
+// Zero- and mean-ablation interventions of a head set (the means: [layers, heads, d_head]).
+std::vector<Intervention> ablations(const std::vector<HeadRef>& zero, const std::vector<HeadRef>& mean,
+                                    const at::Tensor& means) {
+  std::vector<Intervention> out = zeroHeads(zero);
+  if (!mean.empty())
+    for (const Intervention& iv : meanHeads(mean, means))
+      out.push_back(iv);
+  return out;
 }
 
 }  // namespace
+
+std::pair<double, double> wilsonInterval(int k, int n) {
+  if (n <= 0) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+  const double z = 1.959963984540054;  // the 97.5 % normal quantile
+  const double p = static_cast<double>(k) / n, z2n = z * z / n;
+  const double centre = (p + z2n / 2) / (1 + z2n);
+  const double half = z * std::sqrt(p * (1 - p) / n + z2n / (4.0 * n)) / (1 + z2n);
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
 
 const OptionTable<EvaluateOptions>& evaluateOptionTable() {
   using O = EvaluateOptions;
@@ -28,7 +67,11 @@ const OptionTable<EvaluateOptions>& evaluateOptionTable() {
         .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
         .add("steer_scale", &O::steer_scale, "scale of the steering");
     addMeanSourceOptions(t, &O::mean);
-    t.add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
+    t.add("random_draws", &O::random_draws,
+          "random-heads control: head sets of the ablated size drawn from the other heads (0: none)",
+          OptionCheck::range(0, 1000))
+        .add("random_seed", &O::random_seed, "seed of the random head sets", OptionCheck::atLeast(0))
+        .add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
     return t;
   }();
   return table;
@@ -45,18 +88,22 @@ MethodInfo evaluateMethod() {
       "by, their clean ICL mean — each against the same prompts without interventions.";
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.options = evaluateOptionTable().specs();
-  m.outputs = {{OutputSpec::Kind::Table, "evaluate.accuracy", "accuracy, TR ratio",
-                "each prompt set with and without the interventions"}};
+  m.outputs = {{OutputSpec::Kind::Table, "evaluate.accuracy", "accuracy (95 % interval), TR ratio",
+                "each prompt set with and without the interventions"},
+               {OutputSpec::Kind::Table, "evaluate.random_control", "accuracy per random draw",
+                "ICL accuracy with as many random heads ablated as were chosen (random_draws > 0)"},
+               {OutputSpec::Kind::Table, "evaluate.prompts", "per prompt",
+                "every prompt's answer, prediction and answer probability before / after"}};
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     ctx.report(0.0, "building the prompts of " + in.task.dataset);
-    return runEvaluate(in.model, in.tokenizer, buildIclTask(*in.tokenizer, in.task),
-                       evaluateOptionTable().read(options), ctx);
+    return runEvaluate(in.model, buildIclTask(*in.tokenizer, in.task), evaluateOptionTable().read(options),
+                       ctx, in.tokenizer);
   };
   return m;
 }
 
-AnalysisOutput runEvaluate(const Transformer& model, const Tokenizer* tok, const IclTask& task,
-                           const EvaluateOptions& o, const AnalysisContext& ctx) {
+AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                           const AnalysisContext& ctx, const Tokenizer* tok) {
   // One intervention per head: a head ticked twice would make the numbers depend on the order.
   std::map<HeadRef, std::string> kindOf;
   for (const auto& [kind, heads] :
@@ -77,23 +124,25 @@ AnalysisOutput runEvaluate(const Transformer& model, const Tokenizer* tok, const
   base.label_tokens = task.label_tokens;
   const TokenSeqs icl = tokenSeqs(task.icl);
   at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts
-  if (!o.patch_clean.empty() || !o.steer.empty())
-    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.1, "clean mean"), o.batch);
-  at::Tensor ablationMean;  // [layers, heads, d_head] the mean of mean_ablate, from o.mean
-  if (!o.mean_ablate.empty())
-    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.1, 0.2, "mean z"));
-
-  const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, 0.2, 0.4, "ICL"));
-  IclEval iclInt = iclBase;
   const int nAblated = static_cast<int>(o.zero_ablate.size() + o.mean_ablate.size());
+  const int draws = nAblated > 0 ? o.random_draws : 0;
+  // Progress: the clean mean, four evaluations and the random draws share [0, 1] by their forwards.
+  const double step = 1.0 / (5 + draws);
+  if (!o.patch_clean.empty() || !o.steer.empty())
+    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.5 * step, "clean mean"), o.batch);
+  at::Tensor ablationMean;  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
+  if (!o.mean_ablate.empty())
+    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.5 * step, step, "mean z"));
+
+  const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, step, 2 * step, "ICL"));
+  IclEval iclInt = iclBase;
   if (nAblated > 0) {
     IclEvalOptions e = base;
-    e.interventions = zeroHeads(o.zero_ablate);
-    for (const Intervention& iv : meanHeads(o.mean_ablate, ablationMean))
-      e.interventions.push_back(iv);
-    iclInt = evaluateIcl(model, task.icl, e, subContext(ctx, 0.4, 0.6, "ICL with ablations"));
+    e.interventions = ablations(o.zero_ablate, o.mean_ablate, ablationMean);
+    iclInt = evaluateIcl(model, task.icl, e, subContext(ctx, 2 * step, 3 * step, "ICL with ablations"));
   }
-  const IclEval zsBase = evaluateIcl(model, task.zero_shot, base, subContext(ctx, 0.6, 0.8, "zero-shot"));
+  const IclEval zsBase =
+      evaluateIcl(model, task.zero_shot, base, subContext(ctx, 3 * step, 4 * step, "zero-shot"));
   IclEval zsInt = zsBase;
   const int nPatched = static_cast<int>(o.patch_clean.size() + o.steer.size());
   if (nPatched > 0) {
@@ -101,7 +150,34 @@ AnalysisOutput runEvaluate(const Transformer& model, const Tokenizer* tok, const
     e.interventions = replaceHeads(o.patch_clean, cleanMean, {-1});
     for (const Intervention& iv : addHeads(o.steer, cleanMean, {-1}, o.steer_scale))
       e.interventions.push_back(iv);
-    zsInt = evaluateIcl(model, task.zero_shot, e, subContext(ctx, 0.8, 1.0, "zero-shot with patches"));
+    zsInt =
+        evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
+  }
+
+  // The random-heads control: the same number of heads and kinds, drawn from the heads not chosen.
+  std::set<HeadRef> chosen(o.zero_ablate.begin(), o.zero_ablate.end());
+  chosen.insert(o.mean_ablate.begin(), o.mean_ablate.end());
+  Table control;
+  control.id = "evaluate.random_control";
+  control.name = "ICL accuracy with random heads ablated (as many as chosen)";
+  control.columns = {"draw", "heads", "accuracy", "tr_ratio"};
+  std::vector<double> drawAccuracy;
+  const ModelConfig& c = model.config();
+  for (int d = 0; d < draws; ++d) {
+    const std::vector<HeadRef> heads =
+        randomHeads(c.n_layers, c.n_heads, nAblated, chosen, static_cast<uint64_t>(o.random_seed) * 7919 + d);
+    const std::vector<HeadRef> zero(heads.begin(),
+                                    heads.begin() + std::min<size_t>(o.zero_ablate.size(), heads.size()));
+    const std::vector<HeadRef> mean(heads.begin() + static_cast<long>(zero.size()), heads.end());
+    IclEvalOptions e = base;
+    e.interventions = ablations(zero, mean, ablationMean);
+    const IclEval r = evaluateIcl(
+        model, task.icl, e, subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
+    std::string names;
+    for (const HeadRef& h : heads)
+      names += (names.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
+    control.rows.push_back({d + 1, names, doubleToJson(r.accuracy), doubleToJson(r.tr_ratio)});
+    drawAccuracy.push_back(r.accuracy);
   }
 
   AnalysisOutput out;
@@ -121,19 +197,54 @@ AnalysisOutput runEvaluate(const Transformer& model, const Tokenizer* tok, const
   Table t;
   t.id = "evaluate.accuracy";
   t.name = "Accuracy and TR ratio with and without the interventions";
-  t.columns = {"condition", "prompts", "n", "heads", "accuracy", "tr_ratio"};
+  t.columns = {"condition", "prompts", "n", "heads", "accuracy", "accuracy_lo", "accuracy_hi", "tr_ratio"};
   const std::vector<std::tuple<const char*, const char*, const IclEval*, int>> rows = {
       {"icl", "icl", &iclBase, 0},
       {"icl_intervened", "icl", &iclInt, nAblated},
       {"zero_shot", "zero_shot", &zsBase, 0},
       {"zero_shot_intervened", "zero_shot", &zsInt, nPatched}};
   for (const auto& [cond, prompts, e, heads] : rows) {
-    t.rows.push_back({cond, prompts, e->n, heads, doubleToJson(e->accuracy), doubleToJson(e->tr_ratio)});
     out.run.summary[cond] = evalJson(*e);
+    const nlohmann::json& s = out.run.summary[cond];
+    t.rows.push_back(
+        {cond, prompts, e->n, heads, s["accuracy"], s["accuracy_lo"], s["accuracy_hi"], s["tr_ratio"]});
   }
   out.run.summary["n_ablated"] = nAblated;
   out.run.summary["n_patched"] = nPatched;
   out.run.tables = {t};
+  if (draws > 0) {
+    const double mean = std::accumulate(drawAccuracy.begin(), drawAccuracy.end(), 0.0) / draws;
+    out.run.summary["random_control"] = {{"draws", draws},
+                                         {"heads", nAblated},
+                                         {"accuracy", doubleToJson(mean)},
+                                         {"accuracy_lo", doubleToJson(quantile(drawAccuracy, 0.025))},
+                                         {"accuracy_hi", doubleToJson(quantile(drawAccuracy, 0.975))}};
+    out.run.tables.push_back(control);
+  }
+
+  // Every prompt before / after: which queries the interventions broke or fixed.
+  Table per;
+  per.id = "evaluate.prompts";
+  per.name = "Every prompt: answer, prediction and answer probability before / after the interventions";
+  per.columns = {"set",           "index", "query", "answer", "prediction", "p_answer", "prediction_after",
+                 "p_answer_after"};
+  auto pieceOf = [tok](int id) { return tok ? tok->piece(id) : std::to_string(id); };
+  auto addRows = [&](const char* set, const std::vector<Prompt>& prompts, const IclEval& before,
+                     const IclEval& after) {
+    for (size_t i = 0; i < prompts.size() && i < before.predictions.size() && i < after.predictions.size();
+         ++i) {
+      const Prompt& p = prompts[i];
+      std::string query;
+      for (int k = p.query_input.begin; k < p.query_input.end && k < p.length(); ++k)
+        query += p.pieces[static_cast<size_t>(k)];
+      per.rows.push_back({set, static_cast<int>(i), query, p.answer, pieceOf(before.predictions[i]),
+                          doubleToJson(std::exp(before.answer_logprob[i])), pieceOf(after.predictions[i]),
+                          doubleToJson(std::exp(after.answer_logprob[i]))});
+    }
+  };
+  addRows("icl", task.icl, iclBase, iclInt);
+  addRows("zero_shot", task.zero_shot, zsBase, zsInt);
+  out.run.tables.push_back(per);
   ctx.report(1.0, "done");
   return out;
 }

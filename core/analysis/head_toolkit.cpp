@@ -67,7 +67,7 @@ std::vector<Intervention> zeroHeads(const std::vector<HeadRef>& heads, const std
 
 std::vector<Intervention> meanHeads(const std::vector<HeadRef>& heads, const at::Tensor& mean_z,
                                     const std::vector<int>& positions) {
-  if (!mean_z.defined()) fail("mean ablation needs the mean head outputs (mean_z)");
+  if (!heads.empty() && !mean_z.defined()) fail("mean ablation needs the mean head outputs (mean_z)");
   return onHeads(heads, positions, InterventionOp::Mean, mean_z, 1.0);
 }
 

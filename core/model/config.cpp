@@ -18,8 +18,17 @@ const char* toString(Architecture a) {
       return "gpt_neox";
     case Architecture::Olmo2:
       return "olmo2";
+    case Architecture::Gemma2:
+      return "gemma2";
+    case Architecture::Gemma3:
+      return "gemma3";
   }
   return "unknown";
+}
+
+bool isSlidingLayer(const ModelConfig& c, int layer) {
+  return c.sliding_window > 0 && layer >= 0 && layer < static_cast<int>(c.layer_attention.size()) &&
+         c.layer_attention[static_cast<size_t>(layer)] == LayerAttention::Sliding;
 }
 
 long long parameterCount(const ModelConfig& c) {
@@ -34,7 +43,8 @@ long long parameterCount(const ModelConfig& c) {
   if (c.qk_norm == QkNorm::Full) perLayer += h * dh + kv * dh;
   perLayer += (c.mlp == MlpKind::SwiGLU ? 3 : 2) * d * m;
   if (c.mlp_bias) perLayer += m + d;
-  perLayer += 2 * d * (layerNorm ? 2 : 1);  // two norms per layer (pre or post)
+  const int normsPerLayer = c.norm_placement == NormPlacement::PreAndPost ? 4 : 2;
+  perLayer += normsPerLayer * d * (layerNorm ? 2 : 1);
   long long total = perLayer * c.n_layers;
   total += v * d;                          // token embedding
   if (!c.tied_embeddings) total += v * d;  // unembedding

@@ -2,10 +2,11 @@
 // One ModelConfig for every supported family. Filled from an HF config.json (config_json.cpp),
 // a llama2.c header (llama2c.cpp) or GGUF metadata (gguf_model.cpp). No torch here.
 #include <string>
+#include <vector>
 
 namespace hs {
 
-enum class Architecture { Gpt2, Llama, Mistral, Qwen2, Qwen3, GptNeoX, Olmo2 };
+enum class Architecture { Gpt2, Llama, Mistral, Qwen2, Qwen3, GptNeoX, Olmo2, Gemma2, Gemma3 };
 
 enum class NormKind { LayerNorm, RMSNorm };
 
@@ -18,7 +19,19 @@ enum class RopeLayout { None, RotateHalf, Interleaved };
 // projection before splitting into heads (OLMo-2).
 enum class QkNorm { None, PerHead, Full };
 
-enum class MlpKind { Gelu, SwiGLU };  // Gelu: down(act(up x)); SwiGLU: down(silu(gate x) * up x)
+// Gelu: down(act(up x)). SwiGLU: the gated MLP down(act(gate x) * up x), with act = silu (SwiGLU proper)
+// or a GELU (GeGLU: Gemma-2/3 use gelu_pytorch_tanh).
+enum class MlpKind { Gelu, SwiGLU };
+
+// Where each block's norms sit (the residual stream x itself is never normalised in place):
+//  Pre:        x + attn(norm(x))           GPT-2, Llama, Mistral, Qwen, GPT-NeoX
+//  Post:       x + norm(attn(x))           OLMo-2
+//  PreAndPost: x + norm(attn(norm(x)))     Gemma-2/3 (the same for the MLP, with its own two norms)
+enum class NormPlacement { Pre, Post, PreAndPost };
+
+// Attention span of one layer. Sliding: query position i sees keys j with i − window < j ≤ i, i.e. the
+// last `sliding_window` positions itself included (transformers' sliding_window_overlay: kv > q − window).
+enum class LayerAttention { Global, Sliding };
 
 struct RopeScaling {
   std::string type;  // "" (none), "llama3", "linear"
@@ -60,7 +73,21 @@ struct ModelConfig {
   bool mlp_bias = false;       // GPT-2, GPT-NeoX
   QkNorm qk_norm = QkNorm::None;
   bool parallel_residual = false;  // GPT-NeoX use_parallel_residual: x + attn(ln1 x) + mlp(ln2 x)
-  bool post_norms = false;         // OLMo-2: x + norm(attn(x)); h + norm(mlp(h)); no pre-norms
+  NormPlacement norm_placement = NormPlacement::Pre;
+  bool norm_weight_offset = false;  // Gemma: RMSNorm scales by (1 + w), computed in float32
+
+  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window; Gemma-2/3's local layers).
+  int sliding_window = 0;  // keys a sliding layer's query sees, itself included; 0 = none
+  std::vector<LayerAttention> layer_attention;  // per layer; empty = every layer Global
+  // Sliding layers' own RoPE (Gemma-3: rope_local_base_freq, unscaled). 0 = they share the global RoPE.
+  double rope_local_theta = 0.0;
+  RopeScaling rope_local_scaling;
+
+  // Gemma-2/3 attention and output details (0 = absent).
+  bool scale_embeddings = false;     // embeddings × sqrt(d_model), the factor rounded to the compute dtype
+  double query_pre_attn_scalar = 0;  // scores = q·k / sqrt(this); 0 = d_head (the usual 1/sqrt(d_head))
+  double attn_logit_softcap = 0;     // scores → cap · tanh(scores / cap), before the mask
+  double final_logit_softcap = 0;    // logits → cap · tanh(logits / cap)
 
   int bos_token_id = -1;
   int eos_token_id = -1;
@@ -68,6 +95,9 @@ struct ModelConfig {
 };
 
 const char* toString(Architecture a);
+
+// Whether layer `layer` uses sliding-window attention.
+bool isSlidingLayer(const ModelConfig& c, int layer);
 
 // Total parameter count implied by the config (embeddings counted once when tied).
 long long parameterCount(const ModelConfig& c);

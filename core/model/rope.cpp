@@ -8,15 +8,18 @@
 
 namespace hs {
 
-at::Tensor ropeInverseFrequencies(const ModelConfig& c) {
+at::Tensor ropeInverseFrequencies(const ModelConfig& c, LayerAttention kind) {
   const int dim = c.rotary_dim > 0 ? c.rotary_dim : c.d_head;
   if (dim <= 0 || dim % 2 != 0 || dim > c.d_head)
     fail("rotary_dim ", dim, " must be even and in (0, d_head = ", c.d_head, "]");
+  const bool local = kind == LayerAttention::Sliding && c.rope_local_theta > 0;
+  const double theta = local ? c.rope_local_theta : c.rope_theta;
+  if (!(theta > 0)) fail("RoPE base ", theta, " must be positive");
   // θ_i = 1 / base^(2i/dim) in float32, the exact op sequence of HF's default rope init.
   const at::Tensor exponents = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / dim;  // [dim/2]
-  at::Tensor invFreq = 1.0 / at::pow(c.rope_theta, exponents);                         // [dim/2]
+  at::Tensor invFreq = 1.0 / at::pow(theta, exponents);                                // [dim/2]
 
-  const RopeScaling& s = c.rope_scaling;
+  const RopeScaling& s = local ? c.rope_local_scaling : c.rope_scaling;
   if (s.type.empty() || s.type == "default") return invFreq;
   if (s.type == "linear") return invFreq / s.factor;  // == HF dividing the positions by factor
   if (s.type == "llama3") {

@@ -10,7 +10,10 @@ namespace hs {
 // θ_i = 1 / theta^(2i / rotary_dim), i < rotary_dim/2, float32 as Hugging Face computes it, then
 // rescaled by rope_scaling ("linear": θ/factor; "llama3": Llama-3.1 wavelength-dependent smoothing,
 // exactly HF `_compute_llama3_parameters`). Throws hs::Error for an unknown scaling type.
-at::Tensor ropeInverseFrequencies(const ModelConfig& config);  // [rotary_dim / 2] float32
+// `kind` Sliding picks the sliding layers' own base and scaling (rope_local_theta, Gemma-3) when the
+// config gives one; otherwise every layer uses rope_theta and rope_scaling.
+at::Tensor ropeInverseFrequencies(const ModelConfig& config,
+                                  LayerAttention kind = LayerAttention::Global);  // [rotary_dim / 2] float32
 
 struct RopeAngles {
   at::Tensor cos, sin;  // [batch, pos, 1, rotary_dim / 2] float32

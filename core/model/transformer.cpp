@@ -5,10 +5,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 
+#include "model/compute_dtype.h"
 #include "model/intervention_apply.h"
 #include "model/rope.h"
 #include "util/error.h"
@@ -28,20 +30,61 @@ std::string shapeOf(const at::Tensor& t) {
 
 // ---- building blocks -----------------------------------------------------------------------
 
-// RMSNorm as HF computes it: in float32, x · rsqrt(mean(x²) + eps), then the weight. Llama/Qwen
-// cast back to the input dtype before the weight; OLMo-2 multiplies the weight in float32.
-at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w, double eps, bool weightInFloat) {
+// RMSNorm as HF computes it: in float32, x · rsqrt(mean(x²) + eps), then the weight, the result in `out`
+// (the compute dtype). Llama/Qwen cast to `out` before the weight; OLMo-2 and Gemma multiply the weight in
+// float32, Gemma by (1 + w).
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w, double eps, bool weightInFloat, bool plusOne,
+                   at::ScalarType out) {
   const at::Tensor xf = x.to(at::kFloat);                                    // [..., d]
   const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);  // [..., d]
-  if (weightInFloat) return (w.to(at::kFloat) * normed).to(x.scalar_type());
-  return w * normed.to(x.scalar_type());
+  if (plusOne) return ((w.to(at::kFloat) + 1.0) * normed).to(out);
+  if (weightInFloat) return (w.to(at::kFloat) * normed).to(out);
+  return w * normed.to(out);
 }
 
-// LayerNorm (GPT-2, GPT-NeoX) in float32: ((x − mean) / sqrt(var + eps)) · w + b.
-at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
-  if (x.scalar_type() == at::kFloat) return at::layer_norm(x, {x.size(-1)}, w, b, eps);
+// LayerNorm (GPT-2, GPT-NeoX) in float32: ((x − mean) / sqrt(var + eps)) · w + b, the result in `out`.
+at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps,
+                     at::ScalarType out) {
+  if (x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat)
+    return at::layer_norm(x, {x.size(-1)}, w, b, eps).to(out);
   const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
-  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(x.scalar_type());
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(out);
+}
+
+// x · wᵀ + b with a float32 result for a bf16/f16 weight, without a float32 copy of the weight. The GEMM
+// accumulates in float32 but rounds its output to the compute dtype, so a second GEMM of the same inputs
+// computes that rounding, with the rounded result subtracted inside its float32 accumulator:
+// hi = round(x·wᵀ), lo = round(x·wᵀ − hi), result hi + lo. lo is at most 2⁻⁹·|x·wᵀ| (bf16), so its own
+// rounding leaves about 2⁻¹⁸ relative: float32 level. Two bf16 GEMMs cost less than one float32 GEMM
+// (2.5× a bf16 one on AVX-512-BF16 CPUs) and need no float32 copy of the weight. A backend that rounds
+// before adding (checked once) gets the weight converted to float32 in blocks of rows instead.
+at::Tensor linearFloat32(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
+  if (w.scalar_type() == at::kFloat) return at::linear(x.to(at::kFloat), w, bf);  // [..., out]
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  const at::Tensor x2 = x.reshape({-1, x.size(-1)});  // [rows, in]
+  at::Tensor y;                                       // [rows, out] float32
+  if (compensatedGemmWorks(w.scalar_type(), w.device())) {
+    const at::Tensor xw = x2.to(w.scalar_type());
+    const at::Tensor hi = at::mm(xw, w.t());          // [rows, out] rounded to the compute dtype
+    const at::Tensor lo = at::addmm(-hi, xw, w.t());  // [rows, out] what the rounding took
+    y = hi.to(at::kFloat) + lo.to(at::kFloat);
+  } else {
+    const int64_t out = w.size(0), rows = std::max<int64_t>(1, (int64_t(64) << 20) / (4 * x.size(-1)));
+    const at::Tensor xf = x2.to(at::kFloat);
+    std::vector<at::Tensor> parts;
+    for (int64_t r = 0; r < out; r += rows)
+      parts.push_back(at::mm(xf, w.narrow(0, r, std::min(rows, out - r)).to(at::kFloat).t()));  // [rows, n]
+    y = at::cat(parts, 1);
+  }
+  if (bf.defined()) y = y + bf;
+  return y.view(shape);  // [..., out]
+}
+
+// Gemma-2 soft-capping: cap · tanh(x / cap), a smooth clamp to (−cap, cap). cap = 0: unchanged.
+at::Tensor softcap(const at::Tensor& x, double cap) {
+  return cap > 0 ? at::tanh(x / cap) * cap : x;
 }
 
 bool knownActivation(const std::string& a) {
@@ -133,7 +176,21 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
   if (c.n_heads % c.n_kv_heads != 0)
     fail("model config: n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
   if (!knownActivation(c.activation)) fail("model config: unsupported activation \"", c.activation, "\"");
-  if (c.rope_layout != RopeLayout::None) rope_inv_freq_ = ropeInverseFrequencies(c);  // [rotary_dim/2]
+  if (!c.layer_attention.empty() && int(c.layer_attention.size()) != c.n_layers)
+    fail("model config: layer_attention names ", c.layer_attention.size(), " layers, the model has ",
+         c.n_layers);
+  const bool anySliding =
+      std::count(c.layer_attention.begin(), c.layer_attention.end(), LayerAttention::Sliding) > 0;
+  if (anySliding && c.sliding_window <= 0)
+    fail("model config: sliding-window layers need a positive sliding_window (got ", c.sliding_window, ")");
+  if (c.sliding_window < 0 || c.query_pre_attn_scalar < 0 || c.attn_logit_softcap < 0 ||
+      c.final_logit_softcap < 0)
+    fail("model config: sliding_window, query_pre_attn_scalar and the soft-caps must not be negative");
+  if (c.rope_layout != RopeLayout::None) {
+    rope_inv_freq_ = ropeInverseFrequencies(c);  // [rotary_dim/2]
+    if (anySliding && c.rope_local_theta > 0)
+      rope_local_inv_freq_ = ropeInverseFrequencies(c, LayerAttention::Sliding);  // [rotary_dim/2]
+  }
 
   // Weights never take part in autograd: interventions and learned vectors are the only leaves.
   if (mode == Weights::Frozen)
@@ -144,6 +201,8 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
   const ModelWeights& w = weights_;
   const int64_t d = c.d_model, dq = int64_t(c.n_heads) * c.d_head, dkv = int64_t(c.n_kv_heads) * c.d_head;
   const bool ln = c.norm == NormKind::LayerNorm;
+  const bool preNorms = c.norm_placement != NormPlacement::Post;
+  const bool postNorms = c.norm_placement != NormPlacement::Pre;
   expectShape(w.tok_emb, {c.vocab_size, d}, "tok_emb");
   expectOptional(w.pos_emb, c.learned_pos_emb, {c.context_length, d}, "pos_emb");
   expectShape(w.final_norm_w, {d}, "final_norm_w");
@@ -155,8 +214,8 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     const std::string p = "layers." + std::to_string(l) + ".";
-    expectOptional(lw.attn_norm_w, !c.post_norms, {d}, p + "attn_norm_w");
-    expectOptional(lw.attn_norm_b, !c.post_norms && ln, {d}, p + "attn_norm_b");
+    expectOptional(lw.attn_norm_w, preNorms, {d}, p + "attn_norm_w");
+    expectOptional(lw.attn_norm_b, preNorms && ln, {d}, p + "attn_norm_b");
     expectShape(lw.wq, {dq, d}, p + "wq");
     expectShape(lw.wk, {dkv, d}, p + "wk");
     expectShape(lw.wv, {dkv, d}, p + "wv");
@@ -169,15 +228,15 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
                    p + "k_norm_w");
     expectShape(lw.wo, {d, dq}, p + "wo");
     expectOptional(lw.bo, c.attn_out_bias, {d}, p + "bo");
-    expectOptional(lw.post_attn_norm_w, c.post_norms, {d}, p + "post_attn_norm_w");
-    expectOptional(lw.mlp_norm_w, !c.post_norms, {d}, p + "mlp_norm_w");
-    expectOptional(lw.mlp_norm_b, !c.post_norms && ln, {d}, p + "mlp_norm_b");
+    expectOptional(lw.post_attn_norm_w, postNorms, {d}, p + "post_attn_norm_w");
+    expectOptional(lw.mlp_norm_w, preNorms, {d}, p + "mlp_norm_w");
+    expectOptional(lw.mlp_norm_b, preNorms && ln, {d}, p + "mlp_norm_b");
     expectOptional(lw.w_gate, c.mlp == MlpKind::SwiGLU, {c.d_mlp, d}, p + "w_gate");
     expectShape(lw.w_up, {c.d_mlp, d}, p + "w_up");
     expectOptional(lw.b_up, c.mlp_bias, {c.d_mlp}, p + "b_up");
     expectShape(lw.w_down, {d, c.d_mlp}, p + "w_down");
     expectOptional(lw.b_down, c.mlp_bias, {d}, p + "b_down");
-    expectOptional(lw.post_mlp_norm_w, c.post_norms, {d}, p + "post_mlp_norm_w");
+    expectOptional(lw.post_mlp_norm_w, postNorms, {d}, p + "post_mlp_norm_w");
   }
 }
 
@@ -195,18 +254,30 @@ void Transformer::to(at::ScalarType dtype, at::Device device) {
     if (t.defined()) t = t.to(device, dtype);
   });
   if (tied) weights_.unembed = weights_.tok_emb;  // keep one copy of a tied embedding
-  if (rope_inv_freq_.defined()) rope_inv_freq_ = rope_inv_freq_.to(device);  // stays float32
+  for (at::Tensor* f : {&rope_inv_freq_, &rope_local_inv_freq_})
+    if (f->defined()) *f = f->to(device);  // stays float32
 }
 
 at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
-  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps);
-  return rmsNorm(x, w, config_.norm_eps, config_.arch == Architecture::Olmo2);
+  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps, dtype());
+  return rms(x, w);
+}
+
+at::Tensor Transformer::rms(const at::Tensor& x, const at::Tensor& w) const {
+  const ModelConfig& c = config_;
+  return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset, dtype());
+}
+
+at::Tensor Transformer::unembed(const at::Tensor& normed) const {
+  const at::Tensor logits =
+      linearFloat32(normed, weights_.unembed, weights_.unembed_b);  // [..., vocab] float32
+  return softcap(logits, config_.final_logit_softcap);
 }
 
 at::Tensor Transformer::logitLens(const at::Tensor& resid) const {
-  const at::Tensor x = resid.to(device(), dtype());                                 // [..., d_model]
+  const at::Tensor x = resid.to(device(), at::kFloat);                              // [..., d_model]
   const at::Tensor normed = norm(x, weights_.final_norm_w, weights_.final_norm_b);  // [..., d_model]
-  return at::linear(normed, weights_.unembed, weights_.unembed_b).to(at::kFloat);   // [..., vocab]
+  return unembed(normed);                                                           // [..., vocab]
 }
 
 // ---- the forward -----------------------------------------------------------------------------
@@ -297,36 +368,55 @@ RunResult Transformer::run(const RunRequest& req) const {
   if (T0 > 0) positionIds = positionIds + kv->mask.to(at::kLong).sum(1, true);
   positionIds = positionIds.clamp_min(0);  // padding: any valid id
 
-  // Causal + padding mask: query i (absolute T0 + i) sees key j iff j ≤ T0 + i and j is real.
+  // Causal + padding mask: query i (absolute T0 + i) sees key j iff j ≤ T0 + i and j is real. Sliding
+  // layers also need j > T0 + i − window (HF counts absolute indices; left padding shifts no real distance).
   const bool padded = req.attention_mask.defined() || (T0 > 0 && !kv->mask.all().item<bool>());
   const bool padQueries = req.attention_mask.defined() && !real.all().item<bool>();
-  at::Tensor blocked;  // [batch or 1, 1, pos, k_pos] true = may not attend
-  if (P > 1 || padded) {
-    at::Tensor allowed = at::ones({P, T}, longOpts.dtype(at::kBool)).tril(T0).view({1, 1, P, T});
+  const bool windowBites = c.sliding_window > 0 && T > c.sliding_window;
+  at::Tensor blocked;       // [batch or 1, 1, pos, k_pos] true = may not attend
+  at::Tensor blockedLocal;  // the same for sliding layers, when the window is shorter than k_pos
+  {
+    at::Tensor keyReal;  // [batch, 1, 1, k_pos] (padded runs only)
     if (padded) {
-      const at::Tensor keyReal =
-          T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]
-      allowed = allowed.logical_and(keyReal.to(at::kBool).view({B, 1, 1, T}));
+      keyReal = (T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real).to(at::kBool).view({B, 1, 1, T});
     }
-    blocked = allowed.logical_not();
+    const at::Tensor causal = at::ones({P, T}, longOpts.dtype(at::kBool)).tril(T0);  // [pos, k_pos]
+    auto blockedBy = [&](const at::Tensor& allowedPositions) {
+      at::Tensor allowed = allowedPositions.view({1, 1, P, T});
+      if (padded) allowed = allowed.logical_and(keyReal);
+      return allowed.logical_not();
+    };
+    if (P > 1 || padded) blocked = blockedBy(causal);
+    if (windowBites) blockedLocal = blockedBy(causal.triu(T0 - c.sliding_window + 1));
   }
   // Padded queries attend to nothing (their pattern row is 0, not NaN).
   at::Tensor queryReal = padQueries ? real.to(at::kFloat).view({B, 1, P, 1}) : at::Tensor();
 
   const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
-  const double scale = 1.0 / std::sqrt(double(dh));
+  const bool preNorms = c.norm_placement != NormPlacement::Post;
+  const bool postNorms = c.norm_placement != NormPlacement::Pre;
+  const double scale = 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(dh));
   const float lowest = std::numeric_limits<float>::lowest();
 
   // ---- embeddings (or the given residual entering start_layer) ----
-  at::Tensor x;  // [batch, pos, d_model]
+  // The residual stream is float32 whatever the compute dtype: it accumulates every layer's output, and
+  // rounding that sum to 8 significant bits after each layer is bf16's largest error. Each block reads it
+  // through its norm, which returns the compute dtype.
+  at::Tensor x;  // [batch, pos, d_model] float32
   if (fromResid) {
-    x = req.resid_in.to(dev, dt);
+    x = req.resid_in.to(dev, at::kFloat);
   } else {
-    x = at::embedding(w.tok_emb, tokens);                                  // [batch, pos, d_model]
-    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds);  // GPT-2 wpe
+    at::Tensor e = at::embedding(w.tok_emb, tokens);  // [batch, pos, d_model]
+    // Gemma: × sqrt(d_model) in the compute dtype, the factor rounded to it first, as HF does (√3584 =
+    // 59.87 is 59.75 in bf16).
+    if (c.scale_embeddings)
+      e = e * at::scalar_tensor(std::sqrt(double(c.d_model)), at::TensorOptions().dtype(dt).device(dev));
+    x = e.to(at::kFloat);  // the residual stream
+    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds).to(at::kFloat);  // GPT-2 wpe
   }
-  RopeAngles angles;  // [batch, pos, 1, rot/2]
+  RopeAngles angles, anglesLocal;  // [batch, pos, 1, rot/2]; local: sliding layers with their own base
   if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_.to(dev), positionIds);
+  if (rope_local_inv_freq_.defined()) anglesLocal = ropeAngles(rope_local_inv_freq_.to(dev), positionIds);
 
   const bool extendKv = kv && !req.kv_read_only;
   std::vector<at::Tensor> newK, newV;  // committed to the cache only when the whole run succeeded
@@ -337,31 +427,35 @@ RunResult Transformer::run(const RunRequest& req) const {
       x = x.to(ld);
       if (blocked.defined()) blocked = blocked.to(ld);
       if (queryReal.defined()) queryReal = queryReal.to(ld);
+      if (blockedLocal.defined()) blockedLocal = blockedLocal.to(ld);
       if (angles.cos.defined()) angles = RopeAngles{angles.cos.to(ld), angles.sin.to(ld)};
+      if (anglesLocal.cos.defined()) anglesLocal = RopeAngles{anglesLocal.cos.to(ld), anglesLocal.sin.to(ld)};
     }
     x = hook(residPre(l), x);  // [batch, pos, d_model]
 
     // ---- attention: projections, q/k norm, RoPE ----
+    const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
     const at::Tensor attnIn =
-        c.post_norms ? x : norm(x, lw.attn_norm_w, lw.attn_norm_b);  // [batch, pos, d_model]
-    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);                 // [batch, pos, head·d_head]
-    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                 // [batch, pos, kv_head·d_head]
-    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                 // [batch, pos, kv_head·d_head]
-    const bool olmo = c.arch == Architecture::Olmo2;
+        preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(dt);  // [batch, pos, d_model]
+    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);                    // [batch, pos, head·d_head]
+    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                    // [batch, pos, kv_head·d_head]
+    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                    // [batch, pos, kv_head·d_head]
     if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
-      q = rmsNorm(q, lw.q_norm_w, c.norm_eps, olmo);
-      k = rmsNorm(k, lw.k_norm_w, c.norm_eps, olmo);
+      q = rms(q, lw.q_norm_w);
+      k = rms(k, lw.k_norm_w);
     }
     q = q.view({B, P, H, dh});           // [batch, pos, head, d_head]
     k = k.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
     v = v.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
-    if (c.qk_norm == QkNorm::PerHead) {  // Qwen3: per head over d_head
-      q = rmsNorm(q, lw.q_norm_w, c.norm_eps, olmo);
-      k = rmsNorm(k, lw.k_norm_w, c.norm_eps, olmo);
+    if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
+      q = rms(q, lw.q_norm_w);
+      k = rms(k, lw.k_norm_w);
     }
     if (c.rope_layout != RopeLayout::None) {
-      q = applyRope(q, angles, c.rope_layout, c.rotary_dim);  // [batch, pos, head, d_head]
-      k = applyRope(k, angles, c.rope_layout, c.rotary_dim);  // [batch, pos, kv_head, d_head]
+      const RopeAngles& a =
+          sliding && anglesLocal.cos.defined() ? anglesLocal : angles;  // Gemma-3 local base
+      q = applyRope(q, a, c.rope_layout, c.rotary_dim);                 // [batch, pos, head, d_head]
+      k = applyRope(k, a, c.rope_layout, c.rotary_dim);                 // [batch, pos, kv_head, d_head]
     }
 
     // ---- KV cache: cached keys/values first, then this forward's ----
@@ -377,19 +471,23 @@ RunResult Transformer::run(const RunRequest& req) const {
     }
 
     // ---- scores and pattern (GQA: query head h reads kv head h / group, no copies of k/v) ----
+    // In float32 whatever the compute dtype: bf16/f16 q·k products are exact in float32, and neither the
+    // scores nor the pattern are rounded back before z.
     const at::Tensor qGrouped =
-        q.transpose(1, 2).reshape({B, KV, G * P, dh});                // [batch, kv_head, group·pos, d_head]
-    at::Tensor scores = at::matmul(qGrouped, keys.transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
-                            .view({B, H, P, T})                       // [batch, head, pos, k_pos]
-                            .to(at::kFloat) *
-                        scale;
-    if (blocked.defined()) scores = scores.masked_fill(blocked, lowest);
+        q.transpose(1, 2).reshape({B, KV, G * P, dh}).to(at::kFloat);  // [batch, kv_head, group·pos, d_head]
+    at::Tensor scores =
+        at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
+            .view({B, H, P, T}) *
+        scale;                                       // [batch, head, pos, k_pos] float32
+    scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
+    const at::Tensor& mask = sliding && blockedLocal.defined() ? blockedLocal : blocked;
+    if (mask.defined()) scores = scores.masked_fill(mask, lowest);
     at::Tensor pattern = at::softmax(scores, -1);            // [batch, head, pos, k_pos] float32
     if (queryReal.defined()) pattern = pattern * queryReal;  // padded queries: all zero
     pattern = hook(attnPattern(l), pattern);                 // [batch, head, pos, k_pos]
-    const at::Tensor probs = pattern.to(dt);                 // [batch, head, pos, k_pos]
+    const at::Tensor probs = pattern.to(at::kFloat);         // [batch, head, pos, k_pos]
 
-    // ---- z = pattern · v ----
+    // ---- z = pattern · v (float32, then the compute dtype) ----
     at::Tensor z;  // [batch, head, pos, d_head]
     if (hook.active(attnV(l))) {
       // hook_v is per query head: expand kv heads for this forward's positions.
@@ -401,15 +499,20 @@ RunResult Transformer::run(const RunRequest& req) const {
         if (T0 > 0)
           vHeads =
               at::cat({kv->v[l].to(dt).repeat_interleave(G, 1), vHeads}, 2);  // [batch, head, k_pos, d_head]
-        z = at::matmul(probs, vHeads);                                        // [batch, head, pos, d_head]
+        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);                  // [batch, head, pos, d_head]
       }
     }
     if (!z.defined())
-      z = at::matmul(probs.reshape({B, KV, G * P, T}), values)
-              .view({B, H, P, dh});                              // [batch, head, pos, d_head]
+      z = at::matmul(probs.reshape({B, KV, G * P, T}), values.to(at::kFloat))
+              .view({B, H, P, dh})
+              .to(dt);                                           // [batch, head, pos, d_head]
     const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, pos, head, d_head]
 
     // ---- output projection (per-head results only on request) ----
+    // hook_z / hook_result are each head's own output before W_O / before the sum over heads, and
+    // hook_attn_out is the sum. With a post-norm (OLMo-2, Gemma) the residual stream receives
+    // norm(Σ_h result_h): a head's write is divided by the RMS of the whole layer output, so a per-head
+    // intervention also rescales what the other heads write; the post-norm itself is outside every hook.
     at::Tensor attn;  // [batch, pos, d_model]
     if (hook.active(attnResult(l))) {
       const at::Tensor result =
@@ -417,18 +520,18 @@ RunResult Transformer::run(const RunRequest& req) const {
       if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
     }
     if (!attn.defined()) attn = at::linear(zSite.reshape({B, P, H * dh}), lw.wo, lw.bo);
-    attn = hook(attnOut(l), attn);                                                  // [batch, pos, d_model]
-    if (c.post_norms) attn = rmsNorm(attn, lw.post_attn_norm_w, c.norm_eps, olmo);  // OLMo-2
+    attn = hook(attnOut(l), attn);                                        // [batch, pos, d_model]
+    if (postNorms) attn = norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
 
     // ---- MLP ----
     const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, pos, d_model]
     const at::Tensor mlpIn =
-        c.post_norms ? mid : norm(mid, lw.mlp_norm_w, lw.mlp_norm_b);  // [batch, pos, d_model]
-    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);           // [batch, pos, d_mlp]
+        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, pos, d_model]
+    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);              // [batch, pos, d_mlp]
     hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
                                       : activate(hidden, c.activation);          // [batch, pos, d_mlp]
     at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, pos, d_model]
-    if (c.post_norms) mlp = rmsNorm(mlp, lw.post_mlp_norm_w, c.norm_eps, olmo);  // OLMo-2
+    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());            // OLMo-2, Gemma
 
     // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
     x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, pos, d_model]
@@ -439,7 +542,7 @@ RunResult Transformer::run(const RunRequest& req) const {
   if (x.device() != home) x = x.to(home);  // device map: the head lives elsewhere
   at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, pos, d_model]
   if (req.last_logits_only) normed = normed.narrow(1, P - 1, 1);                 // [batch, 1, d_model]
-  out.logits = at::linear(normed, w.unembed, w.unembed_b).to(at::kFloat);        // [batch, pos, vocab]
+  out.logits = unembed(normed);  // [batch, pos, vocab] float32, Gemma-2's final soft-cap applied
 
   for (const ResolvedIntervention& r : resolved)
     if (out.hits[r.index] == 0)

@@ -1,7 +1,8 @@
 #pragma once
 // Our own transformer forward for every supported family (transformer.cpp, one readable file in
 // data-flow order). Eager attention (patterns always exist), hook sites from hooks.h, interventions
-// from intervention.h, KV cache for generation and shared prefixes.
+// from intervention.h, KV cache for generation and shared prefixes. In a bf16/f16 model the residual
+// stream, norms, q·k, softmax, pattern·V and logits are float32 (docs/models.md, Numerics).
 #include <ATen/core/Tensor.h>
 
 #include <map>
@@ -53,7 +54,8 @@ struct RunRequest {
 
 struct RunResult {
   at::Tensor logits;          // [batch, pos, vocab] float32 (or [batch, 1, vocab])
-  ActivationCache cache;      // only the requested sites (not detached: gradients flow when enabled)
+  ActivationCache cache;      // only the requested sites (not detached: gradients flow when enabled);
+                              // hook_resid_* and hook_pattern are float32, the others in the compute dtype
   std::vector<int64_t> hits;  // per intervention: vectors changed ((row, pos[, head]) triples)
 };
 
@@ -95,10 +97,16 @@ class Transformer {
  private:
   // LayerNorm or RMSNorm as the config says (float32 inside, the input dtype outside).
   at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
+  // The family's RMSNorm (also for q/k norms and post-norms).
+  at::Tensor rms(const at::Tensor& x, const at::Tensor& w) const;
+  // Unembedding of final-normed activations [..., d_model] → float32 logits [..., vocab], soft-capped.
+  at::Tensor unembed(const at::Tensor& normed) const;
 
   ModelConfig config_;
   ModelWeights weights_;
   at::Tensor rope_inv_freq_;  // [rotary_dim / 2] float32, rope_scaling applied (undefined without RoPE)
+  at::Tensor
+      rope_local_inv_freq_;  // [rotary_dim / 2] float32 for sliding layers with their own base (Gemma-3)
 };
 
 }  // namespace hs

@@ -3,6 +3,7 @@
 // mapping from checkpoint keys, with a declared shape for every tensor). Undefined tensors are
 // absent parts (e.g. no biases in Llama). Linear weights are [out, in] as in torch.nn.Linear.
 // q/k rows follow the RoPE layout named in ModelConfig::rope_layout (the forward handles both).
+// Norm weights are stored as the checkpoint holds them: Gemma's RMSNorm adds the 1 at compute time.
 #include <ATen/core/Tensor.h>
 
 #include <vector>
@@ -10,7 +11,7 @@
 namespace hs {
 
 struct LayerWeights {
-  // Pre-attention norm (LayerNorm has a bias). Undefined for OLMo-2 (post-norms only).
+  // Pre-attention norm (LayerNorm has a bias). Undefined for NormPlacement::Post (OLMo-2).
   at::Tensor attn_norm_w, attn_norm_b;  // [d_model]
   at::Tensor wq;                        // [n_heads * d_head, d_model]
   at::Tensor wk, wv;                    // [n_kv_heads * d_head, d_model]
@@ -20,16 +21,16 @@ struct LayerWeights {
   at::Tensor k_norm_w;                  // [d_head] (PerHead) or [n_kv_heads * d_head] (Full)
   at::Tensor wo;                        // [d_model, n_heads * d_head]
   at::Tensor bo;                        // [d_model] (attn_out_bias)
-  at::Tensor post_attn_norm_w;          // [d_model] OLMo-2 norm applied to the attention output
+  at::Tensor post_attn_norm_w;          // [d_model] norm of the attention output (OLMo-2, Gemma-2/3)
 
-  // Pre-MLP norm. Undefined for OLMo-2.
+  // Pre-MLP norm (Gemma: pre_feedforward_layernorm). Undefined for NormPlacement::Post (OLMo-2).
   at::Tensor mlp_norm_w, mlp_norm_b;  // [d_model]
   at::Tensor w_gate;                  // [d_mlp, d_model]  SwiGLU only
   at::Tensor w_up;                    // [d_mlp, d_model]  (GPT-2 c_fc, NeoX dense_h_to_4h)
   at::Tensor b_up;                    // [d_mlp]           (mlp_bias)
   at::Tensor w_down;                  // [d_model, d_mlp]
   at::Tensor b_down;                  // [d_model]         (mlp_bias)
-  at::Tensor post_mlp_norm_w;         // [d_model] OLMo-2 norm applied to the MLP output
+  at::Tensor post_mlp_norm_w;         // [d_model] norm of the MLP output (OLMo-2, Gemma-2/3)
 };
 
 struct ModelWeights {

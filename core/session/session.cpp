@@ -63,7 +63,8 @@ bool Session::removeRun(const std::string& id) {
   return true;
 }
 
-json sessionToJson(const Session& s) {
+// Every member but "batch", which is written only when it holds something.
+static json sessionMembers(const Session& s) {
   return json{{"format_version", kSessionFormatVersion},
               {"model", s.model},
               {"tokenizer", s.tokenizer},
@@ -73,6 +74,12 @@ json sessionToJson(const Session& s) {
               {"interventions", s.interventions},
               {"view_state", s.view_state},
               {"methods", s.methods}};
+}
+
+json sessionToJson(const Session& s) {
+  json j = sessionMembers(s);
+  if (s.batch.is_object() && !s.batch.empty()) j["batch"] = s.batch;
+  return j;
 }
 
 Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNames,
@@ -96,9 +103,10 @@ Session sessionFromJson(const json& j, const std::vector<std::string>& tensorNam
   s.interventions = memberOr(j, "interventions", json::array());
   s.view_state = memberOr(j, "view_state", json::object());
   s.methods = memberOr(j, "methods", json::object());
-  for (const json* part : {&s.model, &s.tokenizer, &s.task})
+  s.batch = memberOr(j, "batch", json::object());
+  for (const json* part : {&s.model, &s.tokenizer, &s.task, &s.batch})
     if (!part->is_object())
-      fail(where, ": \"model\", \"tokenizer\" and \"task\" must be JSON objects, found a ",
+      fail(where, ": \"model\", \"tokenizer\", \"task\" and \"batch\" must be JSON objects, found a ",
            part->type_name());
   if (!s.interventions.is_array())
     fail(where, ": \"interventions\" is a JSON ", s.interventions.type_name(), ", expected an array");

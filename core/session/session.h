@@ -6,7 +6,8 @@
 // Session JSON (format_version 1):
 //   {"format_version": 1, "model": {...}, "tokenizer": {...}, "task": {...},
 //    "runs": [AnalysisRun, ...]  (results_json.h),
-//    "selections": ..., "interventions": [...], "view_state": ..., "methods": {name: record}}
+//    "selections": ..., "interventions": [...], "view_state": ..., "methods": {name: record},
+//    "batch": {...} (only when not empty)}
 //
 // Consistency rules checked on save and on load: run ids are unique; every tensor a run lists and
 // every "tensor" an intervention entry names exists among the session tensors.
@@ -42,6 +43,9 @@ struct Session {
   // Method name → the method's record (registry.h methodRecordJson: title, options with defaults and
   // help, outputs) for every method of `runs`, so a session explains its runs without this build.
   nlohmann::json methods = nlohmann::json::object();
+  // Batch bookkeeping (core/batch, docs/batch.md), written only when not empty: a batch run's file holds
+  // {"job": its spec, ...}; a merged study {"jobs": {id: ...}, "failed": {id: error}, "plan": ...}.
+  nlohmann::json batch = nlohmann::json::object();
   std::map<std::string, at::Tensor> tensors;  // CPU tensors; dtypes F64..BOOL as safetensors
 
   const AnalysisRun* findRun(const std::string& id) const;  // nullptr when absent

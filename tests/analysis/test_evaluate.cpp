@@ -36,7 +36,7 @@ class TestEvaluate : public QObject {
     const std::vector<hs::HeadRef> heads = {{3, 0}, {3, 3}, {3, 5}, {3, 6}, {2, 7}, {1, 1}, {1, 2}};
     hs::EvaluateOptions o;
     o.mean_ablate = heads;
-    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, toy_.tokenizer.get(), *task_, o);
+    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
     // The same ablation by hand with the toy world's corpus mean.
     hs::IclEvalOptions eo;
     eo.label_tokens = task_->label_tokens;
@@ -55,7 +55,7 @@ class TestEvaluate : public QObject {
           want.accuracy, want.tr_ratio, clean.accuracy, clean.tr_ratio);
     // mean_source task: the all-position mean of the task's prompts.
     o.mean.source = "task";
-    const hs::AnalysisOutput own = hs::runEvaluate(*toy_.model, toy_.tokenizer.get(), *task_, o);
+    const hs::AnalysisOutput own = hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
     eo.interventions =
         hs::meanHeads(heads, hs::meanZ(*toy_.model, hs::tokenSeqs(task_->icl), hs::ZMean::AllPositions));
     QCOMPARE(intervened(own).first, hs::evaluateIcl(*toy_.model, task_->icl, eo).accuracy);
@@ -66,7 +66,7 @@ class TestEvaluate : public QObject {
   void recordsItsPrompts() {
     hs::EvaluateOptions o;
     o.zero_ablate = {{3, 0}};
-    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, toy_.tokenizer.get(), *task_, o);
+    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
     int icl = 0, zs = 0;
     for (const hs::PromptRecord& r : out.run.prompts) {
       const std::vector<hs::Prompt>& set = r.set == "icl" ? task_->icl : task_->zero_shot;

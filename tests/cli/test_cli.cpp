@@ -281,6 +281,30 @@ class TestCli : public QObject {
     QCOMPARE(help.exitCode, 0);
     QVERIFY(help.out.find("--ablate-mode") != std::string::npos);
   }
+
+  // The help offers a compute dtype exactly when it runs: f16 on a libtorch without float16 CPU kernels
+  // (Debian's 1.13) is neither listed nor accepted; bf16 is both.
+  void dtypeHelpOffersWhatRuns() {
+    const CliResult help = runCli({"logits", "--help"});
+    QCOMPARE(help.exitCode, 0);
+    const size_t at = help.out.find("--dtype");
+    QVERIFY(at != std::string::npos);
+    const std::string dtypeHelp = help.out.substr(at, help.out.find("\n  -", at + 1) - at);
+    QVERIFY2(dtypeHelp.find("bf16") != std::string::npos, dtypeHelp.c_str());
+    bool offersF16 = false;  // an "f16" that is not the end of "bf16"
+    for (size_t i = dtypeHelp.find("f16"); i != std::string::npos; i = dtypeHelp.find("f16", i + 1))
+      offersF16 = offersF16 || i == 0 || dtypeHelp[i - 1] != 'b';
+    const CliResult f16 =
+        runCli({"logits", stories("stories260K.bin"), "--ids", "1,403,407", "--dtype", "f16"});
+    QVERIFY2((f16.exitCode == 0) == offersF16, qPrintable(QString("help offers f16: %1; f16 run exit %2: %3")
+                                                              .arg(offersF16)
+                                                              .arg(f16.exitCode)
+                                                              .arg(QString::fromStdString(f16.err))));
+    if (!offersF16) QVERIFY2(f16.err.find("--dtype") != std::string::npos, f16.err.c_str());
+    const CliResult bf16 =
+        runCli({"logits", stories("stories260K.bin"), "--ids", "1,403,407", "--dtype", "bf16"});
+    QVERIFY2(bf16.exitCode == 0, bf16.err.c_str());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

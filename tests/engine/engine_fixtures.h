@@ -49,11 +49,12 @@ inline ModelWeights randomWeights(const ModelConfig& c, uint64_t seed) {
   if (c.learned_pos_emb) w.pos_emb = 0.5 * at::randn({c.context_length, d});
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights lw;
-    if (!c.post_norms) {
+    if (c.norm_placement != NormPlacement::Post) {
       lw.attn_norm_w = gain(d);
       lw.mlp_norm_w = gain(d);
       if (ln) lw.attn_norm_b = vec(d), lw.mlp_norm_b = vec(d);
-    } else {
+    }
+    if (c.norm_placement != NormPlacement::Pre) {
       lw.post_attn_norm_w = gain(d);
       lw.post_mlp_norm_w = gain(d);
     }

@@ -147,15 +147,24 @@ def apply_rope(x, inv_freq, positions):
     return x * cos + rotate_half(x) * sin
 
 
-def attention(q, k, v, n_rep):
-    """q [b, h, p, dh], k/v [b, kv, p, dh]: eager causal attention with repeat_kv for GQA."""
+def attention(q, k, v, n_rep, window=None, scaling=None, softcap=None):
+    """q [b, h, p, dh], k/v [b, kv, p, dh]: eager causal attention with repeat_kv for GQA.
+    window: sliding-window attention as transformers' sliding_window_overlay (key j visible from query i
+    iff i - window < j <= i). scaling: the score factor (default 1/sqrt(dh)). softcap: Gemma-2's
+    cap * tanh(scores / cap), applied before the mask."""
     if n_rep > 1:
         k = k.repeat_interleave(n_rep, dim=1)
         v = v.repeat_interleave(n_rep, dim=1)
     p = q.shape[2]
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    causal = torch.ones(p, p, dtype=torch.bool).tril()
-    scores = scores.masked_fill(~causal, float("-inf"))
+    scores = (q @ k.transpose(-1, -2)) * (scaling if scaling is not None else 1.0 / math.sqrt(q.shape[-1]))
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
+    i = torch.arange(p)[:, None]
+    j = torch.arange(p)[None, :]
+    allowed = j <= i
+    if window:
+        allowed = allowed & (j > i - window)
+    scores = scores.masked_fill(~allowed, float("-inf"))
     probs = torch.softmax(scores.float() if scores.dtype != F64 else scores, dim=-1).to(q.dtype)
     return probs @ v  # [b, h, p, dh]
 
@@ -195,15 +204,48 @@ def forward_gpt2(cfg, W, tokens):
     return x @ W.get("lm_head.weight", W[pre + "wte.weight"]).t()
 
 
+def rope_params(cfg, default_theta):
+    """The (theta, scaling) of the global and of the sliding layers, as transformers 5 standardises a
+    config (RotaryEmbeddingConfigMixin): `rope_parameters` first (one dict, or one per layer type), then
+    the top-level rope_theta / rope_scaling of transformers 4 configs."""
+    rp = cfg.get("rope_parameters")
+    top_theta = cfg.get("rope_theta", default_theta)
+    if rp and set(rp) <= {"full_attention", "sliding_attention"}:
+        full = rp.get("full_attention", {})
+        slide = rp.get("sliding_attention", full)
+        return ((full.get("rope_theta", top_theta), full), (slide.get("rope_theta", top_theta), slide))
+    if rp:
+        return ((rp.get("rope_theta", top_theta), rp),) * 2
+    return ((top_theta, cfg.get("rope_scaling")),) * 2
+
+
+def sliding_layers(cfg, family):
+    """Per layer: the sliding window (or None). MistralConfig: every layer, default 4096, null = none.
+    Qwen2Config / Qwen3Config __post_init__: only with use_sliding_window; layer_types if given, else the
+    layers i >= max_window_layers (default 28)."""
+    n = cfg["num_hidden_layers"]
+    if family == "mistral":
+        return [cfg.get("sliding_window", 4096)] * n
+    if family in ("qwen2", "qwen3") and cfg.get("use_sliding_window", False):
+        w = cfg.get("sliding_window", 4096)
+        types = cfg.get("layer_types") or [
+            "sliding_attention" if i >= cfg.get("max_window_layers", 28) else "full_attention" for i in range(n)]
+        return [w if t == "sliding_attention" else None for t in types]
+    return [None] * n
+
+
 def forward_llama_like(cfg, W, tokens, family, z_hook=None):
-    """llama / mistral / qwen2 / qwen3 / olmo2 (they differ in biases, q/k norms and norm placement).
-    z_hook(layer, z) -> z, when given, sees (and may replace) every layer's per-head attention output z
-    [batch, head, pos, d_head] before o_proj: TransformerLens' hook_z."""
+    """llama / mistral / qwen2 / qwen3 / olmo2 (they differ in biases, q/k norms, norm placement and
+    sliding windows). z_hook(layer, z) -> z, when given, sees (and may replace) every layer's per-head
+    attention output z [batch, head, pos, d_head] before o_proj: TransformerLens' hook_z."""
     d, nh = cfg["hidden_size"], cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads") or nh
     dh = cfg.get("head_dim") or d // nh
     eps = cfg["rms_norm_eps"]
-    inv_freq = rope_inv_freq(dh, cfg.get("rope_theta", 10000.0), cfg.get("rope_scaling"))
+    (theta, scaling), (theta_local, scaling_local) = rope_params(cfg, 10000.0)
+    inv_freq = rope_inv_freq(dh, theta, scaling)
+    inv_freq_local = rope_inv_freq(dh, theta_local, scaling_local)
+    windows = sliding_layers(cfg, family)
     pos = torch.arange(tokens.shape[1])
     x = W["model.embed_tokens.weight"][tokens]
     for l in range(cfg["num_hidden_layers"]):
@@ -220,8 +262,9 @@ def forward_llama_like(cfg, W, tokens, family, z_hook=None):
         if family == "qwen3":  # Qwen3Attention: RMSNorm over d_head of every head, before RoPE
             q = rms_norm(q, W[a + "q_norm.weight"], eps)
             k = rms_norm(k, W[a + "k_norm.weight"], eps)
-        q, k = apply_rope(q, inv_freq, pos), apply_rope(k, inv_freq, pos)
-        z = attention(q, k, v, nh // nkv)
+        f = inv_freq_local if windows[l] else inv_freq
+        q, k = apply_rope(q, f, pos), apply_rope(k, f, pos)
+        z = attention(q, k, v, nh // nkv, window=windows[l])
         if z_hook is not None:
             z = z_hook(l, z)
         o = lin(merge(z), W[a + "o_proj.weight"], W.get(a + "o_proj.bias"))
@@ -243,8 +286,10 @@ def forward_llama_like(cfg, W, tokens, family, z_hook=None):
 def forward_gpt_neox(cfg, W, tokens):
     d, nh = cfg["hidden_size"], cfg["num_attention_heads"]
     dh, eps = d // nh, cfg.get("layer_norm_eps", 1e-5)
-    rot = int(dh * cfg.get("rotary_pct", 0.25))
-    inv_freq = rope_inv_freq(rot, cfg.get("rotary_emb_base", 10000), cfg.get("rope_scaling"))
+    rp = cfg.get("rope_parameters") or {}
+    rot = int(dh * rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct", 0.25))))
+    (theta, scaling), _ = rope_params(cfg, cfg.get("rotary_emb_base", 10000))
+    inv_freq = rope_inv_freq(rot, theta, scaling)
     pos = torch.arange(tokens.shape[1])
     x = W["gpt_neox.embed_in.weight"][tokens]
     for l in range(cfg["num_hidden_layers"]):
@@ -275,6 +320,79 @@ def forward_gpt_neox(cfg, W, tokens):
     return x @ W.get("embed_out.weight", W["gpt_neox.embed_in.weight"]).t()
 
 
+GEMMA_DEFAULTS = {
+    # Gemma2Config
+    "gemma2": dict(vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                   num_attention_heads=8, num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh",
+                   rms_norm_eps=1e-6, rope_theta=10000.0, attention_bias=False, query_pre_attn_scalar=256,
+                   sliding_window=4096, final_logit_softcapping=30.0, attn_logit_softcapping=50.0,
+                   tie_word_embeddings=True),
+    # Gemma3TextConfig
+    "gemma3_text": dict(vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                        num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                        hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, rope_theta=1_000_000.0,
+                        attention_bias=False, query_pre_attn_scalar=256, sliding_window=4096,
+                        final_logit_softcapping=None, attn_logit_softcapping=None, rope_local_base_freq=10_000.0,
+                        sliding_window_pattern=6, tie_word_embeddings=True),
+}
+
+
+def gemma_text_config(cfg):
+    """(text config with the config class defaults filled in, weight prefix, lm_head key)."""
+    if cfg["model_type"] == "gemma3":
+        text = dict(GEMMA_DEFAULTS["gemma3_text"], **cfg["text_config"])
+        return text, cfg["_prefix"], cfg["_lm_head"]
+    return dict(GEMMA_DEFAULTS[cfg["model_type"]], **cfg), "model.", "lm_head.weight"
+
+
+def forward_gemma(cfg, W, tokens):
+    """gemma2 / gemma3_text / gemma3 (its text model), from modeling_gemma2.py and modeling_gemma3.py."""
+    gemma3 = cfg["model_type"] != "gemma2"
+    c, pre, lm_head = gemma_text_config(cfg)
+    d, nh, nkv, dh, eps = (c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+                           c["rms_norm_eps"])
+    n = c["num_hidden_layers"]
+
+    def norm(x, w):  # Gemma2RMSNorm / Gemma3RMSNorm: (1 + w), in float32 in HF (float64 here)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + w)
+
+    types = c.get("layer_types") or [
+        "sliding_attention" if (i + 1) % (c["sliding_window_pattern"] if gemma3 else 2) else "full_attention"
+        for i in range(n)]
+    if gemma3 and not (c.get("rope_parameters") and set(c["rope_parameters"]) <= {"full_attention", "sliding_attention"}):
+        (theta, scaling), _ = rope_params(c, 1_000_000.0)
+        local = (c["rope_local_base_freq"], None)  # Gemma-3's local layers: default RoPE, their own base
+    else:
+        (theta, scaling), local = rope_params(c, c["rope_theta"])
+    inv = {"full_attention": rope_inv_freq(dh, theta, scaling), "sliding_attention": rope_inv_freq(dh, *local)}
+    pos = torch.arange(tokens.shape[1])
+    emb = W[pre + "embed_tokens.weight"]
+    x = emb[tokens] * torch.tensor(d ** 0.5, dtype=emb.dtype)  # the normalizer in the model dtype
+    for l in range(n):
+        p = f"{pre}layers.{l}."
+        a = p + "self_attn."
+        h = norm(x, W[p + "input_layernorm.weight"])
+        q = heads(lin(h, W[a + "q_proj.weight"], W.get(a + "q_proj.bias")), nh, dh)
+        k = heads(lin(h, W[a + "k_proj.weight"], W.get(a + "k_proj.bias")), nkv, dh)
+        v = heads(lin(h, W[a + "v_proj.weight"], W.get(a + "v_proj.bias")), nkv, dh)
+        if gemma3:
+            q, k = norm(q, W[a + "q_norm.weight"]), norm(k, W[a + "k_norm.weight"])
+        q, k = apply_rope(q, inv[types[l]], pos), apply_rope(k, inv[types[l]], pos)
+        window = c["sliding_window"] if types[l] == "sliding_attention" else None
+        z = attention(q, k, v, nh // nkv, window=window, scaling=c["query_pre_attn_scalar"] ** -0.5,
+                      softcap=c.get("attn_logit_softcapping"))
+        o = lin(merge(z), W[a + "o_proj.weight"], W.get(a + "o_proj.bias"))
+        x = x + norm(o, W[p + "post_attention_layernorm.weight"])
+        h = norm(x, W[p + "pre_feedforward_layernorm.weight"])
+        m = lin(activation(c["hidden_activation"], lin(h, W[p + "mlp.gate_proj.weight"])) *
+                lin(h, W[p + "mlp.up_proj.weight"]), W[p + "mlp.down_proj.weight"])
+        x = x + norm(m, W[p + "post_feedforward_layernorm.weight"])
+    x = norm(x, W[pre + "norm.weight"])
+    logits = x @ W.get(lm_head, emb).t()
+    cap = c.get("final_logit_softcapping")
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
 def forward(cfg, W, tokens):
     family = cfg["model_type"]
     with torch.no_grad():
@@ -282,6 +400,8 @@ def forward(cfg, W, tokens):
             return forward_gpt2(cfg, W, tokens)
         if family == "gpt_neox":
             return forward_gpt_neox(cfg, W, tokens)
+        if family in ("gemma2", "gemma3_text", "gemma3"):
+            return forward_gemma(cfg, W, tokens)
         return forward_llama_like(cfg, W, tokens, family)
 
 
@@ -335,6 +455,85 @@ VARIANTS = {
     "olmo2": dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], hidden_size=64, intermediate_size=96,
                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=100,
                   max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=500000.0, tie_word_embeddings=False),
+    # Llama-3.x shaped, larger: 6 layers, 8 query heads on 2 kv heads of 64 dims, SwiGLU 4x, llama3 RoPE
+    # scaling, a 2000-token vocabulary. For the bf16-vs-fp32 tolerance (the tiny variants are too small
+    # to accumulate realistic rounding).
+    "llama-shape": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=512,
+                        intermediate_size=1408, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=2,
+                        head_dim=64, vocab_size=2000, max_position_embeddings=256, rms_norm_eps=1e-5,
+                        rope_theta=500000.0, tie_word_embeddings=False, hidden_act="silu",
+                        rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                          original_max_position_embeddings=64)),
+    # Sliding windows far shorter than the 20-token prompts. Mistral: every layer.
+    "mistral-window": dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_size=48,
+                           intermediate_size=80, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                           vocab_size=90, max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+                           sliding_window=5, tie_word_embeddings=False),
+    # Qwen2 with use_sliding_window: layers >= max_window_layers (here layers 1 and 2 of 3) slide.
+    "qwen2-window": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=64,
+                         intermediate_size=96, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                         vocab_size=99, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                         use_sliding_window=True, sliding_window=6, max_window_layers=1, tie_word_embeddings=True),
+    # Qwen3 with explicit layer_types (transformers >= 4.53) and a transformers-5 rope_parameters.
+    "qwen3-layer-types": dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=32,
+                              intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                              head_dim=16, vocab_size=88, max_position_embeddings=64, rms_norm_eps=1e-6,
+                              use_sliding_window=True, sliding_window=4, max_window_layers=28,
+                              layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
+                              rope_parameters=dict(rope_type="default", rope_theta=1000000.0)),
+    # Llama-3.1 as transformers 5 writes it: rope_theta and the llama3 scaling inside rope_parameters.
+    "llama-v5": dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64, intermediate_size=96,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=101,
+                     max_position_embeddings=128, rms_norm_eps=1e-5, tie_word_embeddings=False, hidden_act="silu",
+                     rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                                          high_freq_factor=4.0, original_max_position_embeddings=64)),
+    # GPT-NeoX as transformers 5 writes it: partial_rotary_factor and rope_theta inside rope_parameters.
+    "gpt_neox-v5": dict(model_type="gpt_neox", architectures=["GPTNeoXForCausalLM"], hidden_size=64,
+                        intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, vocab_size=95,
+                        max_position_embeddings=64, layer_norm_eps=1e-5, use_parallel_residual=True,
+                        hidden_act="gelu", tie_word_embeddings=False,
+                        rope_parameters=dict(rope_type="default", rope_theta=5000.0, partial_rotary_factor=0.5)),
+    # Gemma-2: layers 0 and 2 slide (window 5), soft-caps small enough to bite on random weights,
+    # query_pre_attn_scalar != head_dim, heads * head_dim != hidden, GQA, tied.
+    "gemma2": dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_size=48, intermediate_size=96,
+                   num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=97,
+                   max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=10000.0, query_pre_attn_scalar=24,
+                   sliding_window=5, attn_logit_softcapping=3.0, final_logit_softcapping=8.0,
+                   hidden_activation="gelu_pytorch_tanh", hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # Gemma-3 1B style (gemma3_text): q/k norms, sliding_window_pattern 3 (layers 0, 1, 3 slide), local RoPE
+    # base 10000 for those, global base 1e6 with linear scaling, no soft-caps.
+    "gemma3_text": dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_size=48,
+                        intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1,
+                        head_dim=16, vocab_size=97, max_position_embeddings=64, rms_norm_eps=1e-6,
+                        rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling=dict(rope_type="linear",
+                        factor=8.0), sliding_window=4, sliding_window_pattern=3, query_pre_attn_scalar=16,
+                        attn_logit_softcapping=None, final_logit_softcapping=None,
+                        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    # The same as transformers 5 writes it: layer_types and rope_parameters per layer type, no rope_theta.
+    "gemma3-v5": dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_size=48,
+                      intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                      head_dim=16, vocab_size=97, max_position_embeddings=64, rms_norm_eps=1e-6, sliding_window=4,
+                      layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                      rope_parameters=dict(full_attention=dict(rope_type="linear", factor=4.0, rope_theta=500000.0),
+                                           sliding_attention=dict(rope_type="default", rope_theta=20000.0)),
+                      query_pre_attn_scalar=16, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=False),
+    # Gemma-3 image-text (Gemma3ForConditionalGeneration, transformers < 4.52 layout): the text model under
+    # language_model.model.*, text_config with most fields left to the Gemma3TextConfig defaults, and
+    # vision-tower / projector tensors the text forward does not use.
+    "gemma3": dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneration"], mm_tokens_per_image=4,
+                   boi_token_index=95, eoi_token_index=96, image_token_index=94, _prefix="language_model.model.",
+                   _lm_head="language_model.lm_head.weight",
+                   text_config=dict(model_type="gemma3_text", hidden_size=48, intermediate_size=96,
+                                    num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                                    vocab_size=97, sliding_window=3, sliding_window_pattern=2,
+                                    rope_scaling=dict(rope_type="linear", factor=8.0)),
+                   vision_config=dict(model_type="siglip_vision_model", hidden_size=8)),
+    # The transformers >= 4.52 layout: model.language_model.*, model.vision_tower.*.
+    "gemma3-new-layout": dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneration"],
+                              _prefix="model.language_model.", _lm_head="lm_head.weight",
+                              text_config=dict(hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                                               num_attention_heads=2, num_key_value_heads=2, head_dim=16,
+                                               vocab_size=97, sliding_window=3)),
 }
 
 
@@ -393,6 +592,8 @@ def random_weights(cfg, g):
         W["gpt_neox.final_layer_norm.weight"], W["gpt_neox.final_layer_norm.bias"] = norm(d), bias(d)
         W["embed_out.weight"] = 2.0 * w(V, d)
         return W
+    if fam in ("gemma2", "gemma3_text", "gemma3"):
+        return random_gemma_weights(cfg, g, w)
     d, V, nh = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads") or nh
     dh = cfg.get("head_dim") or d // nh
@@ -425,6 +626,40 @@ def random_weights(cfg, g):
     return W
 
 
+def random_gemma_weights(cfg, g, w):
+    """Gemma norm weights are stored as w in (1 + w); embeddings are scaled by sqrt(hidden) in the forward,
+    so they are drawn small (and large enough that the tied unembedding gives logits of order 5)."""
+    c, pre, lm_head = gemma_text_config(cfg)
+    d, V, nh, nkv, dh, m = (c["hidden_size"], c["vocab_size"], c["num_attention_heads"], c["num_key_value_heads"],
+                            c["head_dim"], c["intermediate_size"])
+
+    def gain(n):
+        return 0.1 * torch.randn(n, generator=g)
+
+    W = {pre + "embed_tokens.weight": 5.0 * torch.randn(V, d, generator=g) / math.sqrt(d)}
+    for l in range(c["num_hidden_layers"]):
+        p = f"{pre}layers.{l}."
+        a = p + "self_attn."
+        W[a + "q_proj.weight"], W[a + "k_proj.weight"] = 1.5 * w(nh * dh, d), 1.5 * w(nkv * dh, d)
+        W[a + "v_proj.weight"], W[a + "o_proj.weight"] = w(nkv * dh, d), w(d, nh * dh)
+        if cfg["model_type"] != "gemma2":
+            W[a + "q_norm.weight"], W[a + "k_norm.weight"] = gain(dh), gain(dh)
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            W[p + n + ".weight"] = gain(d)
+        W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = w(m, d), w(m, d)
+        W[p + "mlp.down_proj.weight"] = w(d, m)
+    W[pre + "norm.weight"] = gain(d)
+    if not c["tie_word_embeddings"]:
+        W[lm_head] = 3.0 * w(V, d)
+    if cfg["model_type"] == "gemma3":  # vision tower and projector: present in the file, unused by text
+        vis = "vision_tower." if pre.startswith("language_model.") else "model.vision_tower."
+        proj = "multi_modal_projector." if pre.startswith("language_model.") else "model.multi_modal_projector."
+        W[vis + "vision_model.embeddings.patch_embedding.weight"] = torch.randn(8, 3, 2, 2, generator=g)
+        W[proj + "mm_input_projection_weight"] = torch.randn(8, d, generator=g)
+    return W
+
+
 def write_ref(out, family, seed, cfg, tokens, logits, extra=None):
     with open(os.path.join(out, "logits.f64"), "wb") as f:
         f.write(logits.to(F64).contiguous().numpy().astype("<f8").tobytes())
@@ -448,9 +683,11 @@ def cmd_gen(args):
     cfg.pop("_noprefix", None)
     cfg["torch_dtype"] = args.dtype
     os.makedirs(args.out, exist_ok=True)
-    vocab = cfg["vocab_size"]
+    vocab = gemma_text_config(cfg)[0]["vocab_size"] if fam == "gemma3" else cfg["vocab_size"]
     tokens = torch.randint(0, vocab, (args.batch, args.pos), generator=g)
     logits = forward(cfg, {k: v.to(F64) for k, v in W.items()}, tokens)
+    for k in ("_prefix", "_lm_head"):  # the reference's own notes on the Gemma-3 weight layouts
+        cfg.pop(k, None)
     for m in args.mutate or []:
         kind, key = m.split(":", 1)
         if kind == "missing":

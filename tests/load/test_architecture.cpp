@@ -37,7 +37,7 @@ Tensors llamaTensors(const hs::ModelConfig& c) {
   t["model.embed_tokens.weight"] = rnd({V, d});
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    if (!c.post_norms) t[p + "input_layernorm.weight"] = rnd({d});
+    if (c.norm_placement != hs::NormPlacement::Post) t[p + "input_layernorm.weight"] = rnd({d});
     t[p + "self_attn.q_proj.weight"] = rnd({q, d});
     t[p + "self_attn.k_proj.weight"] = rnd({kv, d});
     t[p + "self_attn.v_proj.weight"] = rnd({kv, d});

@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <functional>
+
 #include "load_test_util.h"
 #include "model/io/safetensors.h"
 #include "model/load/architecture.h"
@@ -65,7 +67,20 @@ class TestReferenceForward : public QObject {
         {"qwen3", hs::Architecture::Qwen3},
         {"gpt_neox", hs::Architecture::GptNeoX},
         {"gpt_neox-seq", hs::Architecture::GptNeoX},
-        {"olmo2", hs::Architecture::Olmo2}};
+        {"olmo2", hs::Architecture::Olmo2},
+        // Sliding windows (3-6 positions) shorter than the 20-token prompts.
+        {"mistral-window", hs::Architecture::Mistral},
+        {"qwen2-window", hs::Architecture::Qwen2},
+        {"qwen3-layer-types", hs::Architecture::Qwen3},
+        // transformers 5 configs: RoPE inside rope_parameters.
+        {"llama-v5", hs::Architecture::Llama},
+        {"gpt_neox-v5", hs::Architecture::GptNeoX},
+        {"gemma2", hs::Architecture::Gemma2},
+        {"gemma3_text", hs::Architecture::Gemma3},
+        {"gemma3-v5", hs::Architecture::Gemma3},
+        // Image-text Gemma-3 checkpoints in both key layouts: the text model only.
+        {"gemma3", hs::Architecture::Gemma3},
+        {"gemma3-new-layout", hs::Architecture::Gemma3}};
     int seed = 11;
     for (const auto& f : families)
       QTest::newRow(f.first) << QString(f.first) << seed++ << int(f.second);
@@ -124,6 +139,56 @@ class TestReferenceForward : public QObject {
     // The argmax token agrees at nearly every position.
     const double agree = ours16.argmax(-1).eq(ref.logits.argmax(-1)).to(at::kDouble).mean().item<double>();
     QVERIFY2(agree >= 0.9, qPrintable(QString("argmax agreement %1").arg(agree)));
+  }
+
+  // The windows matter and their off-by-one is checked: the same weights with the window one position
+  // longer or shorter, or with no window, are far outside the tolerance; positions the window does not
+  // reach yet agree. Gemma-3's local RoPE base and Gemma-2's soft-caps are checked the same way.
+  void comparisonDetectsWindowAndGemmaMistakes() {
+    struct Case {
+      const char* family;
+      std::function<void(hs::ModelConfig&)> mistake;
+      const char* what;
+    };
+    const std::vector<Case> cases = {
+        {"mistral-window", [](hs::ModelConfig& c) { c.sliding_window += 1; }, "window + 1"},
+        {"mistral-window", [](hs::ModelConfig& c) { c.sliding_window -= 1; }, "window - 1"},
+        {"mistral-window", [](hs::ModelConfig& c) { c.layer_attention.clear(); }, "no window"},
+        {"qwen2-window", [](hs::ModelConfig& c) { c.layer_attention[0] = hs::LayerAttention::Sliding; },
+         "layer 0 sliding (max_window_layers off by one)"},
+        {"gemma2", [](hs::ModelConfig& c) { c.attn_logit_softcap = 0; }, "no attention soft-cap"},
+        {"gemma2", [](hs::ModelConfig& c) { c.final_logit_softcap = 0; }, "no final soft-cap"},
+        {"gemma2", [](hs::ModelConfig& c) { c.query_pre_attn_scalar = 0; }, "1/sqrt(head_dim) scaling"},
+        {"gemma2", [](hs::ModelConfig& c) { std::swap(c.layer_attention[0], c.layer_attention[1]); },
+         "odd layers sliding"},
+        {"gemma3_text", [](hs::ModelConfig& c) { c.rope_local_theta = 0; }, "global RoPE on local layers"},
+        {"gemma3_text", [](hs::ModelConfig& c) { c.norm_weight_offset = false; }, "RMSNorm without 1 + w"},
+    };
+    for (const Case& k : cases) {
+      QTemporaryDir dir;
+      const QString err = generate(dir, k.family, 21);
+      QVERIFY2(err.isEmpty(), qPrintable(err));
+      const std::string folder = dir.path().toStdString();
+      const hs::test::Reference ref = hs::test::readReference(folder);
+      const hs::ModelConfig good = hs::readHfConfig(folder + "/config.json");
+      auto ckpt = std::make_shared<const hs::SafetensorsCheckpoint>(hs::SafetensorsCheckpoint::open(folder));
+      auto logitsWith = [&](const hs::ModelConfig& c) {
+        hs::SafetensorsLookup lookup(ckpt);
+        hs::Transformer t(c, hs::mapWeights(c, lookup, folder));
+        return hs::test::ourLogits(t, ref.tokens);
+      };
+      QVERIFY(hs::test::maxAbsDiff(logitsWith(good), ref.logits) <= kFp32Tol);
+      hs::ModelConfig bad = good;
+      k.mistake(bad);
+      const at::Tensor wrong = logitsWith(bad);
+      const double diff = hs::test::maxAbsDiff(wrong, ref.logits);
+      qInfo("%s with %s: max |Δ| = %.3g", k.family, k.what, diff);
+      QVERIFY2(diff > 1e-2, qPrintable(QString("%1 with %2 is indistinguishable").arg(k.family, k.what)));
+      if (std::string(k.what) == "no window") {  // the first `window` positions never reach past it
+        const int64_t w = good.sliding_window;
+        QVERIFY(hs::test::maxAbsDiff(wrong.narrow(1, 0, w), ref.logits.narrow(1, 0, w)) <= kFp32Tol);
+      }
+    }
   }
 
   // The comparison is sharp enough to see a RoPE convention or a rope_scaling mistake: the same weights

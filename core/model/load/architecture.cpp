@@ -80,6 +80,8 @@ class Table {
     specs.push_back({std::move(key), std::move(shape), std::move(meaning), t, std::move(slots), optional});
   }
   std::vector<TensorSpec> specs;
+  // Key prefixes of parts the text forward does not use (Gemma-3's vision tower), accounted and never read.
+  std::vector<std::string> unusedPrefixes;
 };
 
 Slot model(at::Tensor ModelWeights::*m) {
@@ -124,18 +126,20 @@ Table gpt2Table(const ModelConfig& c, const std::string& p) {
   return t;
 }
 
-// Llama, Mistral, Qwen2 (+ q/k/v biases), Qwen3 (+ per-head q/k norms), OLMo-2 (post-norms, full q/k norms).
-Table llamaTable(const ModelConfig& c) {
+// Llama, Mistral, Qwen2 (+ q/k/v biases), Qwen3 (+ per-head q/k norms), OLMo-2 (post-norms, full q/k norms),
+// Gemma-2/3 (pre- and post-norms around both blocks; Gemma-3 per-head q/k norms). `p` is the decoder's
+// prefix ("model." or, in a Gemma-3 image-text checkpoint, "language_model.model." /
+// "model.language_model.").
+Table llamaTable(const ModelConfig& c, const std::string& p, const std::string& lmHead) {
   const int64_t d = c.d_model, m = c.d_mlp, V = c.vocab_size;
   const int64_t q = static_cast<int64_t>(c.n_heads) * c.d_head,
                 kv = static_cast<int64_t>(c.n_kv_heads) * c.d_head;
   Table t;
-  t.add("model.embed_tokens.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::tok_emb)});
+  t.add(p + "embed_tokens.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::tok_emb)});
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    const std::string a = p + "self_attn.";
+    const std::string b = p + "layers." + std::to_string(l) + ".";
+    const std::string a = b + "self_attn.";
     using L = LayerWeights;
-    if (!c.post_norms) t.add(p + "input_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::attn_norm_w)});
     t.add(a + "q_proj.weight", {q, d}, "[num_attention_heads*head_dim, hidden_size]", {layer(l, &L::wq)});
     t.add(a + "k_proj.weight", {kv, d}, "[num_key_value_heads*head_dim, hidden_size]", {layer(l, &L::wk)});
     t.add(a + "v_proj.weight", {kv, d}, "[num_key_value_heads*head_dim, hidden_size]", {layer(l, &L::wv)});
@@ -153,21 +157,54 @@ Table llamaTable(const ModelConfig& c) {
       t.add(a + "q_norm.weight", {q}, "[num_attention_heads*head_dim]", {layer(l, &L::q_norm_w)});
       t.add(a + "k_norm.weight", {kv}, "[num_key_value_heads*head_dim]", {layer(l, &L::k_norm_w)});
     }
-    if (c.post_norms) {
-      t.add(p + "post_attention_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::post_attn_norm_w)});
-      t.add(p + "post_feedforward_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::post_mlp_norm_w)});
-    } else {
-      t.add(p + "post_attention_layernorm.weight", {d}, "[hidden_size]", {layer(l, &L::mlp_norm_w)});
+    // HF names by position: post_attention_layernorm is the pre-MLP norm of Llama but the norm of the
+    // attention output of OLMo-2 and Gemma; Gemma's pre-MLP norm is pre_feedforward_layernorm.
+    const auto norm = [&](const std::string& name, at::Tensor L::*slot) {
+      t.add(b + name + ".weight", {d}, "[hidden_size]", {layer(l, slot)});
+    };
+    switch (c.norm_placement) {
+      case NormPlacement::Pre:
+        norm("input_layernorm", &L::attn_norm_w);
+        norm("post_attention_layernorm", &L::mlp_norm_w);
+        break;
+      case NormPlacement::Post:
+        norm("post_attention_layernorm", &L::post_attn_norm_w);
+        norm("post_feedforward_layernorm", &L::post_mlp_norm_w);
+        break;
+      case NormPlacement::PreAndPost:
+        norm("input_layernorm", &L::attn_norm_w);
+        norm("post_attention_layernorm", &L::post_attn_norm_w);
+        norm("pre_feedforward_layernorm", &L::mlp_norm_w);
+        norm("post_feedforward_layernorm", &L::post_mlp_norm_w);
+        break;
     }
-    t.add(p + "mlp.gate_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_gate)});
-    t.add(p + "mlp.up_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_up)});
-    t.add(p + "mlp.down_proj.weight", {d, m}, "[hidden_size, intermediate_size]", {layer(l, &L::w_down)});
+    t.add(b + "mlp.gate_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_gate)});
+    t.add(b + "mlp.up_proj.weight", {m, d}, "[intermediate_size, hidden_size]", {layer(l, &L::w_up)});
+    t.add(b + "mlp.down_proj.weight", {d, m}, "[hidden_size, intermediate_size]", {layer(l, &L::w_down)});
   }
-  t.add("model.norm.weight", {d}, "[hidden_size]", {model(&ModelWeights::final_norm_w)});
+  t.add(p + "norm.weight", {d}, "[hidden_size]", {model(&ModelWeights::final_norm_w)});
   if (c.tied_embeddings)
-    t.add("lm_head.weight", {V, d}, "[vocab_size, hidden_size]", {}, Transform::Copy, true);
+    t.add(lmHead, {V, d}, "[vocab_size, hidden_size]", {}, Transform::Copy, true);
   else
-    t.add("lm_head.weight", {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::unembed)});
+    t.add(lmHead, {V, d}, "[vocab_size, hidden_size]", {model(&ModelWeights::unembed)});
+  return t;
+}
+
+// Gemma-3 image-text checkpoints (model_type "gemma3") hold the text decoder under one of two prefixes,
+// depending on the transformers version that saved them, beside the vision tower and its projector.
+Table gemma3Table(const ModelConfig& c, const std::vector<std::string>& names) {
+  const auto has = [&](const std::string& k) {
+    return std::find(names.begin(), names.end(), k) != names.end();
+  };
+  if (c.model_type != "gemma3") return llamaTable(c, "model.", "lm_head.weight");
+  Table t;
+  if (has("language_model.model.embed_tokens.weight")) {  // transformers < 4.52
+    t = llamaTable(c, "language_model.model.", "language_model.lm_head.weight");
+    t.unusedPrefixes = {"vision_tower.", "multi_modal_projector."};
+  } else {  // transformers >= 4.52
+    t = llamaTable(c, "model.language_model.", "lm_head.weight");
+    t.unusedPrefixes = {"model.vision_tower.", "model.multi_modal_projector."};
+  }
   return t;
 }
 
@@ -218,7 +255,10 @@ Table tableFor(const ModelConfig& c, const std::vector<std::string>& names) {
     case Architecture::Qwen2:
     case Architecture::Qwen3:
     case Architecture::Olmo2:
-      return llamaTable(c);
+    case Architecture::Gemma2:
+      return llamaTable(c, "model.", "lm_head.weight");
+    case Architecture::Gemma3:
+      return gemma3Table(c, names);
   }
   fail("no tensor table for architecture ", toString(c.arch));
 }
@@ -303,9 +343,14 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
     claimed.insert(spec.key);
     if (!present.count(spec.key) && !spec.optional) missing.push_back(&spec);
   }
+  const auto unusedPart = [&](const std::string& n) {
+    for (const auto& prefix : table.unusedPrefixes)
+      if (n.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
   std::vector<std::string> unknown;
   for (const auto& n : names)
-    if (!claimed.count(n) && !harmlessBuffer(n)) unknown.push_back(n);
+    if (!claimed.count(n) && !harmlessBuffer(n) && !unusedPart(n)) unknown.push_back(n);
   if (!missing.empty()) {
     std::string more;
     if (missing.size() > 1) more = hs::cat(" (and ", missing.size() - 1, " more missing tensors)");

@@ -7,7 +7,8 @@
 // accounted for: a missing key, an unknown extra key or a wrong shape is an hs::Error naming the key,
 // the file and what was expected (in the spirit of llama.cpp's create_tensor). Only known-harmless
 // buffers (causal-mask `attn.bias` / `attn.masked_bias`, `attention.bias` / `attention.masked_bias`,
-// `rotary_emb.inv_freq`) are ignored.
+// `rotary_emb.inv_freq`) are ignored, and the vision tower and projector of a Gemma-3 image-text
+// checkpoint, which the text forward does not use, are left unread.
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/compute_dtype.h"
 #include "model/io/gguf.h"
 #include "model/io/llama2c.h"
 #include "model/io/safetensors.h"
@@ -350,6 +351,9 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
   LoadedModel out;
   const std::string path = resolveModelPath(pathIn, &out.notes);
   out.path = path;
+  // A compute dtype the CPU kernels lack (float16 on libtorch 1.13) is refused before any weight is read.
+  if (options.dtype != "auto" && options.device == "cpu")
+    requireComputeDtype(parseDtype(options.dtype), at::kCPU);
 
   // Headers first, then the plan (dtype, devices, memory), then the weights, each cast and placed once.
   const Source src = openSource(path);
@@ -370,6 +374,7 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
                 " heads write nothing (all-zero W_O columns, e.g. pruned): ", headsText(silent, ", ")));
   if (!plan.note.empty()) out.notes.push_back(plan.note);
   if (!devices.single() || devices.usesCuda()) out.notes.push_back("devices: " + devices.describe());
+  requireComputeDtype(out.model->dtype(), out.model->device());  // e.g. "auto" on a float16 checkpoint
   return out;
 }
 

@@ -1,0 +1,201 @@
+#include "attention_tab.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include "plot_style.h"
+#include "qcustomplot_include.h"
+
+namespace hs::gui {
+
+namespace {
+const char* kPromptTabText = "the Prompt tab's text";
+
+QString shortPiece(const QString& p) {
+  QString s = p;
+  s.replace("\n", "\\n");
+  return s.size() > 12 ? s.left(11) + "…" : s;
+}
+}  // namespace
+
+AttentionTab::AttentionTab(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel("Prompt"));
+  picker_ = new QComboBox;
+  picker_->addItem(kPromptTabText);
+  picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  picker_->setMinimumContentsLength(30);
+  picker_->setToolTip("The prompt the patterns are computed on: the Prompt tab's text or one of the task's "
+                      "ICL prompts");
+  bar->addWidget(picker_, 1);
+  note_ = new QLabel("Select heads in the Heads tab (Ctrl-click: up to four side by side)");
+  note_->setStyleSheet("color:#555");
+  bar->addWidget(note_);
+  layout->addLayout(bar);
+  plot_ = new QCustomPlot;
+  plot_->plotLayout()->clear();
+  plot_->setMouseTracking(true);
+  layout->addWidget(plot_, 1);
+  connect(picker_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT promptChanged(); });
+  connect(plot_, &QCustomPlot::mouseMove, this, &AttentionTab::onMouseMove);
+}
+
+void AttentionTab::setHeads(const std::vector<HeadRef>& heads) {
+  std::vector<HeadRef> h(heads.begin(), heads.begin() + std::min<size_t>(heads.size(), kMaxHeads));
+  if (h == heads_) return;
+  heads_ = h;
+  std::vector<PatternView> keep;
+  for (const HeadRef& head : heads_)
+    if (const PatternView* p = patternOf(head)) keep.push_back(*p);
+  patterns_ = keep;
+  rebuild();
+}
+
+const PatternView* AttentionTab::patternOf(HeadRef head) const {
+  for (const PatternView& p : patterns_)
+    if (p.head == head) return &p;
+  return nullptr;
+}
+
+void AttentionTab::setPattern(const PatternView& view) {
+  if (std::find(heads_.begin(), heads_.end(), view.head) == heads_.end()) heads_ = {view.head};
+  // Patterns of another prompt than the others are replaced as they arrive.
+  std::vector<PatternView> next;
+  for (const HeadRef& head : heads_) {
+    if (head == view.head)
+      next.push_back(view);
+    else if (const PatternView* p = patternOf(head); p && p->pieces == view.pieces)
+      next.push_back(*p);
+  }
+  patterns_ = next;
+  rebuild();
+}
+
+void AttentionTab::setTaskPrompts(const QStringList& prompts) {
+  const QString chosen = chosenPrompt();
+  const QSignalBlocker block(picker_);
+  picker_->clear();
+  picker_->addItem(kPromptTabText);
+  for (int i = 0; i < prompts.size(); ++i) {
+    QString label = QString("task prompt %1: %2").arg(i + 1).arg(prompts[i]);
+    label.replace("\n", " ⏎ ");
+    picker_->addItem(label, prompts[i]);
+    picker_->setItemData(i + 1, prompts[i], Qt::ToolTipRole);
+  }
+  const int again = chosen.isEmpty() ? 0 : picker_->findData(chosen);
+  picker_->setCurrentIndex(again < 0 ? 0 : again);
+  if (again < 0 || (again == 0 && !chosen.isEmpty())) Q_EMIT promptChanged();
+}
+
+QString AttentionTab::chosenPrompt() const {
+  return picker_->currentIndex() <= 0 ? QString() : picker_->currentData().toString();
+}
+
+void AttentionTab::choosePrompt(int i) {
+  picker_->setCurrentIndex(i < 0 ? 0 : i + 1);
+}
+
+void AttentionTab::rebuild() {
+  plot_->clearPlottables();
+  plot_->plotLayout()->clear();
+  const int n = static_cast<int>(patterns_.size());
+  if (n == 0) {
+    plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, "Select a head in the Heads tab"));
+    plot_->replot();
+    return;
+  }
+  QCPColorScale* scale = new QCPColorScale(plot_);
+  scale->axis()->setLabel("attention");
+  scale->setDataRange(QCPRange(0, 1));
+  scale->setGradient(QCPColorGradient::gpThermal);
+  for (int i = 0; i < n; ++i) {
+    const PatternView& v = patterns_[static_cast<size_t>(i)];
+    auto* title = new QCPTextElement(
+        plot_,
+        QString("L%1.H%2%3").arg(v.head.layer).arg(v.head.head).arg(v.interventions ? " (intervened)" : ""),
+        plotstyle::titleFont());
+    plot_->plotLayout()->addElement(0, i, title);
+    auto* rect = new QCPAxisRect(plot_);
+    plot_->plotLayout()->addElement(1, i, rect);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    auto* map = new QCPColorMap(x, y);
+    map->setInterpolate(false);  // one crisp cell per query × key
+    map->setTightBoundary(false);
+    map->data()->setSize(v.n, v.n);
+    map->data()->setRange(QCPRange(0, v.n - 1), QCPRange(0, v.n - 1));
+    for (int q = 0; q < v.n; ++q)
+      for (int k = 0; k < v.n; ++k)
+        map->data()->setCell(k, q, v.weights[static_cast<size_t>(q * v.n + k)]);
+    map->setColorScale(scale);
+    map->setGradient(QCPColorGradient::gpThermal);
+    map->setDataRange(QCPRange(0, 1));
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int every = std::max(1, v.n / (n > 1 ? 20 : 40));  // never more labels than fit
+    for (int t = 0; t < v.n; t += every)
+      ticker->addTick(t, shortPiece(v.pieces[t]));
+    x->setTicker(ticker);
+    y->setTicker(ticker);
+    x->setTickLabelRotation(60);
+    x->setTickLabelFont(plotstyle::tickFont());
+    y->setTickLabelFont(plotstyle::tickFont());
+    x->setLabel("key token");
+    if (i == 0) y->setLabel("query token");
+    y->setRangeReversed(true);
+    x->setRange(-0.5, v.n - 0.5);
+    y->setRange(-0.5, v.n - 0.5);
+  }
+  plot_->plotLayout()->addElement(1, n, scale);
+  scale->setMinimumSize(60, 10);
+  plot_->plotLayout()->setRowStretchFactor(0, 0.01);
+  plot_->replot();
+  note_->setText(n > 1 ? QString("%1 heads side by side").arg(n) : QString("Ctrl-click heads to compare up to four"));
+}
+
+QString AttentionTab::hoverText(const QPoint& pixel) const {
+  int panel = 0;
+  for (const PatternView& v : patterns_) {
+    const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(panel++));
+    if (!map) continue;
+    if (!map->keyAxis()->axisRect()->rect().contains(pixel)) continue;
+    const int k = static_cast<int>(std::lround(map->keyAxis()->pixelToCoord(pixel.x())));
+    const int q = static_cast<int>(std::lround(map->valueAxis()->pixelToCoord(pixel.y())));
+    if (q < 0 || k < 0 || q >= v.n || k >= v.n) return {};
+    return QString("L%1.H%2  query '%3' (%4) → key '%5' (%6): %7")
+        .arg(v.head.layer)
+        .arg(v.head.head)
+        .arg(v.pieces[q])
+        .arg(q)
+        .arg(v.pieces[k])
+        .arg(k)
+        .arg(v.weights[static_cast<size_t>(q * v.n + k)], 0, 'f', 3);
+  }
+  return {};
+}
+
+QPoint AttentionTab::cellCenter(int panel, int q, int k) const {
+  const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(panel));
+  if (!map) return {};
+  return {static_cast<int>(map->keyAxis()->coordToPixel(k)), static_cast<int>(map->valueAxis()->coordToPixel(q))};
+}
+
+bool AttentionTab::smoothed() const {
+  for (int i = 0; i < plot_->plottableCount(); ++i)
+    if (const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i)); map && map->interpolate()) return true;
+  return false;
+}
+
+void AttentionTab::onMouseMove(QMouseEvent* event) {
+  const QString text = hoverText(event->pos());
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+}
+
+}  // namespace hs::gui

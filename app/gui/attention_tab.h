@@ -1,0 +1,60 @@
+#pragma once
+// The Attention tab, after CircuitsVis: the attention pattern of up to four heads side by side on one
+// prompt, drawn as crisp cells (one per query × key, no smoothing); hovering a cell shows the query token,
+// the key token and the weight. A picker chooses the prompt: the Prompt tab's text or any of the task's
+// ICL prompts.
+#include <QWidget>
+
+#include <vector>
+
+#include "gui_types.h"
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QMouseEvent;
+
+namespace hs::gui {
+
+class AttentionTab : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr int kMaxHeads = 4;
+
+  explicit AttentionTab(QWidget* parent = nullptr);
+
+  // The heads shown, side by side in this order (at most kMaxHeads); patterns of other heads are ignored.
+  void setHeads(const std::vector<HeadRef>& heads);
+  const std::vector<HeadRef>& heads() const { return heads_; }
+  // A head's pattern arrived (for the current prompt).
+  void setPattern(const PatternView& view);
+  // The task's ICL prompts for the picker (keeps the choice when the same prompt is still there).
+  void setTaskPrompts(const QStringList& prompts);
+  // "" when the picker says "the Prompt tab's text", else the chosen task prompt.
+  QString chosenPrompt() const;
+  void choosePrompt(int taskPromptIndex);  // -1: the Prompt tab's text
+
+  QCustomPlot* plot() const { return plot_; }
+  int shownCount() const { return static_cast<int>(patterns_.size()); }
+  const PatternView* patternOf(HeadRef head) const;
+  // The cell under a pixel of plot(): "query 'x' (3) → key 'y' (1): 0.412"; "" outside every map.
+  QString hoverText(const QPoint& plotPixel) const;
+  // The pixel at the centre of cell (q, k) of the i-th shown head (tests hover there).
+  QPoint cellCenter(int panel, int q, int k) const;
+  bool smoothed() const;  // true if any map interpolates between cells
+
+ Q_SIGNALS:
+  void promptChanged();  // the picker changed: patterns must be requested again
+
+ private:
+  void rebuild();
+  void onMouseMove(QMouseEvent* event);
+
+  std::vector<HeadRef> heads_;
+  std::vector<PatternView> patterns_;  // parallel to the drawn panels
+  QComboBox* picker_ = nullptr;
+  QLabel* note_ = nullptr;
+  QCustomPlot* plot_ = nullptr;
+};
+
+}  // namespace hs::gui
