@@ -61,9 +61,11 @@ const OptionTable<EvaluateOptions>& evaluateOptionTable() {
   static const OptionTable<O> table = [] {
     OptionTable<O> t;
     t.add("zero_ablate", &O::zero_ablate, "heads zero-ablated on the ICL prompts (LAYER.HEAD,...)")
-        .add("mean_ablate", &O::mean_ablate,
-             "heads mean-ablated on the ICL prompts (their mean per mean_source: a neutral corpus by default)")
-        .add("patch_clean", &O::patch_clean, "heads patched from the clean ICL mean at N of zero-shot prompts")
+        .add(
+            "mean_ablate", &O::mean_ablate,
+            "heads mean-ablated on the ICL prompts (their mean per mean_source: a neutral corpus by default)")
+        .add("patch_clean", &O::patch_clean,
+             "heads patched from the clean ICL mean at N of zero-shot prompts")
         .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
         .add("steer_scale", &O::steer_scale, "scale of the steering");
     addMeanSourceOptions(t, &O::mean);
@@ -129,8 +131,10 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   // Progress: the clean mean, four evaluations and the random draws share [0, 1] by their forwards.
   const double step = 1.0 / (5 + draws);
   if (!o.patch_clean.empty() || !o.steer.empty())
-    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.5 * step, "clean mean"), o.batch);
-  at::Tensor ablationMean;  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
+    cleanMean =
+        meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.5 * step, "clean mean"), o.batch);
+  at::Tensor
+      ablationMean;  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
   if (!o.mean_ablate.empty())
     ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.5 * step, step, "mean z"));
 
@@ -184,7 +188,8 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   out.run.id = ctx.runId("evaluate");
   out.run.method = "evaluate";
   out.run.options = evaluateOptionTable().write(o);
-  if (!o.mean_ablate.empty()) out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
+  if (!o.mean_ablate.empty())
+    out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
   out.run.options["task"] = taskSpecToJson(task.spec);
   out.run.options["label_tokens"] = task.label_tokens;
   if (task.classification()) {

@@ -34,8 +34,8 @@ struct EvaluateOptions {
   std::vector<HeadRef> patch_clean;  // hook_z at N ← the clean mean, zero-shot prompts
   std::vector<HeadRef> steer;        // hook_z at N += steer_scale · the clean mean, zero-shot prompts
   double steer_scale = 1.0;
-  MeanSource mean;        // means of mean_ablate (a neutral text corpus by default)
-  int random_draws = 0;   // random head sets of the ablated size (0: no control)
+  MeanSource mean;       // means of mean_ablate (a neutral text corpus by default)
+  int random_draws = 0;  // random head sets of the ablated size (0: no control)
   int random_seed = 1;
   int batch = 16;  // prompts per forward
 };

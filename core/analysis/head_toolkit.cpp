@@ -236,7 +236,8 @@ void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vecto
 void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts,
                    const std::vector<std::vector<int>>& labelSets) {
   if (labelSets.size() != 1 && labelSets.size() != prompts.size())
-    fail("recording prompts of ", set, ": ", labelSets.size(), " label sets for ", prompts.size(), " prompts");
+    fail("recording prompts of ", set, ": ", labelSets.size(), " label sets for ", prompts.size(),
+         " prompts");
   const size_t first = out.run.prompts.size();
   recordPrompts(out, set, prompts);
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -261,7 +262,7 @@ at::Tensor headOutputWeight(const Transformer& model, int layer, int head) {
 }
 
 bool additiveHeadWrites(const Transformer& model) {
-  return !model.config().post_norms;
+  return model.config().norm_placement == NormPlacement::Pre;
 }
 
 void requireAdditiveHeadWrites(const Transformer& model, const std::string& what) {
@@ -293,10 +294,11 @@ at::Tensor headWrites(const Transformer& model, const at::Tensor& z, const at::T
     at::Tensor a = at::bmm(zl, woHeads).permute({1, 0, 2});                            // [n, head, d_model]
     if (post) {
       // The post-norm at the run's activations: g ⊙ (W_O z_k) / rms(o), rms frozen per position.
-      const at::Tensor o = attnOut.select(1, l).to(at::kCPU, at::kDouble);                     // [n, d_model]
+      const at::Tensor o = attnOut.select(1, l).to(at::kCPU, at::kDouble);                    // [n, d_model]
       const at::Tensor inv = at::rsqrt(o.pow(2).mean(-1, true) + c.norm_eps).to(at::kFloat);  // [n, 1]
-      const at::Tensor g = lw.post_attn_norm_w.to(at::kCPU, at::kFloat);                      // [d_model]
-      a = a * inv.unsqueeze(1) * g;                                                            // [n, head, d_model]
+      at::Tensor g = lw.post_attn_norm_w.to(at::kCPU, at::kFloat);                            // [d_model]
+      if (c.norm_weight_offset) g = g + 1;  // Gemma scales by (1 + w)
+      a = a * inv.unsqueeze(1) * g;         // [n, head, d_model]
     }
     perLayer.push_back(a);
   }

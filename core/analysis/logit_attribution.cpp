@@ -24,7 +24,7 @@ LogitAttribution directLogitAttribution(const Transformer& model, const std::vec
   if (ids.empty()) fail("logit attribution: the prompt is empty");
   if (answer < 0 || answer >= c.vocab_size)
     fail("logit attribution: answer token ", answer, " is outside the vocabulary of ", c.vocab_size);
-  if (c.post_norms)
+  if (c.norm_placement != NormPlacement::Pre)
     fail("logit attribution: ", toString(c.arch),
          " normalises each attention and MLP output, so their writes do not add up in the residual stream");
 

@@ -152,7 +152,7 @@ class TestHeadToolkit : public QObject {
       if (post) {
         c.arch = hs::Architecture::Olmo2;
         c.model_type = "olmo2";
-        c.post_norms = true;
+        c.norm_placement = hs::NormPlacement::Post;
         c.qk_norm = hs::QkNorm::Full;
       }
       const hs::Transformer m(c, hs::test::randomWeights(c, 11));
@@ -172,7 +172,7 @@ class TestHeadToolkit : public QObject {
           if (post)
             mlp = mlp * at::rsqrt(mlp.pow(2).mean() + c.norm_eps) *
                   m.weights().layers[size_t(l)].post_mlp_norm_w.to(at::kDouble);
-          const at::Tensor want = postR - pre - mlp;                     // [d_model]
+          const at::Tensor want = postR - pre - mlp;                       // [d_model]
           const at::Tensor got = a[int64_t(i)][l].sum(0).to(at::kDouble);  // [d_model]
           QVERIFY2(at::allclose(got, want, 1e-4, 1e-4),
                    qPrintable(QString("%1 prompt %2 layer %3: max diff %4")

@@ -178,9 +178,9 @@ class TestTsla : public QObject {
     const at::Tensor g = toy_.model->weights().final_norm_w.to(at::kDouble);  // [d]
     const at::Tensor wt =
         (hs::unembedRows(*toy_.model, task_->label_tokens).to(at::kDouble) * g).t();  // [d, labels]
-    const at::Tensor q = std::get<0>(at::linalg_qr(wt, "reduced"));             // [d, labels]
+    const at::Tensor q = std::get<0>(at::linalg_qr(wt, "reduced"));                   // [d, labels]
     const std::vector<hs::HeadRef> heads = {hs::topHeads(*tr, 1)[0], {0, 0}, {c.n_layers - 1, c.n_heads - 1}};
-    at::NoGradGuard g;
+    at::NoGradGuard noGrad;
     for (const hs::HeadRef& h : heads) {
       double sum = 0;
       for (const hs::Prompt& pr : task_->icl) {
@@ -315,7 +315,7 @@ class TestTsla : public QObject {
     const hs::Transformer ln(c, hs::test::randomWeights(c, 5));
     const std::vector<int> ys = {3, 17, 40};
     const at::Tensor rows = hs::unembedRows(ln, ys, true).to(at::kDouble);  // [3, d]
-    const at::Tensor h = at::randn({c.d_model}, at::kDouble) * 2 + 0.5;      // [d]
+    const at::Tensor h = at::randn({c.d_model}, at::kDouble) * 2 + 0.5;     // [d]
     const at::Tensor s = at::sqrt((h - h.mean()).pow(2).mean() + c.norm_eps);
     const at::Tensor logits = ln.logitLens(h.to(at::kFloat)).to(at::kDouble);  // [vocab]
     const at::Tensor w = hs::unembedRows(ln, ys).to(at::kDouble);
@@ -323,7 +323,10 @@ class TestTsla : public QObject {
     for (size_t i = 0; i < ys.size(); ++i) {
       const double folded = (at::dot(rows[i], h) / s + at::dot(w[i], b)).item<double>();
       QVERIFY2(std::abs(folded - logits[ys[i]].item<double>()) < 1e-4,
-               qPrintable(QString("label %1: folded %2, logit %3").arg(ys[i]).arg(folded).arg(logits[ys[i]].item<double>())));
+               qPrintable(QString("label %1: folded %2, logit %3")
+                              .arg(ys[i])
+                              .arg(folded)
+                              .arg(logits[ys[i]].item<double>())));
     }
     // finalNormed is the model's final norm: unembedding it gives the logits.
     const at::Tensor viaNorm = at::matmul(ln.weights().unembed.to(at::kDouble), hs::finalNormed(ln, h));
@@ -378,7 +381,8 @@ class TestTsla : public QObject {
     QCOMPARE(int(icl.size()), n);
     QCOMPARE(int(eval.size()), n);
     for (int i = 0; i < n; ++i) {
-      QVERIFY(eval[size_t(i)] == std::vector<int64_t>(held.icl[size_t(i)].ids.begin(), held.icl[size_t(i)].ids.end()));
+      QVERIFY(eval[size_t(i)] ==
+              std::vector<int64_t>(held.icl[size_t(i)].ids.begin(), held.icl[size_t(i)].ids.end()));
       QVERIFY(icl[size_t(i)] ==
               std::vector<int64_t>(task_->icl[size_t(i)].ids.begin(), task_->icl[size_t(i)].ids.end()));
     }
@@ -401,7 +405,8 @@ class TestTsla : public QObject {
     QCOMPARE(range.second, int64_t(world.vocabSize()));
     QVERIFY(ind->provenance.options.at("induction_tokens") == nlohmann::json({range.first, range.second}));
     const hs::Transformer tiny = hs::test::tinyLlama();
-    QVERIFY((hs::inductionTokenRange(tiny, nullptr) == std::pair<int64_t, int64_t>{12, 37}));  // [50/4, 150/4)
+    QVERIFY(
+        (hs::inductionTokenRange(tiny, nullptr) == std::pair<int64_t, int64_t>{12, 37}));  // [50/4, 150/4)
   }
 
   // Mean ablation replaces a head by its mean over the toy world's neutral text (the default corpus),
