@@ -186,8 +186,9 @@ ExportDialog::ExportDialog(const QCustomPlot& plot, const QString& suggestedPath
   dpi_ = new QSpinBox(this);
   dpi_->setRange(36, 1200);
   dpi_->setValue(300);
-  dpi_->setToolTip(tr("The PNG is exactly width × height pixels; the DPI sets how large text is drawn "
-                      "(96: as on screen). PDF: points; SVG: units at 96 DPI."));
+  dpi_->setToolTip(
+      tr("The PNG is exactly width × height pixels; the DPI sets how large text is drawn "
+         "(96: as on screen). PDF: points; SVG: units at 96 DPI."));
 
   auto* form = new QFormLayout;
   form->addRow(tr("File"), pathRow);

@@ -26,11 +26,12 @@ void addModelArgs(CLI::App& cmd, ModelArgs& args, bool modelRequired) {
   const bool f16 = at::hasCUDA() || computeDtypeProblem(at::kHalf, at::kCPU).empty();
   std::vector<std::string> dtypes = {"auto", "f32", "bf16"};
   if (f16) dtypes.push_back("f16");
-  cmd.add_option("--dtype", args.dtype,
-                 std::string("compute dtype; auto: f32 when that copy fits comfortably in memory, else the "
-                             "checkpoint's; bf16 keeps norms, softmax, attention scores, pattern·V, the residual "
-                             "stream and logits in float32") +
-                     (f16 ? "" : "; f16 needs CUDA with this libtorch"))
+  cmd.add_option(
+         "--dtype", args.dtype,
+         std::string("compute dtype; auto: f32 when that copy fits comfortably in memory, else the "
+                     "checkpoint's; bf16 keeps norms, softmax, attention scores, pattern·V, the residual "
+                     "stream and logits in float32") +
+             (f16 ? "" : "; float16 needs CUDA with this libtorch"))
       ->capture_default_str()
       ->check(CLI::IsMember(dtypes));
   cmd.add_option("--device", args.device, "cpu, cuda, cuda:N, or cuda:0,cuda:1 to split the layers")

@@ -33,14 +33,22 @@ std::string helpOf(const OptionSpec& o) {
 // The placeholder --help shows for a value of this type.
 const char* typeName(OptionType t) {
   switch (t) {
-    case OptionType::Int: return "INT";
-    case OptionType::Real: return "REAL";
-    case OptionType::Text: return "TEXT";
-    case OptionType::Choice: return "CHOICE";
-    case OptionType::File: return "FILE";
-    case OptionType::IntList: return "INTS";
-    case OptionType::HeadList: return "L.H,...";
-    case OptionType::Bool: return "";
+    case OptionType::Int:
+      return "INT";
+    case OptionType::Real:
+      return "REAL";
+    case OptionType::Text:
+      return "TEXT";
+    case OptionType::Choice:
+      return "CHOICE";
+    case OptionType::File:
+      return "FILE";
+    case OptionType::IntList:
+      return "INTS";
+    case OptionType::HeadList:
+      return "L.H,...";
+    case OptionType::Bool:
+      return "";
   }
   return "";
 }

@@ -30,8 +30,9 @@ AttentionTab::AttentionTab(QWidget* parent) : QWidget(parent) {
   picker_->addItem(kPromptTabText);
   picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   picker_->setMinimumContentsLength(30);
-  picker_->setToolTip("The prompt the patterns are computed on: the Prompt tab's text or one of the task's "
-                      "ICL prompts");
+  picker_->setToolTip(
+      "The prompt the patterns are computed on: the Prompt tab's text or one of the task's "
+      "ICL prompts");
   bar->addWidget(picker_, 1);
   note_ = new QLabel("Select heads in the Heads tab (Ctrl-click: up to four side by side)");
   note_->setStyleSheet("color:#555");
@@ -154,7 +155,8 @@ void AttentionTab::rebuild() {
   scale->setMinimumSize(60, 10);
   plot_->plotLayout()->setRowStretchFactor(0, 0.01);
   plot_->replot();
-  note_->setText(n > 1 ? QString("%1 heads side by side").arg(n) : QString("Ctrl-click heads to compare up to four"));
+  note_->setText(n > 1 ? QString("%1 heads side by side").arg(n)
+                       : QString("Ctrl-click heads to compare up to four"));
 }
 
 QString AttentionTab::hoverText(const QPoint& pixel) const {
@@ -181,12 +183,14 @@ QString AttentionTab::hoverText(const QPoint& pixel) const {
 QPoint AttentionTab::cellCenter(int panel, int q, int k) const {
   const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(panel));
   if (!map) return {};
-  return {static_cast<int>(map->keyAxis()->coordToPixel(k)), static_cast<int>(map->valueAxis()->coordToPixel(q))};
+  return {static_cast<int>(map->keyAxis()->coordToPixel(k)),
+          static_cast<int>(map->valueAxis()->coordToPixel(q))};
 }
 
 bool AttentionTab::smoothed() const {
   for (int i = 0; i < plot_->plottableCount(); ++i)
-    if (const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i)); map && map->interpolate()) return true;
+    if (const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i)); map && map->interpolate())
+      return true;
   return false;
 }
 

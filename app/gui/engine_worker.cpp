@@ -13,9 +13,9 @@
 #include "analysis/icl_task.h"
 #include "analysis/logit_attribution.h"
 #include "analysis/registry.h"
-#include "model/load/silent_heads.h"
 #include "model/device_map.h"
 #include "model/load/model_loader.h"
+#include "model/load/silent_heads.h"
 #include "results/results_json.h"
 #include "util/error.h"
 #include "util/error_text.h"
@@ -24,8 +24,8 @@ namespace hs::gui {
 
 struct EngineWorker::State {
   std::unique_ptr<LoadedModel> model;
-  std::string label;  // the model as runs record it: "toy" for the embedded model, else its path
-  QString meanTask;   // the task whose clean ICL mean is cached
+  std::string label;     // the model as runs record it: "toy" for the embedded model, else its path
+  QString meanTask;      // the task whose clean ICL mean is cached
   at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts of meanTask
 };
 
@@ -169,8 +169,8 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
 }
 
 std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<InterventionEntry>& entries,
-                                                       const std::vector<int64_t>& ids,
-                                                       const QString& taskJson) {
+                                                         const std::vector<int64_t>& ids,
+                                                         const QString& taskJson) {
   const LoadedModel& m = need(state_->model);
   std::vector<Intervention> out;
   at::Tensor promptMean, cleanMean;  // [layers, heads, d_head]
@@ -178,7 +178,9 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
     if (!e.enabled) continue;
     checkHeads(*m.model, {e.head}, interventionLabel(e).toStdString());
     const bool atN = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
-    const std::vector<int> pos = !e.positions.empty() ? e.positions : atN ? std::vector<int>{-1} : std::vector<int>{};
+    const std::vector<int> pos = !e.positions.empty() ? e.positions
+                                 : atN                ? std::vector<int>{-1}
+                                                      : std::vector<int>{};
     for (int p : pos)
       if (p >= static_cast<int>(ids.size()) || p < -static_cast<int>(ids.size()))
         fail(interventionLabel(e).toStdString(), ": position ", p, " is outside the prompt's ", ids.size(),
@@ -195,7 +197,8 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
       continue;
     }
     if (!cleanMean.defined()) {
-      if (taskJson.isEmpty()) fail(interventionLabel(e).toStdString(), ": needs a task for its clean ICL mean");
+      if (taskJson.isEmpty())
+        fail(interventionLabel(e).toStdString(), ": needs a task for its clean ICL mean");
       if (state_->meanTask != taskJson || !state_->cleanMean.defined()) {
         if (!m.tokenizer) fail("the model has no tokenizer");
         const IclTask task = buildIclTask(*m.tokenizer, specFrom(taskJson));
@@ -259,7 +262,8 @@ void EngineWorker::runPrompt(const QString& text, int topK, const std::vector<In
       try {
         const LogitAttribution a = directLogitAttribution(*m.model, ids, v.dlaToken, ivs);
         v.dlaHeads = attributionGrid(a);
-        v.dlaHeads.name = "Direct logit attribution to \"" + v.dlaPiece.toStdString() + "\" at the last position";
+        v.dlaHeads.name =
+            "Direct logit attribution to \"" + v.dlaPiece.toStdString() + "\" at the last position";
         v.dlaMlp = a.mlp;
         v.dlaEmbed = a.embed;
         v.dlaLogit = a.logit;
@@ -376,7 +380,8 @@ nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries) {
            "steering); clear the entry's positions to evaluate it");
     if (e.kind == InterventionKind::Steer) {
       if (scale && *scale != e.scale)
-        fail("the evaluation steers every head by one scale; the steered heads have ", *scale, " and ", e.scale);
+        fail("the evaluation steers every head by one scale; the steered heads have ", *scale, " and ",
+             e.scale);
       scale = e.scale;
     }
     options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});

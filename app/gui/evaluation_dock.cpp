@@ -45,8 +45,9 @@ EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   draws_->setValue(5);
   draws_->setPrefix("random control: ");
   draws_->setSuffix(" draws");
-  draws_->setToolTip("Also ablate as many random heads (drawn from the others), this many times: how much "
-                     "of the drop any heads would cause");
+  draws_->setToolTip(
+      "Also ablate as many random heads (drawn from the others), this many times: how much "
+      "of the drop any heads would cause");
   bar->addWidget(evaluate_, 1);
   bar->addWidget(draws_);
   layout->addLayout(bar);
@@ -73,8 +74,9 @@ EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   prompts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   prompts_->horizontalHeader()->setStretchLastSection(true);
   prompts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  prompts_->setToolTip("Every prompt: the prediction and the answer's probability before and after the "
-                       "interventions (red: broken by them, green: fixed)");
+  prompts_->setToolTip(
+      "Every prompt: the prediction and the answer's probability before and after the "
+      "interventions (red: broken by them, green: fixed)");
   layout->addWidget(prompts_, 1);
   connect(evaluate_, &QPushButton::clicked, this, &EvaluationDock::evaluateRequested);
 }
@@ -105,12 +107,13 @@ void EvaluationDock::setResult(const EvalResult& r) {
   table_->setItem(4, 0, new QTableWidgetItem(r.randomDraws ? QString("%1 draws").arg(r.randomDraws) : "—"));
   table_->setItem(4, 1, new QTableWidgetItem(pct(r.randomAccuracy)));
   table_->setItem(4, 2, new QTableWidgetItem(delta(r.icl.accuracy, r.randomAccuracy)));
-  table_->item(4, 1)->setToolTip(r.randomDraws ? QString("ICL accuracy with %1 random heads ablated, mean of %2 "
-                                                         "draws; 2.5–97.5 %% of the draws: %3 – %4")
-                                                     .arg(r.nAblated)
-                                                     .arg(r.randomDraws)
-                                                     .arg(pct(r.randomLo), pct(r.randomHi))
-                                               : QString("no random control (set the draws above)"));
+  table_->item(4, 1)->setToolTip(r.randomDraws
+                                     ? QString("ICL accuracy with %1 random heads ablated, mean of %2 "
+                                               "draws; 2.5–97.5 %% of the draws: %3 – %4")
+                                           .arg(r.nAblated)
+                                           .arg(r.randomDraws)
+                                           .arg(pct(r.randomLo), pct(r.randomHi))
+                                     : QString("no random control (set the draws above)"));
   for (int i = 0; i < 5; ++i)
     for (int c = 0; c < 3; ++c)
       table_->item(i, c)->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -124,8 +127,9 @@ void EvaluationDock::setResult(const EvalResult& r) {
   prompts_->setRowCount(static_cast<int>(r.prompts.size()));
   for (int i = 0; i < static_cast<int>(r.prompts.size()); ++i) {
     const EvalResult::PromptRow& p = r.prompts[static_cast<size_t>(i)];
-    const QStringList cells = {p.set, p.query, p.answer, p.before, p.after,
-                               QString("%1 → %2").arg(p.pBefore, 0, 'f', 3).arg(p.pAfter, 0, 'f', 3)};
+    const QStringList cells = {
+        p.set,    p.query, p.answer,
+        p.before, p.after, QString("%1 → %2").arg(p.pBefore, 0, 'f', 3).arg(p.pAfter, 0, 'f', 3)};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       item->setToolTip(cells[c]);

@@ -40,20 +40,21 @@ struct PromptView {
   QString text;
   std::vector<int> ids;
   QStringList pieces;
-  QStringList unknownWords;  // words of the text the tokenizer cannot spell (they became its unknown token)
-  int interventions = 0;     // enabled interventions applied (0: the clean model)
-  std::vector<TopToken> top;       // next-token prediction at the last position (with the interventions)
-  std::vector<TopToken> cleanTop;  // the same, without interventions
+  QStringList unknownWords;   // words of the text the tokenizer cannot spell (they became its unknown token)
+  int interventions = 0;      // enabled interventions applied (0: the clean model)
+  std::vector<TopToken> top;  // next-token prediction at the last position (with the interventions)
+  std::vector<TopToken> cleanTop;           // the same, without interventions
   std::vector<double> topCleanProb;         // [top] each top token's probability without interventions
   std::vector<std::vector<TopToken>> lens;  // logit lens: per layer (resid_post), the top tokens at N
-  std::vector<std::vector<TopToken>> lensGrid;  // [layer][pos] the top token after each layer at every position
+  std::vector<std::vector<TopToken>>
+      lensGrid;  // [layer][pos] the top token after each layer at every position
   // Direct logit attribution of the top token at N (analysis/logit_attribution.h), with the interventions.
   int dlaToken = -1;
   QString dlaPiece;
-  HeadGrid dlaHeads;            // [layers, heads] logit contributions
-  std::vector<double> dlaMlp;   // [layers]
+  HeadGrid dlaHeads;           // [layers, heads] logit contributions
+  std::vector<double> dlaMlp;  // [layers]
   double dlaEmbed = 0, dlaLogit = 0;
-  QString dlaError;             // why there is no attribution (e.g. OLMo-2)
+  QString dlaError;  // why there is no attribution (e.g. OLMo-2)
 };
 
 struct PatternView {
@@ -71,14 +72,14 @@ struct TaskPreview {
   bool classification = false;
   QStringList labelWords;  // classification: class index → label word
   QString templateId;
-  std::vector<int> ids;  // [pos] the exact ids the model sees
-  QStringList pieces;    // [pos]
-  QStringList roles;     // [pos] PromptSegment::role of each token ("bos", "input", "label", ...)
-  QString answer;        // the query's gold answer
-  QString text;          // the prompt text without BOS
-  QStringList prompts;   // the texts of the task's ICL prompts (the Attention tab's prompt picker)
+  std::vector<int> ids;      // [pos] the exact ids the model sees
+  QStringList pieces;        // [pos]
+  QStringList roles;         // [pos] PromptSegment::role of each token ("bos", "input", "label", ...)
+  QString answer;            // the query's gold answer
+  QString text;              // the prompt text without BOS
+  QStringList prompts;       // the texts of the task's ICL prompts (the Attention tab's prompt picker)
   QStringList unknownWords;  // words of the prompts the tokenizer cannot spell
-  QString error;         // set when the task cannot be built (nothing else is then)
+  QString error;             // set when the task cannot be built (nothing else is then)
 };
 
 // What the Interventions dock does to a head (the `evaluate` method's options, core/analysis/evaluate.h).
@@ -125,9 +126,9 @@ struct EvalResult {
   EvalNumbers icl, iclIntervened, zeroShot, zeroShotIntervened;
   int nAblated = 0, nPatched = 0;  // enabled heads applied to each prompt set
   QString task;
-  QString taskJson;                         // the exact task the numbers are for
-  std::vector<InterventionEntry> entries;   // the enabled interventions they are for
-  QString runId;  // the `evaluate` run these numbers are from
+  QString taskJson;                        // the exact task the numbers are for
+  std::vector<InterventionEntry> entries;  // the enabled interventions they are for
+  QString runId;                           // the `evaluate` run these numbers are from
   // 95 % Wilson intervals of the accuracies (icl, icl_intervened, zero_shot, zero_shot_intervened).
   double lo[4] = {NAN, NAN, NAN, NAN}, hi[4] = {NAN, NAN, NAN, NAN};
   int randomDraws = 0;

@@ -9,12 +9,12 @@
 #include <QMessageBox>
 #include <QRegularExpression>
 
-#include <set>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
+#include <set>
 
 namespace hs::gui {
 
@@ -150,8 +150,9 @@ void InterventionsDock::editParameters(int row) {
   positions->setText(p.join(","));
   const bool atN = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
   positions->setPlaceholderText(atN ? "default: -1 (the last position, N)" : "default: every position");
-  positions->setToolTip("Token positions, comma-separated; negative counts from the end (-1 = N). The "
-                        "Prompt and Attention tabs use them; the evaluation needs the default.");
+  positions->setToolTip(
+      "Token positions, comma-separated; negative counts from the end (-1 = N). The "
+      "Prompt and Attention tabs use them; the evaluation needs the default.");
   form->addRow("Steering scale", scale);
   form->addRow("Positions", positions);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);

@@ -3,13 +3,9 @@
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
-#include <QScreen>
-#include <QTextBrowser>
-#include <QUndoCommand>
-#include <QUndoStack>
-#include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,11 +20,15 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QTextBrowser>
 #include <QTime>
+#include <QUndoCommand>
+#include <QUndoStack>
 #include <QVBoxLayout>
 
 #include <QDir>
@@ -39,8 +39,8 @@
 #include "analysis/registry.h"
 #include "attention_tab.h"
 #include "engine_worker.h"
-#include "glossary.h"
 #include "evaluation_dock.h"
+#include "glossary.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
@@ -58,10 +58,6 @@ namespace hs::gui {
 namespace {
 const char* kDefaultPrompt = "Lily and Ben went to the park. Lily and Ben";
 
-QString escaped(const QString& s) {
-  return s.toHtmlEscaped().replace(" ", "&middot;").replace("\n", "\\n");
-}
-
 // Queues `f` on the worker's thread.
 template <typename F>
 void post(EngineWorker* w, F&& f) {
@@ -71,8 +67,8 @@ void post(EngineWorker* w, F&& f) {
 // One step of the undo stack: the interventions and the head selection before and after a change.
 class SnapshotCommand : public QUndoCommand {
  public:
-  SnapshotCommand(std::function<void(const nlohmann::json&)> apply, nlohmann::json before, nlohmann::json after,
-                  const QString& text)
+  SnapshotCommand(std::function<void(const nlohmann::json&)> apply, nlohmann::json before,
+                  nlohmann::json after, const QString& text)
       : QUndoCommand(text), apply_(std::move(apply)), before_(std::move(before)), after_(std::move(after)) {}
   void undo() override { apply_(before_); }
   void redo() override {
@@ -164,7 +160,8 @@ void MainWindow::fitToScreen() {
   const QRect avail = screen->availableGeometry();
   QRect g = frameGeometry();
   const QSize frame = frameGeometry().size() - geometry().size();
-  const QSize inner(std::min(width(), avail.width() - frame.width()), std::min(height(), avail.height() - frame.height()));
+  const QSize inner(std::min(width(), avail.width() - frame.width()),
+                    std::min(height(), avail.height() - frame.height()));
   if (inner != size()) resize(inner);
   g = frameGeometry();
   QPoint to = g.topLeft();
@@ -221,8 +218,8 @@ void MainWindow::pushSnapshot() {
   const nlohmann::json now = snapshot();
   if (now == lastSnapshot_) return;
   const bool selectionOnly = now["interventions"] == lastSnapshot_["interventions"];
-  undo_->push(new SnapshotCommand([this](const nlohmann::json& st) { restoreSnapshot(st); }, lastSnapshot_, now,
-                                  selectionOnly ? "head selection" : "interventions"));
+  undo_->push(new SnapshotCommand([this](const nlohmann::json& st) { restoreSnapshot(st); }, lastSnapshot_,
+                                  now, selectionOnly ? "head selection" : "interventions"));
   lastSnapshot_ = now;
 }
 
@@ -612,10 +609,6 @@ MethodDialog* MainWindow::createMethodDialog(const QString& method) {
 
 bool MainWindow::runAnalysis(const QString& method, const nlohmann::json& options,
                              const nlohmann::json& taskOverride) {
-  if (info_.path.isEmpty()) {  // no analysis starts that cannot run
-    showError(method, "no model is loaded; open one first (File → Open model…)");
-    return false;
-  }
   TaskSpec spec;
   try {
     spec = taskOverride.is_null() ? taskDock_->spec() : taskSpecFromJson(taskOverride);
@@ -625,6 +618,10 @@ bool MainWindow::runAnalysis(const QString& method, const nlohmann::json& option
   }
   if (const QString why = taskProblem(method, spec); !why.isEmpty()) {
     showError(method, why);
+    return false;
+  }
+  if (info_.path.isEmpty()) {  // no analysis starts that cannot run
+    showError(method, "no model is loaded; open one first (File → Open model…)");
     return false;
   }
   const QString id = nextRunId(method);
@@ -714,7 +711,8 @@ void MainWindow::requestPattern(HeadRef h) {
   const QString text = chosen.isEmpty() ? promptEdit_->text() : chosen;
   const std::vector<InterventionEntry> entries = appliedEntries();
   const QString task = QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump());
-  post(worker_, [w = worker_, text, h, entries, task] { w->attentionPattern(text, h.layer, h.head, entries, task); });
+  post(worker_,
+       [w = worker_, text, h, entries, task] { w->attentionPattern(text, h.layer, h.head, entries, task); });
 }
 
 void MainWindow::requestPatterns() {
@@ -740,8 +738,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
                      .arg(i.dtype, i.tokenizer, i.device.toHtmlEscaped());
   for (const QString& n : i.notes)
     text += "<br><i>" + n.toHtmlEscaped() + "</i>";
-  if (!i.silent.empty())
-    text += QString("<br>silent heads (W_O all zero, hatched): %1").arg(i.silent.size());
+  if (!i.silent.empty()) text += QString("<br>silent heads (W_O all zero, hatched): %1").arg(i.silent.size());
   modelLabel_->setText(text);
   const QString previous = info_.label;
   info_ = i;
@@ -749,7 +746,8 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   log(QString("loaded %1: %2 layers × %3 heads").arg(i.path).arg(i.layers).arg(i.heads));
   // Another model: the interventions named the old model's heads, so they go (undo brings them back).
   if (!previous.isEmpty() && previous != i.label && !interventionsDock_->entries().empty()) {
-    log(QString("cleared %1 intervention(s) of the previous model").arg(interventionsDock_->entries().size()));
+    log(QString("cleared %1 intervention(s) of the previous model")
+            .arg(interventionsDock_->entries().size()));
     interventionsDock_->clear();
   }
   headsTab_->setSilentHeads(i.silent);
@@ -814,7 +812,8 @@ void MainWindow::updateTitle() {
 void MainWindow::closeOtherModelsRuns() {
   QStringList ids;
   for (const AnalysisRun& r : runs())
-    if (!info_.label.isEmpty() && !r.provenance.model.empty() && QString::fromStdString(r.provenance.model) != info_.label)
+    if (!info_.label.isEmpty() && !r.provenance.model.empty() &&
+        QString::fromStdString(r.provenance.model) != info_.label)
       ids << QString::fromStdString(r.id);
   if (!ids.isEmpty()) deleteRuns(ids);
 }
@@ -832,7 +831,8 @@ void MainWindow::refreshResults() {
   // run, those of other models greyed, with a button to close them.
   std::vector<AnalysisRun> shown;
   for (const AnalysisRun& r : all)
-    if (info_.label.isEmpty() || r.provenance.model.empty() || QString::fromStdString(r.provenance.model) == info_.label)
+    if (info_.label.isEmpty() || r.provenance.model.empty() ||
+        QString::fromStdString(r.provenance.model) == info_.label)
       shown.push_back(r);
   refreshing_ = true;
   headsTab_->setRuns(shown);

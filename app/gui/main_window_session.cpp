@@ -10,13 +10,14 @@
 
 #include <optional>
 
+#include "attention_tab.h"
 #include "batch/merge.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
-#include "attention_tab.h"
 #include "interventions_dock.h"
-#include "prompt_tab.h"
 #include "main_window.h"
+#include "method_dialog.h"
+#include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "session/export_csv.h"
@@ -196,6 +197,15 @@ QStringList MainWindow::saveScreenshots(const QString& dir) {
     if (grab().save(f)) written << f;
   }
   tabs_->setCurrentIndex(keep);
+  // A method's options form, as Run → Task recognition… opens it (generated from its registry record).
+  if (MethodDialog* d = createMethodDialog("tsla")) {
+    d->adjustSize();
+    d->show();
+    QApplication::processEvents();
+    const QString f = QDir(dir).filePath("main_run_tsla.png");
+    if (d->grab().save(f)) written << f;
+    d->deleteLater();
+  }
   return written;
 }
 

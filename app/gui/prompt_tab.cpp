@@ -36,8 +36,9 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   auto* run = new QPushButton("Run");
   apply_ = new QCheckBox("Apply interventions");
   apply_->setChecked(true);
-  apply_->setToolTip("On: the prediction, the logit lens and the attention patterns are computed with the "
-                     "checked interventions, beside the clean probabilities. Off: the clean model.");
+  apply_->setToolTip(
+      "On: the prediction, the logit lens and the attention patterns are computed with the "
+      "checked interventions, beside the clean probabilities. Off: the clean model.");
   bar->addWidget(edit_, 1);
   bar->addWidget(apply_);
   bar->addWidget(run);
@@ -92,9 +93,10 @@ void PromptTab::setView(const PromptView& v) {
   warning_->setText(QString("Not in the model's vocabulary (read as its unknown token): %1")
                         .arg(v.unknownWords.join(", ")));
   const bool intervened = v.interventions > 0;
-  state_->setText(intervened ? QString("With %1 intervention(s); “clean prob” is the model without them.")
-                                   .arg(v.interventions)
-                             : QString("The clean model (no interventions applied)."));
+  state_->setText(
+      intervened
+          ? QString("With %1 intervention(s); “clean prob” is the model without them.").arg(v.interventions)
+          : QString("The clean model (no interventions applied)."));
   top_->setColumnHidden(4, !intervened);
   top_->setColumnHidden(5, !intervened);
   top_->setRowCount(static_cast<int>(v.top.size()));
@@ -104,7 +106,8 @@ void PromptTab::setView(const PromptView& v) {
     top_->setItem(r, 1, new QTableWidgetItem(shown(t.piece)));
     top_->setItem(r, 2, number(t.logit, 3));
     top_->setItem(r, 3, number(t.prob, 4));
-    const double clean = r < static_cast<int>(v.topCleanProb.size()) ? v.topCleanProb[static_cast<size_t>(r)] : NAN;
+    const double clean =
+        r < static_cast<int>(v.topCleanProb.size()) ? v.topCleanProb[static_cast<size_t>(r)] : NAN;
     top_->setItem(r, 4, number(clean, 4));
     top_->setItem(r, 5, number(t.prob - clean, 4));
   }
@@ -161,13 +164,14 @@ void AttributionTab::setView(const PromptView& v) {
     ranked_->setRowCount(0);
     return;
   }
-  note_->setText(QString("Contribution of every head (map) and MLP (list) to the logit of '%1' (%2) at the "
-                         "last position%3; embeddings %4, total %5.")
-                     .arg(shown(v.dlaPiece))
-                     .arg(v.dlaLogit, 0, 'f', 3)
-                     .arg(v.interventions ? QString(", with %1 intervention(s)").arg(v.interventions) : QString())
-                     .arg(v.dlaEmbed, 0, 'f', 3)
-                     .arg(v.dlaLogit, 0, 'f', 3));
+  note_->setText(
+      QString("Contribution of every head (map) and MLP (list) to the logit of '%1' (%2) at the "
+              "last position%3; embeddings %4, total %5.")
+          .arg(shown(v.dlaPiece))
+          .arg(v.dlaLogit, 0, 'f', 3)
+          .arg(v.interventions ? QString(", with %1 intervention(s)").arg(v.interventions) : QString())
+          .arg(v.dlaEmbed, 0, 'f', 3)
+          .arg(v.dlaLogit, 0, 'f', 3));
   grid_->setGrid(v.dlaHeads);
   std::vector<std::pair<QString, double>> parts;
   for (int l = 0; l < v.dlaHeads.layers(); ++l)

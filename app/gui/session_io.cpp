@@ -39,8 +39,8 @@ json interventionsToJson(const std::vector<InterventionEntry>& entries) {
     out.push_back({{"site", attnZ(e.head.layer).name()},
                    {"heads", {e.head.head}},
                    {"positions", !e.positions.empty() ? json(e.positions)
-                                 : atLast            ? json::array({-1})
-                                                     : json::array()},
+                                 : atLast             ? json::array({-1})
+                                                      : json::array()},
                    {"custom_positions", !e.positions.empty()},
                    {"rows", json::array()},
                    {"op", opOfKind(e.kind)},

@@ -44,11 +44,12 @@ const OptionTable<InductionRunOptions>& inductionOptionTable() {
                "word list (one a line) for the concept parts on models other than the toy model",
                OptionCheck::path(), "words")
           .add("ks", &O::ks, "k values of the mean-ablation curves", OptionCheck::atLeast(0))
-          .add("stages", &O::stages,
-               "how much to run: scores (induction and previous-token scores, the induction ablation table), "
-               "dual_route (also the copying and matching grids) or all (also the ablation curves and concept "
-               "patching)",
-               OptionCheck::oneOf({"scores", "dual_route", "all"}));
+          .add(
+              "stages", &O::stages,
+              "how much to run: scores (induction and previous-token scores, the induction ablation table), "
+              "dual_route (also the copying and matching grids) or all (also the ablation curves and concept "
+              "patching)",
+              OptionCheck::oneOf({"scores", "dual_route", "all"}));
   return table;
 }
 

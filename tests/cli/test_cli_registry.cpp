@@ -44,9 +44,10 @@ class TestCliRegistry : public QObject {
     CLI::App app;
     hs::cli::buildCli(app);
     const std::string help = helpOf(app, "echo");
-    for (const char* expect : {"--k INT=3", "range [1, 10]", "--scale REAL=0.5", "--mode CHOICE:{plain,doubled}=plain",
-                               "--absolute", "--no-absolute", "--heads L.H,...=none", "--seed INT=7", "--out", "--json",
-                               "--run-id", "random prompts averaged", "mean output size"})
+    for (const char* expect :
+         {"--k INT=3", "range [1, 10]", "--scale REAL=0.5", "--mode CHOICE:{plain,doubled}=plain",
+          "--absolute", "--no-absolute", "--heads L.H,...=none", "--seed INT=7", "--out", "--json",
+          "--run-id", "random prompts averaged", "mean output size"})
       QVERIFY2(help.find(expect) != std::string::npos, (std::string(expect) + " not in:\n" + help).c_str());
     // A method without a task has no task options.
     QVERIFY(help.find("--shots") == std::string::npos);

@@ -368,7 +368,8 @@ class TestForward : public QObject {
     const at::Tensor embBf16 = model.weights().tok_emb.index_select(0, tokens[0]);  // [pos, d_model] bf16
     const double factor = at::scalar_tensor(std::sqrt(48.0), at::kBFloat16).item<double>();
     QCOMPARE(factor, 6.9375);  // 8 significant bits
-    QVERIFY(r.cache.at(residPre(0))[0].equal((embBf16 * at::scalar_tensor(factor, at::kBFloat16)).to(at::kFloat)));
+    QVERIFY(r.cache.at(residPre(0))[0].equal(
+        (embBf16 * at::scalar_tensor(factor, at::kBFloat16)).to(at::kFloat)));
     QVERIFY(r.logits.abs().max().item<double>() < 1.5);
   }
 

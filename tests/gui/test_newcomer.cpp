@@ -21,6 +21,7 @@
 
 #include "analysis/registry.h"
 #include "attention_tab.h"
+#include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "glossary.h"
 #include "gui_test_util.h"
@@ -29,7 +30,6 @@
 #include "interventions_dock.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
-#include "engine_worker.h"
 #include "results_tab.h"
 #include "runs_dock.h"
 #include "test_paths.h"
@@ -135,7 +135,8 @@ class TestNewcomer : public QObject {
     hs::AnalysisRun run;
     run.id = "tsla-1";
     run.method = "tsla";
-    run.provenance.task = "/a/very/long/path/to/a/dataset/folder/that/goes/on/and/on/antonym_with_a_long_name.json";
+    run.provenance.task =
+        "/a/very/long/path/to/a/dataset/folder/that/goes/on/and/on/antonym_with_a_long_name.json";
     hs::Curve c;
     c.id = "tsla.alignment";
     c.x = {0, 1};
@@ -182,7 +183,8 @@ class TestNewcomer : public QObject {
     int fonts = 0;
     for (auto it = size.globalMatch(text); it.hasNext(); ++fonts) {
       const double pt = it.next().captured(1).toDouble();
-      QVERIFY2(pt >= 5 && pt <= 24, qPrintable(QString("font size %1 in a %2-unit view box").arg(pt).arg(1011 * 96 / 300)));
+      QVERIFY2(pt >= 5 && pt <= 24,
+               qPrintable(QString("font size %1 in a %2-unit view box").arg(pt).arg(1011 * 96 / 300)));
     }
     QVERIFY(fonts > 3);
     o.dpi = 96;
@@ -212,7 +214,9 @@ class TestNewcomer : public QObject {
     const nlohmann::json out = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
     QCOMPARE(out["top"][0]["id"].get<int>(), v.top.front().id);
     QVERIFY2(std::abs(out["top"][0]["prob"].get<double>() - v.top.front().prob) < 1e-5,
-             qPrintable(QString("CLI %1, Prompt tab %2").arg(out["top"][0]["prob"].get<double>()).arg(v.top.front().prob)));
+             qPrintable(QString("CLI %1, Prompt tab %2")
+                            .arg(out["top"][0]["prob"].get<double>())
+                            .arg(v.top.front().prob)));
     // The clean probability is the one without interventions, and differs.
     QVERIFY(std::abs(v.topCleanProb.front() - v.top.front().prob) > 1e-6);
     // Untick "Apply interventions": the clean model.
@@ -229,7 +233,8 @@ class TestNewcomer : public QObject {
     w->setPromptText("Hello world, the cat sat on the");
     w->runPrompt();
     QTRY_VERIFY_WITH_TIMEOUT(w->promptView().text == "Hello world, the cat sat on the", 60000);
-    QVERIFY2(w->promptView().unknownWords.contains("Hello"), qPrintable(w->promptView().unknownWords.join(",")));
+    QVERIFY2(w->promptView().unknownWords.contains("Hello"),
+             qPrintable(w->promptView().unknownWords.join(",")));
     QVERIFY(w->promptTab()->warning().contains("Hello"));
   }
 
@@ -380,9 +385,12 @@ class TestNewcomer : public QObject {
         for (int i = 0; i < p->plotLayout()->elementCount(); ++i) {
           auto* text = qobject_cast<QCPTextElement*>(p->plotLayout()->elementAt(i));
           if (!text || text->text().isEmpty()) continue;
-          const QRect need = QFontMetrics(text->font()).boundingRect(QRect(0, 0, 100000, 100000), 0, text->text());
-          QVERIFY2(need.width() <= p->width(),
-                   qPrintable(QString("'%1' needs %2 px in a %3-px plot").arg(text->text()).arg(need.width()).arg(p->width())));
+          const QRect need =
+              QFontMetrics(text->font()).boundingRect(QRect(0, 0, 100000, 100000), 0, text->text());
+          QVERIFY2(need.width() <= p->width(), qPrintable(QString("'%1' needs %2 px in a %3-px plot")
+                                                              .arg(text->text())
+                                                              .arg(need.width())
+                                                              .arg(p->width())));
         }
       }
     }

@@ -178,8 +178,9 @@ class TestModelLoader : public QObject {
     QVERIFY(std::find(m.files.begin(), m.files.end(), f + "/vocab.json") != m.files.end());
     // The real GPT-2 vocabulary (50257) is larger than this toy checkpoint (97): said, not fatal.
     // The other note is the dtype plan ("dtype auto: ...").
-    const auto vocabNote = std::find_if(m.notes.begin(), m.notes.end(),
-                                        [](const std::string& n) { return n.find("tokenizer has") != std::string::npos; });
+    const auto vocabNote = std::find_if(m.notes.begin(), m.notes.end(), [](const std::string& n) {
+      return n.find("tokenizer has") != std::string::npos;
+    });
     QVERIFY2(vocabNote != m.notes.end(), "no note about the tokenizer's vocabulary");
     CHECK_MSG(*vocabNote, "cannot be run");
   }
