@@ -37,10 +37,10 @@ double quantile(std::vector<double> v, double q) {
 
 // Zero- and mean-ablation interventions of a head set (the means: [layers, heads, d_head]).
 std::vector<Intervention> ablations(const std::vector<HeadRef>& zero, const std::vector<HeadRef>& mean,
-                                    const at::Tensor& cleanMean) {
+                                    const at::Tensor& means) {
   std::vector<Intervention> out = zeroHeads(zero);
   if (!mean.empty())
-    for (const Intervention& iv : meanHeads(mean, cleanMean))
+    for (const Intervention& iv : meanHeads(mean, means))
       out.push_back(iv);
   return out;
 }
@@ -58,19 +58,24 @@ std::pair<double, double> wilsonInterval(int k, int n) {
 
 const OptionTable<EvaluateOptions>& evaluateOptionTable() {
   using O = EvaluateOptions;
-  static const OptionTable<O> table =
-      OptionTable<O>()
-          .add("zero_ablate", &O::zero_ablate, "heads zero-ablated on the ICL prompts (LAYER.HEAD,...)")
-          .add("mean_ablate", &O::mean_ablate, "heads mean-ablated (clean ICL mean) on the ICL prompts")
-          .add("patch_clean", &O::patch_clean,
-               "heads patched from the clean ICL mean at N of zero-shot prompts")
-          .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
-          .add("steer_scale", &O::steer_scale, "scale of the steering")
-          .add("random_draws", &O::random_draws,
-               "random-heads control: head sets of the ablated size drawn from the other heads (0: none)",
-               OptionCheck::range(0, 1000))
-          .add("random_seed", &O::random_seed, "seed of the random head sets", OptionCheck::atLeast(0))
-          .add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t;
+    t.add("zero_ablate", &O::zero_ablate, "heads zero-ablated on the ICL prompts (LAYER.HEAD,...)")
+        .add(
+            "mean_ablate", &O::mean_ablate,
+            "heads mean-ablated on the ICL prompts (their mean per mean_source: a neutral corpus by default)")
+        .add("patch_clean", &O::patch_clean,
+             "heads patched from the clean ICL mean at N of zero-shot prompts")
+        .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
+        .add("steer_scale", &O::steer_scale, "scale of the steering");
+    addMeanSourceOptions(t, &O::mean);
+    t.add("random_draws", &O::random_draws,
+          "random-heads control: head sets of the ablated size drawn from the other heads (0: none)",
+          OptionCheck::range(0, 1000))
+        .add("random_seed", &O::random_seed, "seed of the random head sets", OptionCheck::atLeast(0))
+        .add("batch", &O::batch, "prompts per forward", OptionCheck::atLeast(1));
+    return t;
+  }();
   return table;
 }
 
@@ -125,14 +130,19 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   const int draws = nAblated > 0 ? o.random_draws : 0;
   // Progress: the clean mean, four evaluations and the random draws share [0, 1] by their forwards.
   const double step = 1.0 / (5 + draws);
-  if (!o.mean_ablate.empty() || !o.patch_clean.empty() || !o.steer.empty())
-    cleanMean = meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, step, "clean mean"), o.batch);
+  if (!o.patch_clean.empty() || !o.steer.empty())
+    cleanMean =
+        meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.5 * step, "clean mean"), o.batch);
+  at::Tensor
+      ablationMean;  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
+  if (!o.mean_ablate.empty())
+    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.5 * step, step, "mean z"));
 
   const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, step, 2 * step, "ICL"));
   IclEval iclInt = iclBase;
   if (nAblated > 0) {
     IclEvalOptions e = base;
-    e.interventions = ablations(o.zero_ablate, o.mean_ablate, cleanMean);
+    e.interventions = ablations(o.zero_ablate, o.mean_ablate, ablationMean);
     iclInt = evaluateIcl(model, task.icl, e, subContext(ctx, 2 * step, 3 * step, "ICL with ablations"));
   }
   const IclEval zsBase =
@@ -164,7 +174,7 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
                                     heads.begin() + std::min<size_t>(o.zero_ablate.size(), heads.size()));
     const std::vector<HeadRef> mean(heads.begin() + static_cast<long>(zero.size()), heads.end());
     IclEvalOptions e = base;
-    e.interventions = ablations(zero, mean, cleanMean);
+    e.interventions = ablations(zero, mean, ablationMean);
     const IclEval r = evaluateIcl(
         model, task.icl, e, subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
     std::string names;
@@ -178,6 +188,17 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   out.run.id = ctx.runId("evaluate");
   out.run.method = "evaluate";
   out.run.options = evaluateOptionTable().write(o);
+  if (!o.mean_ablate.empty())
+    out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
+  out.run.options["task"] = taskSpecToJson(task.spec);
+  out.run.options["label_tokens"] = task.label_tokens;
+  if (task.classification()) {
+    recordPrompts(out, "icl", task.icl, {task.label_tokens});
+    recordPrompts(out, "zero_shot", task.zero_shot, {task.label_tokens});
+  } else {
+    recordPrompts(out, "icl", task.icl);
+    recordPrompts(out, "zero_shot", task.zero_shot);
+  }
   Table t;
   t.id = "evaluate.accuracy";
   t.name = "Accuracy and TR ratio with and without the interventions";

@@ -96,6 +96,7 @@ at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
       meanZ.size(2) != c.d_head)
     fail("functionVector: mean_z must be [", c.n_layers, ", ", c.n_heads, ", ", c.d_head, "], got ",
          meanZ.sizes());
+  requireAdditiveHeadWrites(model, "function vector from mean z");
   at::NoGradGuard noGrad;
   at::Tensor fv = at::zeros({c.d_model}, at::kFloat);  // [d_model]
   for (const HeadRef& h : heads) {
@@ -135,7 +136,17 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
   HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
 
   const std::vector<HeadRef> top = topHeads(aie, opt.top);
-  const at::Tensor fv = functionVector(model, meanZ, top);  // [d_model]
+  at::Tensor fv;  // [d_model]
+  if (additiveHeadWrites(model)) {
+    fv = functionVector(model, meanZ, top);
+  } else {
+    // Attention post-norm (OLMo-2): each head's write through the norm at the clean prompts' activations,
+    // averaged over them (W_O z̄ is not the heads' additive write there; head_toolkit.h).
+    const at::Tensor meanA = headOutputsAtLast(model, tokenSeqs(clean)).mean(0);  // [layers, heads, d_model]
+    fv = at::zeros({c.d_model}, at::kFloat);
+    for (const HeadRef& h : top)
+      fv += meanA[h.layer][h.head];
+  }
 
   // Accuracies on the evaluation queries.
   IclEvalOptions eo;
@@ -204,6 +215,16 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
                      {"icl_accuracy", icl.accuracy},
                      {"fv_norm", fv.norm().item<double>()},
                      {"n_eval", int(evalTask.zero_shot.size())}};
+  const std::vector<std::vector<int>> labelSet = {evalTask.label_tokens};
+  recordPrompts(out, "clean", clean);
+  recordPrompts(out, "corrupt", shuffled);
+  if (evalTask.classification()) {
+    recordPrompts(out, "eval_zero_shot", evalTask.zero_shot, labelSet);
+    recordPrompts(out, "eval_icl", evalTask.icl, labelSet);
+  } else {
+    recordPrompts(out, "eval_zero_shot", evalTask.zero_shot);
+    recordPrompts(out, "eval_icl", evalTask.icl);
+  }
   out.addTensor("fv", fv);
   out.addTensor("mean_z", meanZ);
   ctx.report(1.0, "done");

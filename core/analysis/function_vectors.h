@@ -12,7 +12,11 @@
 //     FV added to the residual stream after layer l at N (hook_resid_post, position −1), every l; the
 //     zero-shot and ICL accuracies of the same queries as constant series. Accuracy = argmax at N equals
 //     the first answer token (evaluateIcl).
+// On a model with an attention post-norm (OLMo-2) the FV sums the top heads' writes through the norm at
+// the clean prompts' activations, averaged over those prompts (head_toolkit.h headWrites).
 // Tensors: "fv" [d_model], "mean_z" [layers, heads, d_head].
+// Prompts: "clean" (the n_mean prompts of z̄), "corrupt" (the n_corrupt shuffled-label prompts of the AIE),
+// "eval_zero_shot" and "eval_icl" (the evaluation queries; with the label set for classification tasks).
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -53,7 +57,8 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
 HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Prompt>& corrupt,
                                const at::Tensor& meanZ, const AnalysisContext& ctx = {});
 
-// Σ over `heads` of W_O slice · mean_z[l, k]: [d_model] float32.
+// Σ over `heads` of W_O slice · mean_z[l, k]: [d_model] float32. Refused on models whose W_O z is not a
+// head's additive write (attention post-norm).
 at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
                           const std::vector<HeadRef>& heads);
 

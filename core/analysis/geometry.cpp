@@ -34,10 +34,14 @@ Eigen::MatrixXd principalCoordinates(const Eigen::MatrixXd& x, Eigen::MatrixXd* 
 }
 
 const OptionTable<GeometryOptions>& geometryOptionTable() {
-  static const OptionTable<GeometryOptions> table = OptionTable<GeometryOptions>().add(
-      "layer", &GeometryOptions::layer,
-      "layer whose residual (after the layer) is projected in 2-D (-1: the layer of maximal alignment)",
-      OptionCheck::atLeast(-1));
+  static const OptionTable<GeometryOptions> table =
+      OptionTable<GeometryOptions>()
+          .add("layer", &GeometryOptions::layer,
+               "layer whose residual (after the layer) is projected in 2-D (-1: the layer of maximal alignment)",
+               OptionCheck::atLeast(-1))
+          .add("final_norm", &GeometryOptions::final_norm,
+               "measure the residual after the model's final norm (what the unembedding reads); off: the raw "
+               "residual");
   return table;
 }
 
@@ -82,7 +86,6 @@ AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, c
   at::NoGradGuard noGrad;
 
   nlohmann::json options = geometryOptionTable().write(opts);
-  options["final_norm"] = false;
   const Provenance prov = iclProvenance("geometry", ctx, task, options);
   AnalysisOutput out;
   out.run.id = ctx.runId("geometry");
@@ -90,9 +93,10 @@ AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, c
   out.run.options = prov.options;
 
   const std::vector<int> gold = goldLabelIndices(task.icl, task.label_tokens);
+  const at::Tensor raw =
+      captureAtLast(model, tokenSeqs(task.icl), residPost, {}, subContext(ctx, 0.0, 0.9, "residuals"));
   const at::Tensor h =
-      captureAtLast(model, tokenSeqs(task.icl), residPost, {}, subContext(ctx, 0.0, 0.9, "residuals"))
-          .to(at::kDouble);  // [n, layers, d_model]
+      opts.final_norm ? finalNormed(model, raw) : raw.to(at::kDouble);  // [n, layers, d_model] float64
   const SubspaceCurves sc = subspaceCurves(h, projector, gold);
   Curve align{"geometry.alignment", "Label-subspace alignment ‖P h‖/‖h‖", "layer", "alignment", {}, {}, prov};
   Curve diff{"geometry.logit_diff",
@@ -139,6 +143,7 @@ AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, c
   out.addTensor("coordinates", coords);
   out.addTensor("directions", dirT);
 
+  recordPrompts(out, "icl", task.icl, {task.label_tokens});
   out.run.curves = {align, diff};
   out.run.tables = {proj};
   out.run.summary = {{"layer", layer},

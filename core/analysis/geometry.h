@@ -7,6 +7,9 @@
 //    principal directions over prompts (centred, Eigen SVD): table geometry.projection with columns
 //    x, y, gold_label (index into the label words), gold_word, prompt (index); tensors "coordinates"
 //    [prompts, 2] and "directions" [2, d_model].
+// With final_norm (default) every h is first put through the model's final norm (finalNormed), so the
+// curves measure what the unembedding reads: at the last layer the logit difference is the model's own.
+// Prompts: "icl", with the label set.
 #include <string>
 
 #include "analysis/analysis_context.h"
@@ -19,7 +22,8 @@
 namespace hs {
 
 struct GeometryOptions {
-  int layer = -1;  // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
+  int layer = -1;          // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
+  bool final_norm = true;  // measure the final-normed residual (what the unembedding reads); off: raw
 };
 const OptionTable<GeometryOptions>& geometryOptionTable();
 MethodInfo geometryMethod();  // the registry record

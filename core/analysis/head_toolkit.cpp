@@ -158,34 +158,27 @@ at::Tensor corpusMeanZ(const Transformer& model, const Tokenizer& tok, const Cor
   return meanZ(model, windows, ZMean::AllPositions, ctx, 8);
 }
 
-std::string defaultMeanCorpus() {
-  return findResource("corpora/wikitext-2-test-excerpt.txt");
-}
-
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
-  if (!tok) return false;
-  const toy::ToyWorld w = toy::ToyWorld::build();
-  if (model.config().vocab_size != w.vocabSize()) return false;
-  for (int id = 0; id < w.vocabSize(); ++id) {
-    const std::optional<int> got = tok->idOf(w.tokens[static_cast<size_t>(id)]);
-    if (!got || *got != id) return false;
-  }
-  return true;
-}
-
-TokenSeqs toyWorldText(int samples) {
-  const toy::ToyWorld w = toy::ToyWorld::build();
-  toy::MixtureConfig cfg;
-  cfg.seq_len = 128;
-  const toy::MixtureSampler sampler(w, cfg, 1);
+TokenSeqs toyCorpusWindows(int chunks, int chunk_tokens) {
+  if (chunks < 1 || chunk_tokens < 2) fail("toy corpus: ", chunks, " windows of ", chunk_tokens, " tokens");
+  toy::MixtureConfig mc;
+  mc.seq_len = chunk_tokens;
+  mc.w_icl_cls = 0;
+  mc.w_function = 0;
+  mc.w_category = 0;
+  mc.w_fuzzy_list = 0;
+  const toy::MixtureSampler sampler(toy::ToyWorld::build(), mc, /*seed=*/0x636f7270ULL);
   TokenSeqs out;
-  for (int i = 0; i < samples; ++i) {
+  for (int i = 0; i < chunks; ++i) {
     std::vector<int> t = sampler.sampleAt(static_cast<uint64_t>(i)).tokens;
     while (!t.empty() && t.back() == toy::tok::kPad)
       t.pop_back();
     out.emplace_back(t.begin(), t.end());
   }
   return out;
+}
+
+std::string defaultMeanCorpus() {
+  return findResource("corpora/wikitext-2-test-excerpt.txt");
 }
 
 at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const MeanSource& source,
@@ -204,9 +197,12 @@ at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const Me
     return z.to(at::kFloat);
   }
   if (source.source != "corpus") fail("mean source '", source.source, "': expected corpus, file or task");
+  if (source.corpus.empty() && isToyVocabulary(model, tok)) {
+    const CorpusMean cm;
+    return meanZ(model, toyCorpusWindows(cm.chunks, std::min(cm.chunk_tokens, std::max(2, c.context_length))),
+                 ZMean::AllPositions, ctx, 8);
+  }
   if (!tok) fail("mean source corpus: the model has no tokenizer to read the corpus with");
-  if (source.corpus.empty() && isToyVocabulary(model, tok))
-    return meanZ(model, toyWorldText(), ZMean::AllPositions, ctx, 8);
   CorpusMean cm;
   cm.file = source.corpus.empty() ? defaultMeanCorpus() : source.corpus;
   if (cm.file.empty())
@@ -217,12 +213,14 @@ at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const Me
   return corpusMeanZ(model, *tok, cm, ctx);
 }
 
-std::string describeMeanSource(const MeanSource& source, bool toyWorld) {
+std::string describeMeanSource(const MeanSource& source, const Transformer* model, const Tokenizer* tok) {
   if (source.source == "task") return "all positions of the task's prompts";
   if (source.source == "file") return "mean_z of " + source.file;
-  if (source.corpus.empty() && toyWorld)
-    return "all positions of 64 samples of 128 tokens of the toy world's training mixture (seed 1)";
   const CorpusMean cm;
+  if (source.corpus.empty() && model && isToyVocabulary(*model, tok))
+    return cat("all positions of ", cm.chunks, " samples of ", cm.chunk_tokens,
+               " tokens of the toy world's training mixture without its ICL episodes (induction spans, "
+               "copied and translated lists)");
   const std::string file = source.corpus.empty() ? defaultMeanCorpus() : source.corpus;
   return cat("all positions of ", cm.chunks, " windows of ", cm.chunk_tokens, " tokens of ", file);
 }
@@ -233,6 +231,19 @@ void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vecto
                                {p.ids.begin(), p.ids.end()},
                                p.length() - 1,
                                {p.answer_tokens.begin(), p.answer_tokens.end()}});
+}
+
+void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts,
+                   const std::vector<std::vector<int>>& labelSets) {
+  if (labelSets.size() != 1 && labelSets.size() != prompts.size())
+    fail("recording prompts of ", set, ": ", labelSets.size(), " label sets for ", prompts.size(),
+         " prompts");
+  const size_t first = out.run.prompts.size();
+  recordPrompts(out, set, prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<int>& labels = labelSets[labelSets.size() == 1 ? 0 : i];
+    out.run.prompts[first + i].label_ids.assign(labels.begin(), labels.end());
+  }
 }
 
 void recordPrompts(AnalysisOutput& out, const std::string& set, const TokenSeqs& prompts,
@@ -272,22 +283,78 @@ at::Tensor headOutputWeight(const Transformer& model, int layer, int head) {
   return wo.slice(1, int64_t(head) * c.d_head, int64_t(head + 1) * c.d_head);    // [d_model, d_head]
 }
 
-at::Tensor headWrites(const Transformer& model, const at::Tensor& z) {
+bool additiveHeadWrites(const Transformer& model) {
+  return model.config().norm_placement == NormPlacement::Pre;
+}
+
+void requireAdditiveHeadWrites(const Transformer& model, const std::string& what) {
+  if (additiveHeadWrites(model)) return;
+  fail(what, ": this model normalises the attention output after W_O (", model.config().model_type,
+       " attention post-norm), so W_O z is not a head's additive write and this computation has no "
+       "per-head meaning here; the head writes through the norm at the run's activations "
+       "(headOutputsAtLast) are what TSLA and the function vectors use");
+}
+
+at::Tensor headWrites(const Transformer& model, const at::Tensor& z, const at::Tensor& attnOut) {
   const ModelConfig& c = model.config();
+  if (z.dim() != 4 || z.size(1) != c.n_layers || z.size(2) != c.n_heads || z.size(3) != c.d_head)
+    fail("head writes: z must be [n, ", c.n_layers, ", ", c.n_heads, ", ", c.d_head, "], got ", z.sizes());
+  const bool post = !additiveHeadWrites(model);
+  if (post && !attnOut.defined())
+    requireAdditiveHeadWrites(model, "head writes without the attention outputs at the same positions");
+  if (post && (attnOut.dim() != 3 || attnOut.size(0) != z.size(0) || attnOut.size(1) != c.n_layers ||
+               attnOut.size(2) != c.d_model))
+    fail("head writes: attention outputs must be [", z.size(0), ", ", c.n_layers, ", ", c.d_model, "], got ",
+         attnOut.sizes());
   std::vector<at::Tensor> perLayer;
   for (int l = 0; l < c.n_layers; ++l) {
-    const at::Tensor wo = model.weights().layers[static_cast<size_t>(l)].wo.to(at::kCPU, at::kFloat);
+    const LayerWeights& lw = model.weights().layers[static_cast<size_t>(l)];
+    const at::Tensor wo = lw.wo.to(at::kCPU, at::kFloat);
     const at::Tensor woHeads =
         wo.reshape({c.d_model, c.n_heads, c.d_head}).permute({1, 2, 0});  // [head, d_head, d_model]
     const at::Tensor zl = z.select(1, l).to(at::kCPU, at::kFloat).permute({1, 0, 2});  // [head, n, d_head]
-    perLayer.push_back(at::bmm(zl, woHeads).permute({1, 0, 2}));                       // [n, head, d_model]
+    at::Tensor a = at::bmm(zl, woHeads).permute({1, 0, 2});                            // [n, head, d_model]
+    if (post) {
+      // The post-norm at the run's activations: g ⊙ (W_O z_k) / rms(o), rms frozen per position.
+      const at::Tensor o = attnOut.select(1, l).to(at::kCPU, at::kDouble);                    // [n, d_model]
+      const at::Tensor inv = at::rsqrt(o.pow(2).mean(-1, true) + c.norm_eps).to(at::kFloat);  // [n, 1]
+      at::Tensor g = lw.post_attn_norm_w.to(at::kCPU, at::kFloat);                            // [d_model]
+      if (c.norm_weight_offset) g = g + 1;  // Gemma scales by (1 + w)
+      a = a * inv.unsqueeze(1) * g;         // [n, head, d_model]
+    }
+    perLayer.push_back(a);
   }
   return at::stack(perLayer, 1).contiguous();  // [n, layers, heads, d_model]
 }
 
 at::Tensor headOutputsAtLast(const Transformer& model, const TokenSeqs& prompts,
-                             const std::vector<Intervention>& interventions, const AnalysisContext& ctx) {
-  return headWrites(model, captureAtLast(model, prompts, attnZ, interventions, ctx));
+                             const std::vector<Intervention>& interventions, const AnalysisContext& ctx,
+                             int batch) {
+  if (additiveHeadWrites(model))
+    return headWrites(model, captureAtLast(model, prompts, attnZ, interventions, ctx, batch));
+  const int L = model.config().n_layers;
+  BatchRun run;
+  run.batch = batch;
+  run.interventions = interventions;
+  run.what = "head writes at the last position";
+  for (int l = 0; l < L; ++l) {
+    run.capture.insert(attnZ(l));
+    run.capture.insert(attnOut(l));
+  }
+  std::vector<at::Tensor> zs, outs;  // each [batch, layers, ...]
+  forEachBatch(
+      model, prompts, run,
+      [&](size_t, size_t, const PaddedBatch&, const RunResult& r) {
+        std::vector<at::Tensor> z, o;
+        for (int l = 0; l < L; ++l) {
+          z.push_back(r.cache.at(attnZ(l)).select(1, -1));    // [batch, head, d_head]
+          o.push_back(r.cache.at(attnOut(l)).select(1, -1));  // [batch, d_model]
+        }
+        zs.push_back(at::stack(z, 1).to(at::kCPU, at::kFloat));
+        outs.push_back(at::stack(o, 1).to(at::kCPU, at::kFloat));
+      },
+      ctx);
+  return headWrites(model, at::cat(zs, 0), at::cat(outs, 0));  // [n, layers, heads, d_model]
 }
 
 std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed) {
@@ -316,6 +383,27 @@ std::vector<HeadRef> randomHeads(int layers, int heads, int k, const std::set<He
   pool.resize(take);
   std::sort(pool.begin(), pool.end());
   return pool;
+}
+
+bool isToyVocabulary(const Transformer& model, const Tokenizer* tok) {
+  if (!tok) return false;
+  static const toy::ToyWorld w = toy::ToyWorld::build();
+  if (model.config().vocab_size != w.vocabSize()) return false;
+  for (int id = 0; id < w.vocabSize(); ++id) {
+    const std::optional<int> got = tok->idOf(w.tokens[static_cast<size_t>(id)]);
+    if (!got || *got != id) return false;
+  }
+  return true;
+}
+
+std::pair<int64_t, int64_t> inductionTokenRange(const Transformer& model, const Tokenizer* tok) {
+  if (isToyVocabulary(model, tok)) {
+    static const toy::ToyWorld w = toy::ToyWorld::build();
+    const std::pair<int, int> r = w.syllableIdRange();
+    return {r.first, r.second};
+  }
+  const int64_t v = model.config().vocab_size;
+  return {v / 4, 3 * v / 4};
 }
 
 void checkHeads(const Transformer& model, const std::vector<HeadRef>& heads, const std::string& what) {

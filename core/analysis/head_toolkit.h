@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,12 @@ struct CorpusMean {
 at::Tensor corpusMeanZ(const Transformer& model, const Tokenizer& tok, const CorpusMean& corpus,
                        const AnalysisContext& ctx = {});
 
+// The toy world's neutral text: `chunks` samples of `chunk_tokens` tokens of its training mixture without
+// the ICL kinds (induction spans, copied and translated word lists; no classification or function
+// episodes), trailing padding removed. The toy tokenizer cannot read English, so the toy model's corpus
+// mean reads this instead of WikiText.
+TokenSeqs toyCorpusWindows(int chunks = 64, int chunk_tokens = 128);
+
 // Where a mean ablation's means come from. The default is a neutral text corpus: replacing a head by its
 // mean output on the task's own prompts puts the task signal back (DESIGN 5.1).
 struct MeanSource {
@@ -72,21 +79,16 @@ struct MeanSource {
 // The neutral text the corpus mean reads when none is given: the excerpt of WikiText-2's test split that
 // ships with HeadScope (share/headscope/corpora), or "" when it is not installed.
 std::string defaultMeanCorpus();
-// True when the tokenizer's vocabulary is the default toy world's token table (same ids): the embedded toy
-// model or a model trained on its world.
-bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
-// The toy world's running text: `samples` samples of its training mixture (seed 1, 128 tokens, the
-// padding after the last episode cut). The toy model's neutral corpus: English text is all unknown words to
-// its tokenizer.
-TokenSeqs toyWorldText(int samples = 64);
 // The mean z a mean ablation uses: [layers, heads, d_head] float32. `taskPrompts` serve source "task"
-// (their all-position mean). Source "corpus" without a corpus file reads the default corpus, or on a model
-// with the toy world's vocabulary the toy world's text (toyWorldText). Errors name the file or the source.
+// (their all-position mean). The default corpus of the toy model (its vocabulary, isToyVocabulary) is
+// toyCorpusWindows(). Errors name the file or the source.
 at::Tensor resolveMeanZ(const Transformer& model, const Tokenizer* tok, const MeanSource& source,
                         const TokenSeqs& taskPrompts, const AnalysisContext& ctx = {});
-// A description of the source for provenance ("corpus /path (64 windows of 128 tokens)", "task prompts");
-// `toyWorld`: the model has the toy world's vocabulary (isToyVocabulary).
-std::string describeMeanSource(const MeanSource& source, bool toyWorld = false);
+// A description of the source for provenance ("all positions of 64 windows of 128 tokens of /path",
+// "all positions of the task's prompts"); with the model and its tokenizer it names the toy world's
+// text where resolveMeanZ reads that.
+std::string describeMeanSource(const MeanSource& source, const Transformer* model = nullptr,
+                               const Tokenizer* tok = nullptr);
 // Adds the three options (mean_source, mean_corpus, mean_file) of a MeanSource member to a method's table.
 template <class O>
 OptionTable<O>& addMeanSourceOptions(OptionTable<O>& table, MeanSource O::*member) {
@@ -107,6 +109,9 @@ OptionTable<O>& addMeanSourceOptions(OptionTable<O>& table, MeanSource O::*membe
 // ---- prompts a run records ----
 // Appends `prompts` to the run's prompt records under `set` (query at N = the last position).
 void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts);
+// The same with the label set each prompt was scored against: one set for all, or one per prompt.
+void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts,
+                   const std::vector<std::vector<int>>& labelSets);
 void recordPrompts(AnalysisOutput& out, const std::string& set, const TokenSeqs& prompts,
                    const std::vector<std::vector<int64_t>>& answers = {});
 
@@ -118,14 +123,38 @@ std::vector<int64_t> generateWithInterventions(const Transformer& model, const s
                                                int maxNew, const std::vector<Intervention>& everyStep);
 
 // ---- head writes ----
+// A head's write into the residual stream. With pre-norms (Llama, GPT-2, ...) it is a = W_O slice · z, and
+// the heads' writes sum to the attention block's output (plus W_O's bias). With an attention post-norm
+// (OLMo-2: x + RMSNorm(Σ_k W_O z_k)) W_O z is not additive; the write is defined through the norm at the
+// run's activations: a_k = g ⊙ W_O z_k / rms(o), with o = Σ_k W_O z_k the block's output at that position
+// and rms(o) = sqrt(mean(o²) + eps) frozen at its value in the run, so that Σ_k a_k is exactly the
+// normalised block output the residual stream receives (the norm's Jacobian would not do: RMSNorm is
+// scale-invariant, its Jacobian maps o itself to ~0).
+//
 // W_O slice of one head: [d_model, d_head] (GPT-2's combined projection included).
 at::Tensor headOutputWeight(const Transformer& model, int layer, int head);
-// a = W_O slice · z per head: z [n, layers, heads, d_head] → [n, layers, heads, d_model] float32.
-at::Tensor headWrites(const Transformer& model, const at::Tensor& z);
-// Per-head writes at the last position of every prompt: [n_prompts, layers, heads, d_model] float32.
+// True when W_O z is a head's additive write (no attention post-norm).
+bool additiveHeadWrites(const Transformer& model);
+// Throws, naming the architecture and `what`, when the model's heads' W_O z are not additive writes.
+void requireAdditiveHeadWrites(const Transformer& model, const std::string& what);
+// Per-head writes from z [n, layers, heads, d_head] → [n, layers, heads, d_model] float32. Post-norm models
+// need the block outputs attnOut [n, layers, d_model] (hook_attn_out at the same positions); without them
+// they are refused.
+at::Tensor headWrites(const Transformer& model, const at::Tensor& z, const at::Tensor& attnOut = {});
+// Per-head writes at the last position of every prompt: [n_prompts, layers, heads, d_model] float32
+// (through the post-norm at the run's activations where the model has one).
 at::Tensor headOutputsAtLast(const Transformer& model, const TokenSeqs& prompts,
                              const std::vector<Intervention>& interventions = {},
-                             const AnalysisContext& ctx = {});
+                             const AnalysisContext& ctx = {}, int batch = 16);
+
+// ---- vocabularies ----
+// True when the tokenizer's vocabulary is the default toy world's token table (same ids).
+bool isToyVocabulary(const Transformer& model, const Tokenizer* tok);
+// The ids random-token prompts (induction scores) draw from, [first, second): the toy world's syllables on
+// the toy model, otherwise the middle half of the model's vocabulary [V/4, 3V/4): ordinary trained tokens,
+// clear of byte pieces and control tokens at the start and of reserved or padding rows at the end
+// (Llama-3's 256 reserved specials, Qwen's unused rows past the tokenizer).
+std::pair<int64_t, int64_t> inductionTokenRange(const Transformer& model, const Tokenizer* tok);
 
 // ---- head sets ----
 // Every head of an L × H model in a seeded random order.

@@ -14,6 +14,7 @@ IclEval evaluateIcl(const Transformer& model, const std::vector<Prompt>& prompts
   scoring.batch = opt.batch;
   scoring.interventions = opt.interventions;
   scoring.label_set = opt.label_tokens;
+  scoring.label_sets = opt.label_sets;
   const std::vector<AnswerScore> scores = scoreAnswers(model, tokenSeqs(prompts), answers, scoring, ctx);
   IclEval ev;
   ev.n = static_cast<int>(prompts.size());
@@ -28,8 +29,8 @@ IclEval evaluateIcl(const Transformer& model, const std::vector<Prompt>& prompts
   }
   ev.accuracy = static_cast<double>(correct) / ev.n;
   ev.mean_answer_prob = probSum / ev.n;
-  ev.tr_ratio = opt.label_tokens.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                         : static_cast<double>(inLabels) / ev.n;
+  ev.tr_ratio = opt.label_tokens.empty() && opt.label_sets.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                                   : static_cast<double>(inLabels) / ev.n;
   return ev;
 }
 

@@ -19,12 +19,15 @@ struct IclEvalOptions {
   std::vector<Intervention> interventions;
   // Classification label set (token ids) for the TR ratio; empty = TR ratio not computed (NaN).
   std::vector<int> label_tokens;
+  // One label set per prompt (e.g. the answers an open-ended prompt's demonstrations show); overrides
+  // label_tokens when given.
+  std::vector<std::vector<int>> label_sets;
 };
 
 struct IclEval {
   int n = 0;
   double accuracy = 0;                 // argmax == answer_token
-  double tr_ratio = 0;                 // argmax ∈ label_tokens (NaN without a label set)
+  double tr_ratio = 0;                 // argmax ∈ the label set (NaN without one)
   double mean_answer_prob = 0;         // softmax(logits)[answer_token], averaged
   std::vector<int> predictions;        // [n] argmax token at N
   std::vector<double> answer_logprob;  // [n] log p(answer_token)

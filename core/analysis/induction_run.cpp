@@ -209,8 +209,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   io.seed = o.seed;
   io.bos = vocab.bos;
   // Toy world: its syllables (what induction prompts copy); otherwise the middle half of the vocabulary.
-  const std::pair<int, int> tokenRange =
-      toyModel ? world.syllableIdRange() : std::pair<int, int>{c.vocab_size / 4, 3 * c.vocab_size / 4};
+  const std::pair<int64_t, int64_t> tokenRange = inductionTokenRange(model, tok);
   io.token_low = tokenRange.first;
   io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
@@ -272,7 +271,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   if (concept) orderings.emplace_back("concept_copying", topHeads(conceptCopy, LH));
   orderings.emplace_back("prefix_matching", topHeads(ind.induction, LH));
   orderings.emplace_back("random", randomHeadOrder(c.n_layers, c.n_heads, o.seed));
-  const std::string meanSource = describeMeanSource(o.mean, toyModel);
+  const std::string meanSource = describeMeanSource(o.mean, &model, tok);
   if (all && dualRoute) {
     TokenSeqs taskPrompts;
     for (const NextTokenTask& t : tasks)

@@ -27,7 +27,7 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
-#include "analysis/head_toolkit.h"
+#include "analysis/head_toolkit.h"  // isToyVocabulary, inductionTokenRange
 #include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"

@@ -44,7 +44,7 @@ at::Tensor LabelProjector::tlDirections() const {
   return at::stack(dirs);  // [labels, d_model]
 }
 
-at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTokens) {
+at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTokens, bool foldFinalNorm) {
   const at::Tensor& u = model.weights().unembed;  // [vocab, d_model]
   if (!u.defined()) fail("label projector: the model has no unembedding matrix");
   std::vector<int64_t> ids;
@@ -55,7 +55,31 @@ at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTo
   }
   if (ids.empty()) fail("label projector: empty label set");
   const at::Tensor idx = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).to(u.device());  // [labels]
-  return u.index_select(0, idx).to(at::kCPU, at::kFloat).contiguous();  // [labels, d_model]
+  at::Tensor rows = u.index_select(0, idx).to(at::kCPU, at::kDouble);  // [labels, d_model]
+  if (foldFinalNorm) {
+    const at::Tensor& g = model.weights().final_norm_w;  // [d_model]
+    if (!g.defined()) fail("label projector: the model has no final norm weight to fold");
+    at::Tensor gd = g.to(at::kCPU, at::kDouble);
+    if (model.config().norm_weight_offset) gd = gd + 1;  // Gemma scales by (1 + w)
+    rows = rows * gd;                                    // W_U diag(g)
+    if (model.config().norm == NormKind::LayerNorm) rows = rows - rows.mean(-1, /*keepdim=*/true);  // centred
+  }
+  return rows.to(at::kFloat).contiguous();  // [labels, d_model]
+}
+
+at::Tensor finalNormed(const Transformer& model, const at::Tensor& h) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  if (h.size(-1) != c.d_model) fail("final norm: vectors have ", h.size(-1), " dims, the model ", c.d_model);
+  const at::Tensor x = h.detach().to(at::kCPU, at::kDouble);  // [..., d_model]
+  at::Tensor g = w.final_norm_w.to(at::kCPU, at::kDouble);
+  if (c.norm_weight_offset) g = g + 1;  // Gemma scales by (1 + w)
+  if (c.norm == NormKind::LayerNorm) {
+    const at::Tensor centred = x - x.mean(-1, true);  // [..., d_model]
+    const at::Tensor n = centred * at::rsqrt(centred.pow(2).mean(-1, true) + c.norm_eps) * g;
+    return w.final_norm_b.defined() ? n + w.final_norm_b.to(at::kCPU, at::kDouble) : n;
+  }
+  return x * at::rsqrt(x.pow(2).mean(-1, true) + c.norm_eps) * g;  // [..., d_model] RMSNorm
 }
 
 }  // namespace hs

@@ -41,6 +41,17 @@ class LabelProjector {
 
 // W_U[Y]: the unembedding rows of `labelTokens`: [labels, d_model] float32 on the CPU. Throws naming a
 // token outside the vocabulary.
-at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTokens);
+//
+// foldFinalNorm: the rows as the logits read the residual stream h through the final norm with its scale
+// s(h) frozen, logit_y = ⟨row_y, h⟩ / s(h) + const: each row times the norm's weight g (W_U diag(g));
+// for a LayerNorm the rows are then centred, since the norm subtracts h's mean first. A head's write `a`
+// then moves logit y by ⟨row_y, a⟩ / s, and the label subspace is the one the model reads, not that of the
+// raw rows (which differs wherever g is not uniform).
+at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTokens,
+                       bool foldFinalNorm = false);
+
+// The final norm applied to residual-stream vectors h [..., d_model]: what the unembedding reads (the
+// model's ln_final), computed in float64 on the CPU: [..., d_model] float64.
+at::Tensor finalNormed(const Transformer& model, const at::Tensor& h);
 
 }  // namespace hs

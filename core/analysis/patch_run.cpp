@@ -70,9 +70,9 @@ nlohmann::json topHeadsJson(const HeadGrid& g, int k) {
 
 const OptionTable<PatchOptions>& patchOptionTable() {
   using O = PatchOptions;
-  static const OptionTable<O> table =
-      OptionTable<O>()
-          .add("clean", &O::clean, "clean prompt text (encoded as the tokenizer config says)")
+  static const OptionTable<O> table = [] {
+    OptionTable<O> t;
+    t.add("clean", &O::clean, "clean prompt text (encoded as the tokenizer config says)")
           .add("corrupt", &O::corrupt, "corrupt prompt text (same token length as the clean one)")
           .add("clean_ids", &O::clean_ids, "clean prompt as token ids, comma separated",
                OptionCheck::atLeast(0))
@@ -85,14 +85,17 @@ const OptionTable<PatchOptions>& patchOptionTable() {
                "logit(target) - logit(distractor)",
                OptionCheck::oneOf({"prob", "logit", "logit_diff"}))
           .add("mode", &O::mode,
-               "what a patched head's z becomes: clean = the clean run's, zero, mean = its mean over all "
-               "positions of the given prompts",
-               OptionCheck::oneOf({"clean", "zero", "mean"}))
-          .add("positions", &O::positions, "patched positions, negative from the end (empty: the last)")
+               "what a patched head's z becomes: clean = the clean run's, zero, mean = its mean per mean_source "
+               "(a neutral text corpus by default; task: all positions of the given prompts)",
+               OptionCheck::oneOf({"clean", "zero", "mean"}));
+    addMeanSourceOptions(t, &O::mean);
+    t.add("positions", &O::positions, "patched positions, negative from the end (empty: the last)")
           .add("per_position", &O::per_position, "one grid per position (every position when none are given)")
           .add("attribution", &O::attribution,
                "also attribution patching (first-order estimate) and its rank correlation with the sweep")
-          .add("naive", &O::naive, "one full forward per head (the reference loop) instead of the fast path");
+        .add("naive", &O::naive, "one full forward per head (the reference loop) instead of the fast path");
+    return t;
+  }();
   return table;
 }
 
@@ -177,13 +180,14 @@ AnalysisOutput runPatch(const Transformer& model, const Tokenizer* tok, const Pa
                             {"clean_ids", spec.clean},
                             {"corrupt_ids", spec.corrupt}};
   if (mode == PatchMode::Mean) {
-    // A single pair has no population to average over; the mean is taken over every position of the
-    // prompts given (clean and corrupt), as `logits --ablate-mode mean` does for one prompt.
+    // A neutral corpus by default (head_toolkit.h MeanSource); mean_source task averages over every
+    // position of the prompts given (clean and corrupt).
     TokenSeqs prompts = {spec.corrupt};
     if (!spec.clean.empty()) prompts.push_back(spec.clean);
-    spec.mean_z = meanZ(model, prompts, ZMean::AllPositions);  // [layers, heads, d_head]
-    options["mean_over"] = spec.clean.empty() ? "all positions of the corrupt prompt"
-                                              : "all positions of the clean and corrupt prompts";
+    spec.mean_z = resolveMeanZ(model, tok, a.mean, prompts, ctx);  // [layers, heads, d_head]
+    options["mean_over"] = a.mean.source != "task" ? describeMeanSource(a.mean, &model, tok)
+                           : spec.clean.empty()    ? "all positions of the corrupt prompt"
+                                                   : "all positions of the clean and corrupt prompts";
   }
 
   AnalysisOutput out;

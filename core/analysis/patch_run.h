@@ -7,6 +7,7 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/registry.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
@@ -19,6 +20,7 @@ struct PatchOptions {
   std::string target, distractor;           // TOKEN: "#ID", a vocabulary string, or text of one token
   std::string metric = "prob";              // prob | logit | logit_diff (read at the last position)
   std::string mode = "clean";               // clean | zero | mean: what a patched head's z becomes
+  MeanSource mean;                          // mode mean: a neutral corpus by default; "task" = the pair
   std::vector<int> positions;               // patched positions (negative from the end); empty = the last
   bool per_position = false;                // one grid per position (every position when none are given)
   bool attribution = false;                 // also attribution patching and its rank agreement

@@ -58,6 +58,7 @@ struct PromptRecord {
   std::vector<int64_t> ids;         // [pos] the token ids, BOS included
   int query_pos = -1;               // the position whose logits are read (N; -1 when none)
   std::vector<int64_t> answer_ids;  // the answer's tokens (the first is what accuracy reads)
+  std::vector<int64_t> label_ids;   // the label set the prompt was scored against (empty: none)
 };
 
 // Everything one analysis run produced. Large tensors (task embeddings, learned vectors) live beside

@@ -274,6 +274,7 @@ void from_json(const json& j, Table& t) {
 
 void to_json(json& j, const PromptRecord& p) {
   j = json{{"set", p.set}, {"ids", p.ids}, {"query_pos", p.query_pos}, {"answer_ids", p.answer_ids}};
+  if (!p.label_ids.empty()) j["label_ids"] = p.label_ids;
 }
 
 void from_json(const json& j, PromptRecord& p) {
@@ -289,6 +290,7 @@ void from_json(const json& j, PromptRecord& p) {
   };
   p.ids = ids("ids");
   p.answer_ids = ids("answer_ids");
+  p.label_ids = ids("label_ids");
   const auto q = j.find("query_pos");
   p.query_pos = q != j.end() && q->is_number_integer() ? q->get<int>() : -1;
 }

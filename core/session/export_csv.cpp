@@ -146,11 +146,11 @@ std::string promptsToCsv(const std::vector<PromptRecord>& prompts) {
       s += (i ? " " : "") + std::to_string(v[i]);
     return s;
   };
-  std::string out = "set,index,query_pos,ids,answer_ids\n";
+  std::string out = "set,index,query_pos,ids,answer_ids,label_ids\n";
   std::map<std::string, int> index;  // position of each prompt inside its set
   for (const PromptRecord& p : prompts)
     out += csvField(p.set) + "," + std::to_string(index[p.set]++) + "," + std::to_string(p.query_pos) + "," +
-           ids(p.ids) + "," + ids(p.answer_ids) + "\n";
+           ids(p.ids) + "," + ids(p.answer_ids) + "," + ids(p.label_ids) + "\n";
   return out;
 }
 

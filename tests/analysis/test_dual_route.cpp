@@ -229,18 +229,19 @@ class TestDualRoute : public QObject {
     QVERIFY_THROWS_EXCEPTION(hs::Error, hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao));
   }
 
-  // The toy model's default mean is its world's text: the all-position mean over toyWorldText().
+  // The toy model's default mean is its world's text: the all-position mean over toyCorpusWindows().
   void toyDefaultMeanIsTheWorldText() {
     const at::Tensor got = hs::resolveMeanZ(*toy_.model, toy_.tokenizer.get(), hs::MeanSource{}, {});
-    const at::Tensor want = hs::meanZ(*toy_.model, hs::toyWorldText(), hs::ZMean::AllPositions);
+    const at::Tensor want = hs::meanZ(*toy_.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions);
     QVERIFY(at::allclose(got, want, 1e-6, 1e-7));
-    const hs::TokenSeqs text = hs::toyWorldText(4);
+    const hs::TokenSeqs text = hs::toyCorpusWindows(4, 128);
     QCOMPARE(int(text.size()), 4);
     for (const auto& t : text) {
       QCOMPARE(t.front(), int64_t(hs::toy::tok::kBos));
       QVERIFY(t.size() > 16 && t.size() <= 128 && t.back() != hs::toy::tok::kPad);
     }
-    QVERIFY(hs::describeMeanSource(hs::MeanSource{}, true).find("toy world") != std::string::npos);
+    QVERIFY(hs::describeMeanSource(hs::MeanSource{}, toy_.model.get(), toy_.tokenizer.get()).find("toy world") !=
+            std::string::npos);
   }
 
   // Concept patching writes the source's −1 z at −1 of every forward while generating. Oracle: uncached

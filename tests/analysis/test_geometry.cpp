@@ -84,15 +84,19 @@ class TestGeometry : public QObject {
     const at::Tensor q = std::get<0>(at::linalg_qr(w.t(), "reduced"));                       // [d, labels]
     const std::vector<int> gold = hs::goldLabelIndices(task_->icl, task_->label_tokens);
     const int64_t nl = w.size(0);
+    QVERIFY(run_.run.options.at("final_norm").get<bool>());
+    const at::Tensor g = toy_.model->weights().final_norm_w.to(at::kDouble);  // [d]
     double align = 0, diff = 0;
-    at::NoGradGuard g;
+    at::NoGradGuard noGrad;
     for (size_t i = 0; i < task_->icl.size(); ++i) {
       const hs::Prompt& pr = task_->icl[i];
       hs::RunRequest req;
       req.tokens = at::tensor(std::vector<int64_t>(pr.ids.begin(), pr.ids.end()), at::kLong).view({1, -1});
       req.capture = {hs::residPost(L - 1)};
-      const at::Tensor h =
+      const at::Tensor raw =
           toy_.model->run(req).cache.at(hs::residPost(L - 1))[0][pr.last].to(at::kDouble);  // [d]
+      // final_norm (the default): the curves read what the unembedding reads, RMSNorm(h) ⊙ g.
+      const at::Tensor h = raw * at::rsqrt(raw.pow(2).mean() + toy_.model->config().norm_eps) * g;  // [d]
       align += at::matmul(q.t(), h).norm().item<double>() / h.norm().item<double>();
       const at::Tensor d = w[gold[i]] - (w.sum(0) - w[gold[i]]) / double(nl - 1);  // [d]
       diff += at::dot(h, d).item<double>();

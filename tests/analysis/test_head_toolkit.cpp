@@ -1,7 +1,9 @@
 // The shared head operations (core/analysis/head_toolkit.h, batch_runner.h) against independent
 // computations: head interventions grouped per layer act like one intervention per head; mean head outputs
 // equal per-prompt unpadded forwards; the corpus mean is the mean over its windows; scoring teacher-forces
-// every answer token; random head sets are seeded, disjoint from what they exclude and complete.
+// every answer token; random head sets are seeded, disjoint from what they exclude and complete; per-head
+// writes add up to the attention block's write (through OLMo-2's post-norm too); the toy model's corpus
+// is the toy world's own text.
 #include <ATen/ATen.h>
 #include <QtTest>
 
@@ -14,6 +16,7 @@
 #include "analysis/head_toolkit.h"
 #include "model/load/model_loader.h"
 #include "test_paths.h"
+#include "util/error.h"
 
 namespace {
 
@@ -137,6 +140,80 @@ class TestHeadToolkit : public QObject {
       threw = std::string(e.what()).find("/nonexistent/corpus.txt") != std::string::npos;
     }
     QVERIFY(threw);
+  }
+
+  // Per-head writes add up to what the attention block adds to the residual stream at N:
+  // resid_post − resid_pre − (the MLP's write), read from single unpadded forwards. On OLMo-2 the block's
+  // write is RMSNorm(Σ W_O z) and the MLP's RMSNorm(mlp_out), so W_O z alone would not add up; the writes
+  // through the post-norm at the run's activations do. Methods that need W_O z itself refuse such models.
+  void headWritesAddUpToTheAttentionWrite() {
+    for (const bool post : {false, true}) {
+      hs::ModelConfig c = hs::test::tinyLlamaConfig();
+      if (post) {
+        c.arch = hs::Architecture::Olmo2;
+        c.model_type = "olmo2";
+        c.norm_placement = hs::NormPlacement::Post;
+        c.qk_norm = hs::QkNorm::Full;
+      }
+      const hs::Transformer m(c, hs::test::randomWeights(c, 11));
+      at::NoGradGuard g;
+      const at::Tensor a = hs::headOutputsAtLast(m, kPrompts, {}, {}, 2);  // [n, layers, heads, d_model]
+      QVERIFY(a.sizes().vec() == (std::vector<int64_t>{3, c.n_layers, c.n_heads, c.d_model}));
+      for (size_t i = 0; i < kPrompts.size(); ++i) {
+        hs::RunRequest r;
+        r.tokens = at::tensor(kPrompts[i], at::kLong).view({1, -1});
+        for (int l = 0; l < c.n_layers; ++l)
+          r.capture.insert({hs::residPre(l), hs::residPost(l), hs::mlpOut(l)});
+        const hs::RunResult res = m.run(r);
+        for (int l = 0; l < c.n_layers; ++l) {
+          const at::Tensor pre = res.cache.at(hs::residPre(l))[0][-1].to(at::kDouble);
+          const at::Tensor postR = res.cache.at(hs::residPost(l))[0][-1].to(at::kDouble);
+          at::Tensor mlp = res.cache.at(hs::mlpOut(l))[0][-1].to(at::kDouble);  // [d_model]
+          if (post)
+            mlp = mlp * at::rsqrt(mlp.pow(2).mean() + c.norm_eps) *
+                  m.weights().layers[size_t(l)].post_mlp_norm_w.to(at::kDouble);
+          const at::Tensor want = postR - pre - mlp;                       // [d_model]
+          const at::Tensor got = a[int64_t(i)][l].sum(0).to(at::kDouble);  // [d_model]
+          QVERIFY2(at::allclose(got, want, 1e-4, 1e-4),
+                   qPrintable(QString("%1 prompt %2 layer %3: max diff %4")
+                                  .arg(post ? "olmo2" : "llama")
+                                  .arg(i)
+                                  .arg(l)
+                                  .arg((got - want).abs().max().item<double>())));
+        }
+      }
+      QCOMPARE(hs::additiveHeadWrites(m), !post);
+      if (post) {
+        const at::Tensor z = at::zeros({1, c.n_layers, c.n_heads, c.d_head});
+        try {
+          hs::headWrites(m, z);
+          QFAIL("W_O z accepted as a head write on an attention post-norm model");
+        } catch (const hs::Error& e) {
+          QVERIFY2(std::string(e.what()).find("olmo2") != std::string::npos, e.what());
+        }
+      }
+    }
+  }
+
+  // The toy model's default corpus mean reads the toy world's non-ICL text (its tokenizer has no English):
+  // every window is toy tokens only, without classification or function episodes.
+  void toyCorpusIsTheToyWorldsText() {
+    const hs::LoadedModel toy = hs::loadModel("toy");
+    QVERIFY(hs::isToyVocabulary(*toy.model, toy.tokenizer.get()));
+    const hs::TokenSeqs w = hs::toyCorpusWindows(8, 128);
+    QCOMPARE(w.size(), size_t(8));
+    for (const auto& s : w) {
+      QVERIFY(!s.empty() && s.size() <= 128);
+      QCOMPARE(s.front(), int64_t(1));  // <bos>
+      for (int64_t t : s)
+        QVERIFY(t != 3 && t < 244);  // no ":" (classification) in induction and list episodes
+    }
+    at::NoGradGuard g;
+    const at::Tensor got = hs::resolveMeanZ(*toy.model, toy.tokenizer.get(), hs::MeanSource{}, {});
+    const at::Tensor want = hs::meanZ(*toy.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions);
+    QVERIFY(at::allclose(got, want, 1e-6, 1e-6));
+    const std::string what = hs::describeMeanSource(hs::MeanSource{}, toy.model.get(), toy.tokenizer.get());
+    QVERIFY2(what.find("toy world") != std::string::npos, what.c_str());
   }
 
   // Teacher forcing: an answer is correct only when every one of its tokens is the argmax; the first

@@ -149,14 +149,17 @@ class TestRegistry : public QObject {
   // A method with a task refuses a task of the wrong kind before running, and a run without a tokenizer.
   void taskKindsAreChecked() {
     const hs::MethodInfo& tsla = hs::requireMethod("tsla");
+    const hs::MethodInfo& geometry = hs::requireMethod("geometry");
     hs::TaskSpec antonym;
     antonym.dataset = "toy:antonym_a";
     QCOMPARE(hs::taskKind(antonym), hs::TaskKind::Generation);
     QCOMPARE(
-        hs::taskMismatch(tsla, antonym),
-        std::string("tsla needs a classification task; toy:antonym_a is open-ended (a generation task)"));
+        hs::taskMismatch(geometry, antonym),
+        std::string("geometry needs a classification task; toy:antonym_a is open-ended (a generation task)"));
     hs::TaskSpec cls;
+    QCOMPARE(hs::taskMismatch(geometry, cls), std::string());
     QCOMPARE(hs::taskMismatch(tsla, cls), std::string());
+    QCOMPARE(hs::taskMismatch(tsla, antonym), std::string());  // open-ended: the in-context answers
     QCOMPARE(hs::taskMismatch(hs::requireMethod("fv"), antonym), std::string());
     const hs::Transformer m = hs::test::tinyLlama();
     QVERIFY_ERROR_HAS(hs::runMethod(tsla, {m, nullptr, cls}, json::object(), {}),

@@ -4,16 +4,21 @@
 //   TL direction is W[y*] − mean of the other rows; batched inputs keep their leading shape.
 // - TR/TL and the per-layer curves on a hand-computed [2 prompts, 1 layer, 2 heads, d=3] case,
 //   including a head that writes nothing into the label subspace (TR = TL = 0).
+// - The final norm: folded rows read the logits (RMSNorm and LayerNorm, hand-derived); with final_norm
+//   the last layer's logit difference is the model's own, on the raw residual it is not.
 // - On the toy model (24 prompts, 8 labels): the TR grid equals a direct recomputation from captured
-//   hook_z of single unpadded prompts, W_O by hand and an orthonormal basis of the label rows (QR);
+//   hook_z of single unpadded prompts, W_O by hand and an orthonormal basis of the folded label rows (QR);
 //   grids are finite 4×8 with |TL| ≤ max ‖d_y‖; head sets have the requested size and the random set
-//   avoids the TR/TL sets; the ablation table has every set × mode and zero-ablating the top TR heads
-//   lowers the TR ratio at least as much as ablating random heads (a property of a trained model);
-//   curves have one point per layer, alignment in [0, 1], and ablating the TR heads leaves the layers
-//   below them unchanged but changes the curve.
+//   avoids the TR/TL sets; the held-out prompts are the spec's next prompts with other queries; induction
+//   scores use the toy world's syllables; mean ablation uses the toy world's neutral text; the ablation
+//   table has every set × mode and zero-ablating the top TR heads lowers the TR ratio at least as much as
+//   ablating random heads (a property of a trained model); the curves over k agree with the table and a
+//   direct evaluation; the perturbation prompts keep their tokens (shuffled inputs) or use number labels;
+//   attention shares of a padded batch equal single prompts'; curves have one point per layer, alignment
+//   in [0, 1], and ablating the TR heads leaves the layers below them unchanged but changes the curve.
+// - An open-ended task runs with per-prompt label sets.
 // - The run written as a session (saveSession) reopens with identical grids, curves, tables and tensors;
 //   the CLI (when built) writes a session whose grids equal the in-process run.
-// - Open-ended tasks are refused with a message that names the reason.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <QElapsedTimer>
@@ -21,9 +26,13 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
+#include "../engine/engine_fixtures.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_eval.h"
 #include "analysis/label_projector.h"
 #include "analysis/tsla.h"
@@ -32,6 +41,7 @@
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "session/session.h"
+#include "tasks/toy/world.h"
 #include "test_paths.h"
 #include "util/error.h"
 
@@ -158,16 +168,19 @@ class TestTsla : public QObject {
   }
 
   // TR(l, k) from scratch: each prompt alone (no padding), hook_z captured, W_O sliced by hand, and the
-  // label subspace through an orthonormal basis (QR of W_U[Y]ᵀ) instead of the Gram pseudo-inverse.
+  // label subspace through an orthonormal basis (QR of (W_U[Y] diag g)ᵀ, g the final norm's weight: the
+  // default final_norm folds it) instead of the Gram pseudo-inverse.
   void trEqualsDirectRecomputation() {
     const hs::HeadGrid* tr = findGrid(run_.run, "tsla.tr");
     QVERIFY(tr);
+    QVERIFY(run_.run.options.at("final_norm").get<bool>());
     const auto& c = toy_.model->config();
+    const at::Tensor g = toy_.model->weights().final_norm_w.to(at::kDouble);  // [d]
     const at::Tensor wt =
-        hs::unembedRows(*toy_.model, task_->label_tokens).to(at::kDouble).t();  // [d, labels]
-    const at::Tensor q = std::get<0>(at::linalg_qr(wt, "reduced"));             // [d, labels]
+        (hs::unembedRows(*toy_.model, task_->label_tokens).to(at::kDouble) * g).t();  // [d, labels]
+    const at::Tensor q = std::get<0>(at::linalg_qr(wt, "reduced"));                   // [d, labels]
     const std::vector<hs::HeadRef> heads = {hs::topHeads(*tr, 1)[0], {0, 0}, {c.n_layers - 1, c.n_heads - 1}};
-    at::NoGradGuard g;
+    at::NoGradGuard noGrad;
     for (const hs::HeadRef& h : heads) {
       double sum = 0;
       for (const hs::Prompt& pr : task_->icl) {
@@ -206,7 +219,7 @@ class TestTsla : public QObject {
     }
     QVERIFY(tr->values.minCoeff() >= 0);
     // |TL| ≤ ‖d_{y*}‖ (Cauchy–Schwarz inside the label subspace).
-    const hs::LabelProjector p(hs::unembedRows(*toy_.model, task_->label_tokens));
+    const hs::LabelProjector p(hs::unembedRows(*toy_.model, task_->label_tokens, true));
     const double maxDir = p.tlDirections().norm(2, -1).max().item<double>();
     QVERIFY(tl->values.cwiseAbs().maxCoeff() <= maxDir + 1e-9);
 
@@ -289,6 +302,259 @@ class TestTsla : public QObject {
     }
   }
 
+  // The final norm folded into W_U: rows scaled by its weight g (RMSNorm), centred after scaling for a
+  // LayerNorm, so that ⟨row_y, h⟩ / s(h) + ⟨W_U[y], b⟩ is logit y for any residual h (hand-derived).
+  void foldedRowsReadTheLogits() {
+    const hs::Transformer& m = *toy_.model;
+    const at::Tensor g = m.weights().final_norm_w.to(at::kDouble);  // [d]
+    const at::Tensor raw = hs::unembedRows(m, task_->label_tokens).to(at::kDouble);
+    QVERIFY(maxDiff(hs::unembedRows(m, task_->label_tokens, true), raw * g) < 1e-6);
+
+    hs::ModelConfig c = hs::test::tinyLlamaConfig();
+    c.norm = hs::NormKind::LayerNorm;
+    const hs::Transformer ln(c, hs::test::randomWeights(c, 5));
+    const std::vector<int> ys = {3, 17, 40};
+    const at::Tensor rows = hs::unembedRows(ln, ys, true).to(at::kDouble);  // [3, d]
+    const at::Tensor h = at::randn({c.d_model}, at::kDouble) * 2 + 0.5;     // [d]
+    const at::Tensor s = at::sqrt((h - h.mean()).pow(2).mean() + c.norm_eps);
+    const at::Tensor logits = ln.logitLens(h.to(at::kFloat)).to(at::kDouble);  // [vocab]
+    const at::Tensor w = hs::unembedRows(ln, ys).to(at::kDouble);
+    const at::Tensor b = ln.weights().final_norm_b.to(at::kDouble);
+    for (size_t i = 0; i < ys.size(); ++i) {
+      const double folded = (at::dot(rows[i], h) / s + at::dot(w[i], b)).item<double>();
+      QVERIFY2(std::abs(folded - logits[ys[i]].item<double>()) < 1e-4,
+               qPrintable(QString("label %1: folded %2, logit %3")
+                              .arg(ys[i])
+                              .arg(folded)
+                              .arg(logits[ys[i]].item<double>())));
+    }
+    // finalNormed is the model's final norm: unembedding it gives the logits.
+    const at::Tensor viaNorm = at::matmul(ln.weights().unembed.to(at::kDouble), hs::finalNormed(ln, h));
+    QVERIFY(maxDiff(viaNorm, logits) < 1e-4);
+  }
+
+  // With final_norm (the default) the per-layer logit difference at the last layer is the model's own
+  // logit difference logit[y*] − mean logit[y'] at N (each prompt run alone); on the raw residual it is not.
+  void lastLayerLogitDiffIsTheModels() {
+    const hs::Curve* diff = findCurve(run_.run, "tsla.logit_diff");
+    QVERIFY(diff);
+    const std::vector<int>& labels = task_->label_tokens;
+    double sum = 0;
+    for (const hs::Prompt& p : task_->icl) {
+      hs::RunRequest req;
+      req.tokens = at::tensor(std::vector<int64_t>(p.ids.begin(), p.ids.end()), at::kLong).view({1, -1});
+      const at::Tensor logits = toy_.model->run(req).logits[0][-1].to(at::kDouble);  // [vocab]
+      double others = 0, gold = 0;
+      for (int y : labels)
+        (y == p.answer_token ? gold : others) += logits[y].item<double>();
+      sum += gold - others / static_cast<double>(labels.size() - 1);
+    }
+    const double model = sum / static_cast<double>(task_->icl.size());
+    const double last = diff->series[0].second.back();
+    qInfo("last-layer logit difference: curve %.6f, model %.6f", last, model);
+    QVERIFY(std::abs(last - model) < 1e-4 * std::max(1.0, std::abs(model)));
+    // The raw residual (final_norm off) reads something else.
+    const hs::PromptLabels pl = hs::promptLabels(*task_, task_->icl);
+    const at::Tensor h = hs::captureAtLast(*toy_.model, hs::tokenSeqs(task_->icl), hs::residPost);
+    const hs::SubspaceCurves rawCurves = hs::subspaceCurves(h, *toy_.model, pl, false);
+    QVERIFY(std::abs(rawCurves.logit_diff.back() - model) > 1e-2 * std::max(1.0, std::abs(model)));
+  }
+
+  // The held-out prompts are the spec's next prompts: the same draws, other queries of the split.
+  void heldOutIsDisjoint() {
+    const int n = static_cast<int>(task_->icl.size());
+    const hs::IclTask held = hs::heldOutTask(*toy_.tokenizer, *task_, n);
+    hs::TaskSpec both = task_->spec;
+    both.n_prompts = 2 * n;
+    const hs::IclTask all = hs::buildIclTask(*toy_.tokenizer, both);
+    const std::set<int> analysed(task_->query_index.begin(), task_->query_index.end());
+    for (int i = 0; i < n; ++i) {
+      QVERIFY(held.icl[size_t(i)].ids == all.icl[size_t(n + i)].ids);
+      QVERIFY(!analysed.count(held.query_index[size_t(i)]));
+    }
+    // The run's recorded sets are these prompts.
+    std::vector<std::vector<int64_t>> icl, eval;
+    for (const hs::PromptRecord& r : run_.run.prompts) {
+      if (r.set == "icl") icl.push_back(r.ids);
+      if (r.set == "eval") eval.push_back(r.ids);
+    }
+    QCOMPARE(int(icl.size()), n);
+    QCOMPARE(int(eval.size()), n);
+    for (int i = 0; i < n; ++i) {
+      QVERIFY(eval[size_t(i)] ==
+              std::vector<int64_t>(held.icl[size_t(i)].ids.begin(), held.icl[size_t(i)].ids.end()));
+      QVERIFY(icl[size_t(i)] ==
+              std::vector<int64_t>(task_->icl[size_t(i)].ids.begin(), task_->icl[size_t(i)].ids.end()));
+    }
+    // A split too small for both sets is refused, naming the queries.
+    try {
+      hs::heldOutTask(*toy_.tokenizer, *task_, 100000);
+      QFAIL("heldOutTask accepted more prompts than the split has queries");
+    } catch (const hs::Error& e) {
+      QVERIFY2(std::string(e.what()).find("queries") != std::string::npos, e.what());
+    }
+  }
+
+  // Induction scores draw from the toy world's syllables (the ids `induction` uses), not [V/8, V).
+  void inductionOnTrainedIds() {
+    const hs::HeadGrid* ind = findGrid(run_.run, "tsla.induction");
+    QVERIFY(ind);
+    const auto range = hs::inductionTokenRange(*toy_.model, toy_.tokenizer.get());
+    const hs::toy::ToyWorld world = hs::toy::ToyWorld::build();
+    QCOMPARE(range.first, int64_t(world.syllableIdRange().first));
+    QCOMPARE(range.second, int64_t(world.vocabSize()));
+    QVERIFY(ind->provenance.options.at("induction_tokens") == nlohmann::json({range.first, range.second}));
+    const hs::Transformer tiny = hs::test::tinyLlama();
+    QVERIFY(
+        (hs::inductionTokenRange(tiny, nullptr) == std::pair<int64_t, int64_t>{12, 37}));  // [50/4, 150/4)
+  }
+
+  // Mean ablation replaces a head by its mean over the toy world's neutral text (the default corpus),
+  // not by its mean on the task's prompts.
+  void meanAblationUsesTheCorpusMean() {
+    const hs::Table* t = findTable(run_.run, "tsla.ablation");
+    QVERIFY(t);
+    const auto trTop = run_.run.summary.at("top_tr").get<std::vector<hs::HeadRef>>();
+    const at::Tensor corpus =
+        hs::meanZ(*toy_.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions);  // [layers, heads, d_head]
+    const hs::IclTask held = hs::heldOutTask(*toy_.tokenizer, *task_, int(task_->icl.size()));
+    hs::IclEvalOptions eo;
+    eo.label_tokens = task_->label_tokens;
+    eo.interventions = hs::meanHeads(trTop, corpus);
+    const hs::IclEval e = hs::evaluateIcl(*toy_.model, held.icl, eo);
+    const auto [acc, ratio] = ablationRow(*t, "tr", "mean");
+    QCOMPARE(acc, e.accuracy);
+    QCOMPARE(ratio, e.tr_ratio);
+    const std::string what = run_.run.options.at("mean_source_description").get<std::string>();
+    QVERIFY2(what.find("toy world") != std::string::npos, what.c_str());
+    QCOMPARE(run_.run.options.at("mean_source").get<std::string>(), std::string("corpus"));
+    // The task's own mean is another tensor.
+    hs::MeanSource task;
+    task.source = "task";
+    const at::Tensor own =
+        hs::resolveMeanZ(*toy_.model, toy_.tokenizer.get(), task, hs::tokenSeqs(task_->icl));
+    QVERIFY(maxDiff(own, corpus) > 1e-3);
+  }
+
+  // Curves over k: x = 0, 1, 2, 4, 8, 16 (half of 32 heads), one series per ordering and mode, k = 0 the
+  // baseline, k = 4 the table's rows (4 heads = 12.5 %), the random ordering's prefix evaluated directly.
+  void ablationCurves() {
+    const hs::Curve* acc = findCurve(run_.run, "tsla.ablation_curve.accuracy");
+    const hs::Curve* ratio = findCurve(run_.run, "tsla.ablation_curve.tr_ratio");
+    const hs::Table* t = findTable(run_.run, "tsla.ablation");
+    QVERIFY(acc && ratio && t);
+    QVERIFY(acc->x == (std::vector<double>{0, 1, 2, 4, 8, 16}));
+    QCOMPARE(acc->series.size(), size_t(8));
+    const auto [accBase, ratioBase] = ablationRow(*t, "baseline", "none");
+    for (const auto& [name, y] : acc->series)
+      QCOMPARE(y[0], accBase);
+    auto series = [](const hs::Curve* c, const std::string& name) {
+      for (const auto& [n, y] : c->series)
+        if (n == name) return y;
+      throw std::runtime_error("no series " + name);
+    };
+    QCOMPARE(series(acc, "tr (zero)")[3], ablationRow(*t, "tr", "zero").first);
+    QCOMPARE(series(ratio, "tl (mean)")[3], ablationRow(*t, "tl", "mean").second);
+    const std::vector<hs::HeadRef> order = hs::randomHeadOrder(4, 8, opts_.random_seed);
+    hs::IclEvalOptions eo;
+    eo.label_tokens = task_->label_tokens;
+    eo.interventions = hs::zeroHeads({order.begin(), order.begin() + 8});
+    const hs::IclTask held = hs::heldOutTask(*toy_.tokenizer, *task_, int(task_->icl.size()));
+    QCOMPARE(series(ratio, "random (zero)")[4], hs::evaluateIcl(*toy_.model, held.icl, eo).tr_ratio);
+    for (const auto& [name, y] : acc->series)
+      qInfo("curve accuracy %s %s", name.c_str(), nlohmann::json(y).dump().c_str());
+    for (const auto& [name, y] : ratio->series)
+      qInfo("curve tr_ratio %s %s", name.c_str(), nlohmann::json(y).dump().c_str());
+  }
+
+  // Perturbations: shuffled demonstration inputs keep every token (inputs move between demos) and the
+  // label set; number labels put "1".."k" in place of the label words, the answer among them.
+  void perturbationTables() {
+    const hs::Table* t = findTable(run_.run, "tsla.perturbation");
+    QVERIFY(t);
+    QCOMPARE(t->rows.size(), size_t(2 * (1 + 2 * 4)));
+    std::vector<const hs::PromptRecord*> eval, shuffled, numbers;
+    for (const hs::PromptRecord& r : run_.run.prompts) {
+      if (r.set == "eval") eval.push_back(&r);
+      if (r.set == "shuffled_inputs") shuffled.push_back(&r);
+      if (r.set == "number_labels") numbers.push_back(&r);
+    }
+    QCOMPARE(shuffled.size(), eval.size());
+    int moved = 0;
+    for (size_t i = 0; i < eval.size(); ++i) {
+      std::vector<int64_t> a = eval[i]->ids, b = shuffled[i]->ids;
+      moved += a != b;
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      QVERIFY(a == b);
+      QVERIFY(shuffled[i]->answer_ids == eval[i]->answer_ids);
+    }
+    QVERIFY(moved > 0);
+    QVERIFY(!numbers.empty());
+    const int one = *toy_.tokenizer->idOf("1");
+    for (const hs::PromptRecord* r : numbers) {
+      QVERIFY(std::find(r->label_ids.begin(), r->label_ids.end(), r->answer_ids[0]) != r->label_ids.end());
+      for (int64_t id : r->label_ids)
+        QVERIFY(id >= one && id < one + 9);
+    }
+    for (const auto& row : t->rows)
+      qInfo("tsla.perturbation %s", nlohmann::json(row).dump().c_str());
+  }
+
+  // Attention shares from the batched, left-padded run equal those of each prompt run alone.
+  void attentionSharesDirect() {
+    const std::vector<hs::Prompt> two = {task_->icl[0], task_->icl[1]};
+    const hs::AttentionShares batched = hs::attentionShares(*toy_.model, two, {}, 2);
+    Eigen::MatrixXd labels = Eigen::MatrixXd::Zero(4, 8), query = labels;
+    for (const hs::Prompt& p : two) {
+      hs::RunRequest req;
+      req.tokens = at::tensor(std::vector<int64_t>(p.ids.begin(), p.ids.end()), at::kLong).view({1, -1});
+      for (int l = 0; l < 4; ++l)
+        req.capture.insert(hs::attnPattern(l));
+      const hs::RunResult r = toy_.model->run(req);
+      for (int l = 0; l < 4; ++l)
+        for (int h = 0; h < 8; ++h) {
+          const at::Tensor a = r.cache.at(hs::attnPattern(l))[0][h][p.last].to(at::kDouble);  // [k_pos]
+          for (const hs::Prompt::Demo& d : p.demos)
+            labels(l, h) += a.slice(0, d.label.begin, d.label.end).sum().item<double>() / 2;
+          query(l, h) += a.slice(0, p.query_input.begin, p.query_input.end).sum().item<double>() / 2;
+        }
+    }
+    QVERIFY((batched.labels - labels).cwiseAbs().maxCoeff() < 1e-5);
+    QVERIFY((batched.query - query).cwiseAbs().maxCoeff() < 1e-5);
+    QVERIFY(findGrid(run_.run, "tsla.attention_labels") && findGrid(run_.run, "tsla.attention_query"));
+    const hs::Table* t = findTable(run_.run, "tsla.attention");
+    QVERIFY(t);
+    for (const auto& row : t->rows)
+      qInfo("tsla.attention %s", nlohmann::json(row).dump().c_str());
+  }
+
+  // An open-ended (FV-style) task: label sets per prompt from the demonstrations' answers; TR/TL vectors
+  // steer zero-shot prompts, scored by accuracy.
+  void generationTask() {
+    hs::TaskSpec spec;
+    spec.dataset = "toy:antonym_a";
+    spec.shots = 10;
+    spec.n_prompts = 16;
+    const hs::IclTask task = hs::buildIclTask(*toy_.tokenizer, spec);
+    const hs::PromptLabels pl = hs::promptLabels(task, task.icl);
+    for (size_t i = 0; i < task.icl.size(); ++i) {
+      QCOMPARE(pl.sets[i][size_t(pl.gold[i])], task.icl[i].answer_token);
+      QVERIFY(pl.sets[i].size() >= 2 && pl.sets[i].size() <= 11);
+    }
+    hs::TslaOptions o = opts_;
+    o.curves = false;
+    const hs::AnalysisOutput out = hs::runTsla(*toy_.model, *toy_.tokenizer, task, o);
+    const hs::HeadGrid* tr = findGrid(out.run, "tsla.tr");
+    QVERIFY(tr && tr->values.allFinite());
+    QVERIFY(!findTable(out.run, "tsla.perturbation"));
+    const hs::Table* st = findTable(out.run, "tsla.steering");
+    QVERIFY(st);
+    QCOMPARE(st->rows.size(), size_t(4));
+    for (const auto& row : st->rows)
+      qInfo("antonym_a steering %s", nlohmann::json(row).dump().c_str());
+  }
+
   void sessionRoundTrip() {
     QTemporaryDir dir;
     const hs::Session back =
@@ -341,20 +607,13 @@ class TestTsla : public QObject {
 #endif
   }
 
-  void refusesOpenEndedTasks() {
-    hs::TaskSpec spec;
-    spec.dataset = "toy:copy_a";
-    spec.n_prompts = 4;
-    const hs::IclTask copy = hs::buildIclTask(*toy_.tokenizer, spec);
-    try {
-      hs::runTsla(*toy_.model, *toy_.tokenizer, copy, opts_);
-      QFAIL("runTsla accepted an open-ended task");
-    } catch (const hs::Error& e) {
-      QVERIFY2(std::string(e.what()).find("classification") != std::string::npos, e.what());
-    }
+  void refusesBadOptions() {
     hs::TslaOptions bad = opts_;
     bad.ablation = "half";
-    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runTsla(*toy_.model, *task_, *task_, bad));
+    const hs::IclTask held = hs::heldOutTask(*toy_.tokenizer, *task_, 4);
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runTsla(*toy_.model, *toy_.tokenizer, *task_, held, bad));
+    // A held-out set sharing queries with the analysed prompts is refused.
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runTsla(*toy_.model, *toy_.tokenizer, *task_, *task_, opts_));
   }
 };
 

@@ -88,8 +88,8 @@ class TestCliRegistry : public QObject {
              {{"echo", "toy", "--heads", "1:2", "--out", out}, "--heads: '1:2' is not a list of heads"},
              {{"evaluate", "toy", "--zero-ablate", "3.3", "--mean-ablate", "3.3", "--out", out},
               "head 3.3 has two interventions (zero_ablate and mean_ablate)"},
-             {{"tsla", "toy", "--task", "toy:antonym_a", "--out", out},
-              "tsla needs a classification task"}}) {
+             {{"geometry", "toy", "--task", "toy:antonym_a", "--out", out},
+              "geometry needs a classification task"}}) {
       CLI::App fresh;
       hs::cli::buildCli(fresh);
       std::string message;

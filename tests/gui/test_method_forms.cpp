@@ -104,10 +104,10 @@ class TestMethodForms : public QObject {
     hs::TaskSpec antonym;
     antonym.dataset = "toy:antonym_a";
     w.taskDock()->setSpec(antonym);
-    std::unique_ptr<MethodDialog> d(w.createMethodDialog("tsla"));
+    std::unique_ptr<MethodDialog> d(w.createMethodDialog("geometry"));
     QVERIFY(!d->runButton()->isEnabled());
-    QVERIFY(!w.runAnalysis("tsla"));
-    QVERIFY2(w.lastError().contains("tsla needs a classification task"), qPrintable(w.lastError()));
+    QVERIFY(!w.runAnalysis("geometry"));
+    QVERIFY2(w.lastError().contains("geometry needs a classification task"), qPrintable(w.lastError()));
   }
 
   void registeredMethodRunsIsLabelledDeletedAndSaved() {

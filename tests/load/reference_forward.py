@@ -234,9 +234,10 @@ def sliding_layers(cfg, family):
     return [None] * n
 
 
-def forward_llama_like(cfg, W, tokens, family):
+def forward_llama_like(cfg, W, tokens, family, z_hook=None):
     """llama / mistral / qwen2 / qwen3 / olmo2 (they differ in biases, q/k norms, norm placement and
-    sliding windows)."""
+    sliding windows). z_hook(layer, z) -> z, when given, sees (and may replace) every layer's per-head
+    attention output z [batch, head, pos, d_head] before o_proj: TransformerLens' hook_z."""
     d, nh = cfg["hidden_size"], cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads") or nh
     dh = cfg.get("head_dim") or d // nh
@@ -264,6 +265,8 @@ def forward_llama_like(cfg, W, tokens, family):
         f = inv_freq_local if windows[l] else inv_freq
         q, k = apply_rope(q, f, pos), apply_rope(k, f, pos)
         z = attention(q, k, v, nh // nkv, window=windows[l])
+        if z_hook is not None:
+            z = z_hook(l, z)
         o = lin(merge(z), W[a + "o_proj.weight"], W.get(a + "o_proj.bias"))
         if family == "olmo2":
             x = x + rms_norm(o, W[p + "post_attention_layernorm.weight"], eps)
