@@ -12,6 +12,7 @@
 #include "results/rank_stats.h"
 #include "results/timestamp.h"
 #include "util/error.h"
+#include "util/json_read.h"
 #include "util/file_text.h"
 #include "util/resources.h"
 
@@ -125,7 +126,9 @@ HeadGrid grid(const std::string& id, const std::string& name, const std::string&
 void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>, Pending>& into) {
   const std::string file = path.string();
   const std::string name = path.filename().string();
-  const nlohmann::json j = readJsonFile(file, "published result");
+  JsonLimits limits = json_limits::dataset();
+  limits.kind = "published result";
+  const nlohmann::json j = readJsonFile(file, limits);
   const Place place = placeOf(path);
   Pending& run = into[{place.model, place.checkpoint}];
   run.place = place;
