@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 namespace {
@@ -80,8 +81,8 @@ nlohmann::json checked(const OptionSpec& s, const nlohmann::json& v, const std::
     case OptionType::File: {
       if (!v.is_string()) return bad("a file path");
       const std::string p = v.get<std::string>();
-      if (!p.empty() && !std::filesystem::is_regular_file(p))
-        fail(what, ": option ", s.key, ": no such file: ", p);
+      // A missing file, a folder, a FIFO or a device is named as such (file_text.h).
+      if (!p.empty()) withContext(cat(what, ": option ", s.key), [&] { requireRegularFile(p); });
       return v;
     }
     case OptionType::IntList:

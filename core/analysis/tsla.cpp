@@ -96,7 +96,8 @@ LabelledPrompts shuffledInputPrompts(const Tokenizer& tok, const IclTask& eval, 
 // Held-out prompts whose labels are replaced by the numbers 1..k (in order of first appearance in the
 // demonstrations, consistently for the query): the mapping stays learnable, the label words go. A prompt
 // whose query label no demonstration shows has no number answer and is left out.
-LabelledPrompts numberLabelPrompts(const Tokenizer& tok, const IclTask& eval) {
+// Empty, with the reason in *skipped, when the tokenizer cannot tell the numbers apart by their first token.
+LabelledPrompts numberLabelPrompts(const Tokenizer& tok, const IclTask& eval, std::string* skipped) {
   LabelledPrompts out;
   std::map<std::string, int> numberToken;  // "3" → its first token after the output prefix
   auto tokenOf = [&](const std::string& number) {
@@ -121,8 +122,10 @@ LabelledPrompts numberLabelPrompts(const Tokenizer& tok, const IclTask& eval) {
     const Prompt p = buildPrompt(tok, eval.tmpl, r.demos, r.query);
     std::vector<int> sorted = set;
     std::sort(sorted.begin(), sorted.end());
-    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      fail("tsla: the number labels 1..", set.size(), " do not start with distinct tokens");
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      *skipped = cat("the number labels 1..", set.size(), " do not start with distinct tokens");
+      return {};
+    }
     const auto it = std::find(set.begin(), set.end(), p.answer_token);
     if (it == set.end()) fail("tsla: a number-label prompt's answer token is not one of the number tokens");
     out.prompts.push_back(p);
@@ -165,8 +168,8 @@ const OptionTable<TslaOptions>& tslaOptionTable() {
              OptionCheck::atLeast(2))
         .add("induction_sequences", &O::induction_sequences, "induction scores: sequences",
              OptionCheck::atLeast(1))
-        .add("steer_layer", &O::steer_layer, "steer the residual stream entering this layer (-1: n_layers / 2)",
-             OptionCheck::atLeast(-1))
+        .add("steer_layer", &O::steer_layer,
+             "steer the residual stream entering this layer (-1: n_layers / 2)", OptionCheck::atLeast(-1))
         .add("steer_scale", &O::steer_scale, "scale of the steering vectors")
         .add("curves", &O::curves, "ablation curves over the number of heads k per ordering")
         .add("curve_ks", &O::curve_ks, "k of the ablation curves (empty: 1, 2, 4, ... up to half the heads)",
@@ -320,8 +323,8 @@ SubspaceCurves subspaceCurves(const at::Tensor& residuals, const LabelProjector&
   return {toVector(align.mean(0)), toVector(diff.mean(0))};
 }
 
-SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& model, const PromptLabels& labels,
-                              bool finalNorm) {
+SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& model,
+                              const PromptLabels& labels, bool finalNorm) {
   const int64_t n = residuals.size(0);
   if (static_cast<int64_t>(labels.sets.size()) != n)
     fail("subspace curves: ", labels.sets.size(), " label sets for ", n, " prompts");
@@ -475,8 +478,9 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
   // 1. Head outputs at N and the TR / TL grids.
   const PromptLabels labels = promptLabels(task, task.icl);
   const PromptLabels evalLabels = promptLabels(evalTask, evalTask.icl);
-  const at::Tensor a = headOutputsAtLast(model, tokenSeqs(task.icl), {}, subContext(ctx, 0.0, 0.08, "head outputs"),
-                                         opts.batch);  // [n, layers, heads, d_model]
+  const at::Tensor a =
+      headOutputsAtLast(model, tokenSeqs(task.icl), {}, subContext(ctx, 0.0, 0.08, "head outputs"),
+                        opts.batch);  // [n, layers, heads, d_model]
   const TrTlScores scores = trTlScores(a, model, labels, opts.final_norm);
   HeadGrid tr{"tsla.tr", "Task recognition ‖P a‖", "norm", scores.tr, prov};
   HeadGrid tl{"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / ‖P a‖", "logit / norm", scores.tl,
@@ -538,16 +542,17 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
     if (!condition.empty()) lead.push_back(condition);
     const IclEval base = evaluate(prompts, pl, {}, sub(condition + " baseline"));
     std::vector<nlohmann::json> row = lead;
-    for (nlohmann::json v : {nlohmann::json("baseline"), nlohmann::json("none"), nlohmann::json(0),
-                             doubleToJson(base.accuracy), doubleToJson(base.tr_ratio), nlohmann::json(0.0),
-                             nlohmann::json(0.0)})
+    for (nlohmann::json v :
+         {nlohmann::json("baseline"), nlohmann::json("none"), nlohmann::json(0), doubleToJson(base.accuracy),
+          doubleToJson(base.tr_ratio), nlohmann::json(0.0), nlohmann::json(0.0)})
       row.push_back(v);
     table.rows.push_back(row);
     summary["baseline"] = evalJson(base);
     for (const std::string& mode : modes)
       for (const auto& [name, heads] : sets) {
         if (heads->empty()) continue;  // a model too small for a disjoint random set
-        const IclEval e = evaluate(prompts, pl, ablate(mode, *heads), sub("ablate " + name + " (" + mode + ")"));
+        const IclEval e =
+            evaluate(prompts, pl, ablate(mode, *heads), sub("ablate " + name + " (" + mode + ")"));
         row = lead;
         for (nlohmann::json v :
              {nlohmann::json(name), nlohmann::json(mode), nlohmann::json(static_cast<int>(heads->size())),
@@ -576,10 +581,20 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
         {"tl", topHeads(tl, LH)},
         {"induction", topHeads(ind.induction, LH)},
         {"random", randomHeadOrder(L, H, opts.random_seed)}};
-    Curve acc{"tsla.ablation_curve.accuracy", "Held-out accuracy with the top k heads ablated", "k heads",
-              "accuracy", {}, {}, prov};
-    Curve ratio{"tsla.ablation_curve.tr_ratio", "Held-out TR ratio with the top k heads ablated", "k heads",
-                "TR ratio", {}, {}, prov};
+    Curve acc{"tsla.ablation_curve.accuracy",
+              "Held-out accuracy with the top k heads ablated",
+              "k heads",
+              "accuracy",
+              {},
+              {},
+              prov};
+    Curve ratio{"tsla.ablation_curve.tr_ratio",
+                "Held-out TR ratio with the top k heads ablated",
+                "k heads",
+                "TR ratio",
+                {},
+                {},
+                prov};
     acc.x.push_back(0);
     for (int kk : ks)
       acc.x.push_back(kk);
@@ -591,9 +606,10 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
         std::vector<double> ya = {base.accuracy}, yr = {base.tr_ratio};
         for (int kk : ks) {
           const std::vector<HeadRef> heads(order.begin(), order.begin() + kk);
-          const IclEval e = evaluate(evalTask.icl, evalLabels, ablate(mode, heads),
-                                     subContext(ctx, 0.3 + 0.25 * done / steps, 0.3 + 0.25 * (done + 1) / steps,
-                                                "curve " + name + " k=" + std::to_string(kk)));
+          const IclEval e =
+              evaluate(evalTask.icl, evalLabels, ablate(mode, heads),
+                       subContext(ctx, 0.3 + 0.25 * done / steps, 0.3 + 0.25 * (done + 1) / steps,
+                                  "curve " + name + " k=" + std::to_string(kk)));
           ++done;
           ya.push_back(e.accuracy);
           yr.push_back(e.tr_ratio);
@@ -608,25 +624,29 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
 
   // 5. Input perturbations (classification): the same ablations with shuffled demonstration inputs and
   //    with number labels.
-  Table perturbation{"tsla.perturbation", "Ablations under input perturbations (held-out prompts)", {}, {}, prov};
-  perturbation.columns = {"condition", "heads",    "mode",          "n_heads",
+  Table perturbation{
+      "tsla.perturbation", "Ablations under input perturbations (held-out prompts)", {}, {}, prov};
+  perturbation.columns = {"condition", "heads",    "mode",           "n_heads",
                           "accuracy",  "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
   nlohmann::json pertSummary = nlohmann::json::object();
   LabelledPrompts shuffled, numbers;
   if (opts.perturbation && task.classification()) {
     shuffled = shuffledInputPrompts(tok, evalTask, evalLabels, opts.random_seed);
-    numbers = numberLabelPrompts(tok, evalTask);
+    std::string numbersSkipped;
+    numbers = numberLabelPrompts(tok, evalTask, &numbersSkipped);
+    if (!numbersSkipped.empty()) pertSummary["number_labels"] = {{"skipped", numbersSkipped}};
     ablationRows(perturbation, "shuffled_inputs", shuffled.prompts, shuffled.labels,
                  pertSummary["shuffled_inputs"], 0.55, 0.65);
     if (!numbers.prompts.empty())
-      ablationRows(perturbation, "number_labels", numbers.prompts, numbers.labels, pertSummary["number_labels"],
-                   0.65, 0.75);
+      ablationRows(perturbation, "number_labels", numbers.prompts, numbers.labels,
+                   pertSummary["number_labels"], 0.65, 0.75);
   }
 
   // 6. Steering zero-shot prompts with each set's summed mean output, at N of the residual entering
   //    layer steerLayer.
   const at::Tensor meanA = a.mean(0);  // [layers, heads, d_model]
-  Table steering{"tsla.steering", "Held-out zero-shot accuracy and TR ratio with steering vectors", {}, {}, prov};
+  Table steering{
+      "tsla.steering", "Held-out zero-shot accuracy and TR ratio with steering vectors", {}, {}, prov};
   steering.columns = {"vector", "layer", "norm", "accuracy", "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
   const IclEval zs = evaluate(evalTask.zero_shot, evalLabels, {}, subContext(ctx, 0.75, 0.77, "zero-shot"));
   steering.rows.push_back(
@@ -666,8 +686,9 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
       si += shares.demo_inputs(h.layer, h.head);
     }
     const double m = static_cast<double>(heads->size());
-    attention.rows.push_back({name, static_cast<int>(heads->size()), doubleToJson(sl / m), doubleToJson(sq / m),
-                              doubleToJson(si / m), doubleToJson(1.0 - (sl + sq + si) / m)});
+    attention.rows.push_back({name, static_cast<int>(heads->size()), doubleToJson(sl / m),
+                              doubleToJson(sq / m), doubleToJson(si / m),
+                              doubleToJson(1.0 - (sl + sq + si) / m)});
   }
 
   // 8. Per-layer geometry of the last-position residual, with and without the TR / TL heads.
@@ -682,7 +703,8 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
   for (const auto& [name, heads] : variants) {
     const at::Tensor h = captureAtLast(
         model, tokenSeqs(task.icl), residPost, heads ? zeroHeads(*heads) : std::vector<Intervention>{},
-        subContext(ctx, 0.87 + 0.04 * done, 0.91 + 0.04 * done, "residuals " + name), opts.batch);  // [n, L, d]
+        subContext(ctx, 0.87 + 0.04 * done, 0.91 + 0.04 * done, "residuals " + name),
+        opts.batch);  // [n, L, d]
     ++done;
     const SubspaceCurves sc = subspaceCurves(h, model, labels, opts.final_norm);
     align.series.push_back({name, sc.alignment});
@@ -704,7 +726,8 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
   recordPrompts(out, "icl", task.icl, labels.sets);
   recordPrompts(out, "eval", evalTask.icl, evalLabels.sets);
   recordPrompts(out, "zero_shot", evalTask.zero_shot, evalLabels.sets);
-  if (!shuffled.prompts.empty()) recordPrompts(out, "shuffled_inputs", shuffled.prompts, shuffled.labels.sets);
+  if (!shuffled.prompts.empty())
+    recordPrompts(out, "shuffled_inputs", shuffled.prompts, shuffled.labels.sets);
   if (!numbers.prompts.empty()) recordPrompts(out, "number_labels", numbers.prompts, numbers.labels.sets);
 
   out.addTensor("head_outputs_mean", meanA);

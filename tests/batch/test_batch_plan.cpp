@@ -61,7 +61,7 @@ json toyPlan() {
     "models": ["toy"],
     "tasks": ["toy:category_label", {"dataset": "toy:antonym_a", "shots": 4}],
     "task_defaults": {"n_prompts": 6},
-    "methods": [{"method": "fv", "options": {"n_mean": 4}}, "evaluate", "induction", "tsla"],
+    "methods": [{"method": "fv", "options": {"n_mean": 4}}, "evaluate", "induction", "geometry"],
     "seeds": [1, 2]
   })");
 }
@@ -120,15 +120,15 @@ class TestBatchPlan : public QObject {
                                                "evaluate · toy · toy:category_label · seed 2",
                                                "induction · toy · seed 1",
                                                "induction · toy · seed 2",
-                                               "tsla · toy · toy:category_label · seed 1",
-                                               "tsla · toy · toy:category_label · seed 2",
+                                               "geometry · toy · toy:category_label · seed 1",
+                                               "geometry · toy · toy:category_label · seed 2",
                                                "fv · toy · toy:antonym_a · seed 1",
                                                "fv · toy · toy:antonym_a · seed 2",
                                                "evaluate · toy · toy:antonym_a · seed 1",
                                                "evaluate · toy · toy:antonym_a · seed 2"};
     QCOMPARE(labels, expected);
     QCOMPARE(e.skipped.size(), size_t(1));
-    QVERIFY2(e.skipped[0].find("tsla on toy:antonym_a: tsla needs a classification task") == 0,
+    QVERIFY2(e.skipped[0].find("geometry on toy:antonym_a: geometry needs a classification task") == 0,
              e.skipped[0].c_str());
     for (size_t i = 0; i < e.jobs.size(); ++i) {
       const Job& j = e.jobs[i];
@@ -162,7 +162,7 @@ class TestBatchPlan : public QObject {
     // Reordered keys, an option given at its default, the plan in another folder.
     json same = json::parse(R"({
       "seeds": [1, 2], "methods": [{"options": {"n_mean": 4}, "method": "fv"},
-                                   {"method": "evaluate", "options": {}}, "induction", "tsla"],
+                                   {"method": "evaluate", "options": {}}, "induction", "geometry"],
       "task_defaults": {"n_prompts": 6}, "models": [{"path": "toy"}],
       "tasks": ["toy:category_label", {"shots": 4, "dataset": "toy:antonym_a"}], "format_version": 1,
       "device": "cpu", "dtype": "auto", "name": "another name"})");
@@ -230,7 +230,7 @@ class TestBatchPlan : public QObject {
     expectError([](json& p) { p["seeds"] = {1, 1}; }, {planPath, "seeds", "twice"});
     // A method that fits none of the tasks is a mistake, not an empty grid.
     expectError([](json& p) { p["tasks"] = {"toy:antonym_a"}; },
-                {planPath, "methods[3] (tsla) runs on none of the plan's tasks", "classification"});
+                {planPath, "methods[3] (geometry) runs on none of the plan's tasks", "classification"});
   }
 
   // Shard K of N runs every N-th job from job K: together the shards run every job exactly once.
