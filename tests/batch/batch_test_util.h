@@ -2,7 +2,10 @@
 // Shared by the batch tests that run headscope-cli: the study plan of the issue (2 tasks × 2 methods × 2
 // seeds on the toy model, small enough for CI), reading batch folders, and comparing two studies run for run.
 #include <QDir>
+#include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
+#include <QStringList>
 #include <QtTest>
 
 #include <filesystem>
@@ -16,6 +19,26 @@
 #include "session/session.h"
 
 namespace hs::test {
+
+// What a finished child process left: its exit code (-1 when it crashed or was killed) and its output.
+struct ProcessResult {
+  int exitCode = -1;
+  std::string out, err;
+  nlohmann::json parsed() const { return nlohmann::json::parse(out); }
+};
+
+inline ProcessResult runProcess(const QString& program, const QStringList& args,
+                                const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(program, args);
+  p.waitForFinished(-1);  // ctest's timeout bounds the test
+  ProcessResult r;
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput().toStdString();
+  r.err = p.readAllStandardError().toStdString();
+  return r;
+}
 
 // 2 tasks × 2 methods × 2 seeds = 8 jobs; 4 array tasks under Slurm.
 inline nlohmann::json studyPlan() {

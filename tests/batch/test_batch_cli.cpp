@@ -24,23 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int exitCode = -1;
-  std::string out, err;
-  json parsed() const { return json::parse(out); }
-};
+using Result = hs::test::ProcessResult;
 
 Result runCli(const QStringList& args,
               const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-  QProcess p;
-  p.setProcessEnvironment(env);
-  p.start(QString::fromStdString(hs::test::cliPath()), args);
-  p.waitForFinished(-1);  // ctest's timeout bounds the test
-  Result r;
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput().toStdString();
-  r.err = p.readAllStandardError().toStdString();
-  return r;
+  return hs::test::runProcess(QString::fromStdString(hs::test::cliPath()), args, env);
 }
 
 std::set<std::string> idSet(const json& ids) {

@@ -24,21 +24,10 @@ namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int exitCode = -1;
-  std::string out, err;
-};
+using Result = hs::test::ProcessResult;
 
 Result run(const QString& program, const QStringList& args, const QProcessEnvironment& env) {
-  QProcess p;
-  p.setProcessEnvironment(env);
-  p.start(program, args);
-  p.waitForFinished(-1);  // ctest's timeout bounds the test
-  Result r;
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput().toStdString();
-  r.err = p.readAllStandardError().toStdString();
-  return r;
+  return hs::test::runProcess(program, args, env);
 }
 
 std::string readText(const QString& path) {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "robust_test_util.h"
 #include "util/error.h"
 #include "util/json_read.h"
 
@@ -10,25 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const hs::Error& e) {
-    return e.what();
-  }
-  return {};
-}
-
-#define EXPECT_ERROR(call, ...)                                                              \
-  do {                                                                                       \
-    const std::string msg_ = errorOf([&] { (void)(call); });                                 \
-    QVERIFY2(!msg_.empty(), "expected an hs::Error from " #call);                            \
-    QVERIFY2(msg_.size() < 400, msg_.substr(0, 400).c_str());                                \
-    QVERIFY2(msg_.find('\n') == std::string::npos, msg_.c_str());                            \
-    for (const std::string& frag_ : std::initializer_list<std::string>{__VA_ARGS__})         \
-      QVERIFY2(msg_.find(frag_) != std::string::npos,                                        \
-               qPrintable(QString("\"%1\" lacks \"%2\"").arg(msg_.c_str(), frag_.c_str()))); \
-  } while (0)
+using hs::test::errorOf;
 
 std::string nestedArrays(int depth) {
   return std::string(depth, '[') + "1" + std::string(depth, ']');
@@ -137,8 +120,8 @@ class TestJsonRead : public QObject {
     EXPECT_ERROR(r.at("zero").positiveFinite(), "zero");
     QCOMPARE(r.at("ok").positiveFinite(), 1e-6);
     // 1e999 would be infinity: the parser refuses it.
-    EXPECT_ERROR(hs::parseJsonBounded(R"({"eps": 1e999})", "c.json", hs::json_limits::modelConfig()), "c.json",
-                 "number overflow");
+    EXPECT_ERROR(hs::parseJsonBounded(R"({"eps": 1e999})", "c.json", hs::json_limits::modelConfig()),
+                 "c.json", "number overflow");
   }
 };
 

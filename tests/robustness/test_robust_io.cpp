@@ -21,6 +21,7 @@
 #include "model/io/mapped_file.h"
 #include "model/io/safetensors.h"
 #include "model/load/config_json.h"
+#include "robust_test_util.h"
 #include "session/output_set.h"
 #include "session/session.h"
 #include "test_paths.h"
@@ -33,23 +34,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const hs::Error& e) {
-    return e.what();
-  }
-  return {};
-}
-
-#define EXPECT_ERROR(call, ...)                                                              \
-  do {                                                                                       \
-    const std::string msg_ = errorOf([&] { (void)(call); });                                 \
-    QVERIFY2(!msg_.empty(), "expected an hs::Error from " #call);                            \
-    for (const std::string& frag_ : std::initializer_list<std::string>{__VA_ARGS__})         \
-      QVERIFY2(msg_.find(frag_) != std::string::npos,                                        \
-               qPrintable(QString("\"%1\" lacks \"%2\"").arg(msg_.c_str(), frag_.c_str()))); \
-  } while (0)
+using hs::test::errorOf;
 
 void writeFile(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
