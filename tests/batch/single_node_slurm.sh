@@ -53,9 +53,14 @@ mkdir -p "$dir/munge" "$dir/state" "$dir/spool"
 chmod 755 "$dir"
 chown munge:munge "$dir/munge"
 chmod 755 "$dir/munge"  # clients need to reach the socket; the key itself is 0600
-runuser -u munge -- mungekey --create --keyfile="$dir/munge/munge.key" --force
+cannot_host() {  # cannot_host WHAT: the machine cannot run this cluster; the test skips
+  echo "single-node Slurm: $1 (logs in $dir)" >&2
+  exit 77
+}
+runuser -u munge -- mungekey --create --keyfile="$dir/munge/munge.key" --force || cannot_host "mungekey failed"
 runuser -u munge -- munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
-  --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
+  --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" ||
+  cannot_host "munged did not start"
 
 host=$(hostname -s)
 cat > "$dir/slurm.conf" <<CONF
@@ -87,12 +92,11 @@ NodeName=$host CPUs=$(nproc) State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF=$dir/slurm.conf
-slurmctld -c -f "$SLURM_CONF"
-slurmd -c -f "$SLURM_CONF"
+slurmctld -c -f "$SLURM_CONF" || cannot_host "slurmctld did not start"
+slurmd -c -f "$SLURM_CONF" || cannot_host "slurmd did not start"
 for _ in $(seq 300); do
   state=$(sinfo -h -N -o %T 2>/dev/null | head -1 || true)
   case "$state" in idle*|mixed*|allocated*) exit 0 ;; esac
   sleep 0.2
 done
-echo "single-node Slurm: the node did not become idle within 60 s (state '$state'); see $dir/slurmctld.log and $dir/slurmd.log" >&2
-exit 1
+cannot_host "the node did not become idle within 60 s (state '$state'); see slurmctld.log and slurmd.log"
