@@ -25,8 +25,8 @@ struct ImportArgs {
 
 void addImportPublishedCommand(CLI::App& app) {
   static ImportArgs a;
-  auto* cmd = app.add_subcommand(
-      "import-published", "Read the dual-route study's published per-head scores into a session");
+  auto* cmd = app.add_subcommand("import-published",
+                                 "Read the dual-route study's published per-head scores into a session");
   cmd->add_option("files", a.files,
                   "published result files or folders (causal_scores, attention_scores, head_orderings, "
                   "language_patching JSON)")

@@ -128,12 +128,8 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
   c.provenance.method = "induction";
   c.provenance.task = task.id;
   c.provenance.n_prompts = static_cast<int>(task.prompts.size());
-  c.provenance.options = {{"ks", ks},
-                           {"ablation", "mean"},
-                           {"mean_source", o.mean_source},
-                           {"positions", "all"},
-                           {"batch", o.batch},
-                           {"orderings", orders}};
+  c.provenance.options = {{"ks", ks},           {"ablation", "mean"}, {"mean_source", o.mean_source},
+                          {"positions", "all"}, {"batch", o.batch},   {"orderings", orders}};
   return c;
 }
 
@@ -224,10 +220,10 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
     const std::vector<at::Tensor> zSrc = zAtLast(toIds(src.tokens));  // per layer [heads, d_head]
     const std::vector<int64_t> dstIds = toIds(dst.tokens);
     if (prompts) {
-      prompts->push_back({"concept_patching.source", toIds(src.tokens), static_cast<int>(src.tokens.size()) - 1,
-                          toIds(src.answer)});
-      prompts->push_back({"concept_patching.destination", dstIds, static_cast<int>(dstIds.size()) - 1,
-                          toIds(dst.answer)});
+      prompts->push_back({"concept_patching.source", toIds(src.tokens),
+                          static_cast<int>(src.tokens.size()) - 1, toIds(src.answer)});
+      prompts->push_back(
+          {"concept_patching.destination", dstIds, static_cast<int>(dstIds.size()) - 1, toIds(dst.answer)});
     }
     const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
     const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);
@@ -281,7 +277,8 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
       {"position", "the source's last token (-1, the arrow) written at -1 of every forward"},
       {"patch", "replace hook_z from the source run"},
       {"generation",
-       "greedy through the KV cache, the patch in the prefill and in every step, as many tokens as the longer "
+       "greedy through the KV cache, the patch in the prefill and in every step, as many tokens as the "
+       "longer "
        "of the two A words"},
       {"outcomes",
        "meaning_moved: the source concept's A word generated exactly; kept: the destination's; "

@@ -37,7 +37,8 @@ const OptionTable<GeometryOptions>& geometryOptionTable() {
   static const OptionTable<GeometryOptions> table =
       OptionTable<GeometryOptions>()
           .add("layer", &GeometryOptions::layer,
-               "layer whose residual (after the layer) is projected in 2-D (-1: the layer of maximal alignment)",
+               "layer whose residual (after the layer) is projected in 2-D (-1: the layer of maximal "
+               "alignment)",
                OptionCheck::atLeast(-1))
           .add("final_norm", &GeometryOptions::final_norm,
                "measure the residual after the model's final norm (what the unembedding reads); off: the raw "

@@ -22,7 +22,7 @@
 namespace hs {
 
 struct GeometryOptions {
-  int layer = -1;          // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
+  int layer = -1;  // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
   bool final_norm = true;  // measure the final-normed residual (what the unembedding reads); off: raw
 };
 const OptionTable<GeometryOptions>& geometryOptionTable();

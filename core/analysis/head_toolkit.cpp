@@ -270,7 +270,8 @@ std::vector<int64_t> generateWithInterventions(const Transformer& model, const s
     generated.push_back(next);
     const int ctxLen = model.config().context_length;
     if (ctxLen > 0 && cache.length() >= ctxLen) break;
-    req.tokens = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(model.device()));  // [1, 1]
+    req.tokens =
+        at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(model.device()));  // [1, 1]
   }
   return generated;
 }

@@ -30,7 +30,8 @@ const OptionTable<InductionRunOptions>& inductionOptionTable() {
           "real models, 16 on the toy model",
           OptionCheck::atLeast(0))
         .add("n_matching", &O::n_matching,
-             "prompts per attention (matching) score; 0 = the official 2048 on real models, n on the toy model",
+             "prompts per attention (matching) score; 0 = the official 2048 on real models, n on the toy "
+             "model",
              OptionCheck::atLeast(0))
         .add("seed", &O::seed, "seed of every prompt set")
         .add("top_k", &O::top_k, "heads in the ablation table and concept patching", OptionCheck::atLeast(1))
@@ -149,8 +150,9 @@ DualRouteSetup dualRouteSetup(const Transformer& model, const Tokenizer* tok, bo
   std::string corpus = o.filler_corpus.empty() ? defaultMeanCorpus() : o.filler_corpus;
   d.filler = o.filler == "default" ? (corpus.empty() ? "random" : "corpus") : o.filler;
   if (d.filler == "corpus" && corpus.empty())
-    fail("induction run: corpus fillers need a corpus (--filler-corpus FILE; the shipped WikiText-2 excerpt "
-         "is not installed)");
+    fail(
+        "induction run: corpus fillers need a corpus (--filler-corpus FILE; the shipped WikiText-2 excerpt "
+        "is not installed)");
   if (d.filler == "random" && o.filler == "default")
     s.notes.push_back("the WikiText-2 excerpt is not installed: random-token fillers instead of corpus text");
   s.vocab = modelDualRouteVocab(*tok, c.vocab_size, corpus, o.words_file, o.sep == "default" ? "\n" : o.sep);
@@ -197,7 +199,8 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   nlohmann::json& notes = setup.notes;
   if (!toyModel) notes.push_back("concept patching skipped: it runs on the toy world only");
   if (toyModel && !o.words_file.empty())
-    notes.push_back("--words " + o.words_file + " not used: the toy model's concept words come from its world");
+    notes.push_back("--words " + o.words_file +
+                    " not used: the toy model's concept words come from its world");
   const bool concept = !vocab.words.empty();
   const int nStages = 7;
   AnalysisOutput out;

@@ -11,8 +11,8 @@
 //   prompts induction (the scored sequences), token_copying.clean / .corrupt (query −2, answer e0),
 //           concept_copying.clean / .corrupt (query −1, answer e1), next_token_matching /
 //           last_token_matching (query −1, answer = the entity e, which starts at its first occurrence
-//           after <bos>), ablation.<task> (query −1, answer the first answer token), concept_patching.source /
-//           .destination (toy world)
+//           after <bos>), ablation.<task> (query −1, answer the first answer token), concept_patching.source
+//           / .destination (toy world)
 //   summary copy_accuracy, induction_acc, top heads of every grid, Jaccard@4 / @8 and Spearman ρ of token vs
 //           concept copying, the mean source, notes (what was skipped and why).
 // Defaults follow the official code on real models (newline separator, 1024 copying pairs, 2048 attention
@@ -38,7 +38,8 @@ struct InductionRunOptions {
   // Prompt pairs per copying score (and sequences of the induction scores); 0 = the model's default: the
   // official 1024 on real models, 16 on the toy model.
   int n = 0;
-  int n_matching = 0;  // prompts per attention score; 0 = the official 2048 on real models, n on the toy model
+  int n_matching =
+      0;  // prompts per attention score; 0 = the official 2048 on real models, n on the toy model
   uint64_t seed = 1;
   int top_k = 4;        // head sets of the induction ablation table and concept patching
   int n_eval = 64;      // prompts per ablation task (accuracy resolution 1/n_eval)

@@ -96,7 +96,8 @@ std::vector<WordPair> readPairs(const std::string& id, const std::string& dataDi
     fail("list task ", id, ": no data folder (the dual-route repository's data/, e.g. ",
          "../shared/data/datasets/dual_route)");
   if (id.rfind("translation_", 0) == 0)
-    return readDictionary((fs::path(dataDir) / "conneauetal_2017" / ("en-" + id.substr(12) + ".txt")).string());
+    return readDictionary(
+        (fs::path(dataDir) / "conneauetal_2017" / ("en-" + id.substr(12) + ".txt")).string());
   const bool ant = id == "antonym" || id == "upper";
   const std::string file =
       (fs::path(dataDir) / "nguyenetal_2017" / (ant ? "all_antonyms.csv" : "all_synonyms.csv")).string();
@@ -187,9 +188,10 @@ NextTokenTask listTask(const std::string& id, const Tokenizer& tok, const std::s
 
   NextTokenTask t;
   t.id = id;
-  t.description = cat(id, ": lists of ", o.items, " words, ", src->second.first_header.substr(0, src->second.first_header.size() - 1),
-                      " / ", src->second.second_header.substr(0, src->second.second_header.size() - 1), " (",
-                      origin, ")");
+  t.description =
+      cat(id, ": lists of ", o.items, " words, ",
+          src->second.first_header.substr(0, src->second.first_header.size() - 1), " / ",
+          src->second.second_header.substr(0, src->second.second_header.size() - 1), " (", origin, ")");
   const int n = std::min<int>(o.n, static_cast<int>(pairs.size()));
   for (int i = 0; i < n; ++i) {
     std::vector<int> others;  // items − 1 other pairs, never the query's

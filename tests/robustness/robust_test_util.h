@@ -4,8 +4,10 @@
 #include <QString>
 #include <QtTest>
 
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 
 #include "util/error.h"
@@ -20,6 +22,20 @@ inline std::string errorOf(const std::function<void()>& f) {
     return e.what();
   }
   return {};
+}
+
+// Writes `bytes` as the whole file (test inputs: crafted, truncated, oversized).
+inline void writeFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+// The whole file ("" when it cannot be read).
+inline std::string readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace hs::test

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "robust_test_util.h"
 #include "session/session.h"
 #include "test_paths.h"
 
@@ -179,17 +180,8 @@ std::string substitute(std::string s, const std::string& tmp, const std::string&
   return s;
 }
 
-void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using hs::test::readFile;
+using hs::test::writeFile;
 
 void putU32(std::string& s, uint32_t v) {
   s.append(reinterpret_cast<const char*>(&v), 4);

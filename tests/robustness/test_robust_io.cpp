@@ -36,17 +36,8 @@ namespace {
 
 using hs::test::errorOf;
 
-void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using hs::test::readFile;
+using hs::test::writeFile;
 
 std::vector<std::string> folderEntries(const std::string& dir) {
   std::vector<std::string> out;
