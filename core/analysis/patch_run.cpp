@@ -73,26 +73,27 @@ const OptionTable<PatchOptions>& patchOptionTable() {
   static const OptionTable<O> table = [] {
     OptionTable<O> t;
     t.add("clean", &O::clean, "clean prompt text (encoded as the tokenizer config says)")
-          .add("corrupt", &O::corrupt, "corrupt prompt text (same token length as the clean one)")
-          .add("clean_ids", &O::clean_ids, "clean prompt as token ids, comma separated",
-               OptionCheck::atLeast(0))
-          .add("corrupt_ids", &O::corrupt_ids, "corrupt prompt as token ids, comma separated",
-               OptionCheck::atLeast(0))
-          .add("target", &O::target, "target token: a vocabulary string, one-token text, or #ID")
-          .add("distractor", &O::distractor, "distractor token for logit_diff, as the target")
-          .add("metric", &O::metric,
-               "read at the last position: prob = P(target), logit = logit(target), logit_diff = "
-               "logit(target) - logit(distractor)",
-               OptionCheck::oneOf({"prob", "logit", "logit_diff"}))
-          .add("mode", &O::mode,
-               "what a patched head's z becomes: clean = the clean run's, zero, mean = its mean per mean_source "
-               "(a neutral text corpus by default; task: all positions of the given prompts)",
-               OptionCheck::oneOf({"clean", "zero", "mean"}));
+        .add("corrupt", &O::corrupt, "corrupt prompt text (same token length as the clean one)")
+        .add("clean_ids", &O::clean_ids, "clean prompt as token ids, comma separated",
+             OptionCheck::atLeast(0))
+        .add("corrupt_ids", &O::corrupt_ids, "corrupt prompt as token ids, comma separated",
+             OptionCheck::atLeast(0))
+        .add("target", &O::target, "target token: a vocabulary string, one-token text, or #ID")
+        .add("distractor", &O::distractor, "distractor token for logit_diff, as the target")
+        .add("metric", &O::metric,
+             "read at the last position: prob = P(target), logit = logit(target), logit_diff = "
+             "logit(target) - logit(distractor)",
+             OptionCheck::oneOf({"prob", "logit", "logit_diff"}))
+        .add(
+            "mode", &O::mode,
+            "what a patched head's z becomes: clean = the clean run's, zero, mean = its mean per mean_source "
+            "(a neutral text corpus by default; task: all positions of the given prompts)",
+            OptionCheck::oneOf({"clean", "zero", "mean"}));
     addMeanSourceOptions(t, &O::mean);
     t.add("positions", &O::positions, "patched positions, negative from the end (empty: the last)")
-          .add("per_position", &O::per_position, "one grid per position (every position when none are given)")
-          .add("attribution", &O::attribution,
-               "also attribution patching (first-order estimate) and its rank correlation with the sweep")
+        .add("per_position", &O::per_position, "one grid per position (every position when none are given)")
+        .add("attribution", &O::attribution,
+             "also attribution patching (first-order estimate) and its rank correlation with the sweep")
         .add("naive", &O::naive, "one full forward per head (the reference loop) instead of the fast path");
     return t;
   }();

@@ -12,8 +12,8 @@
 #include "results/rank_stats.h"
 #include "results/timestamp.h"
 #include "util/error.h"
-#include "util/json_read.h"
 #include "util/file_text.h"
+#include "util/json_read.h"
 #include "util/resources.h"
 
 namespace hs {

@@ -23,7 +23,7 @@ namespace {
 
 // The built-in methods in menu order: one line per method.
 std::vector<MethodInfo> builtinMethods() {
-  return {tslaMethod(), geometryMethod(), inductionMethod(), fvMethod(),      siteMethod(),
+  return {tslaMethod(), geometryMethod(), inductionMethod(), fvMethod(),       siteMethod(),
           ltvMethod(),  patchMethod(),    evaluateMethod(),  publishedMethod()};
 }
 
@@ -143,7 +143,8 @@ std::string taskMismatch(const MethodInfo& m, const TaskSpec& spec) {
 
 AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nlohmann::json& options,
                          const AnalysisContext& ctx) {
-  if (m.imported || !m.run) fail(m.name, ": its runs are imported (headscope-cli import-published), not computed");
+  if (m.imported || !m.run)
+    fail(m.name, ": its runs are imported (headscope-cli import-published), not computed");
   const nlohmann::json resolved = resolveOptions(m.options, options, m.name);
   if (m.takesTask()) {
     if (!in.tokenizer) fail(m.name, ": the model has no tokenizer; give one (--tokenizer PATH)");
@@ -228,8 +229,9 @@ nlohmann::json methodRecordJson(const MethodInfo& m) {
   nlohmann::json outputs = nlohmann::json::array();
   for (const OutputSpec& o : m.outputs)
     outputs.push_back({{"kind", toString(o.kind)}, {"id", o.id}, {"unit", o.unit}, {"meaning", o.meaning}});
-  nlohmann::json j = {{"name", m.name}, {"title", m.title},   {"paper", m.paper},  {"description", m.description},
-                      {"tasks", tasks}, {"options", options}, {"outputs", outputs}};
+  nlohmann::json j = {
+      {"name", m.name}, {"title", m.title},   {"paper", m.paper},  {"description", m.description},
+      {"tasks", tasks}, {"options", options}, {"outputs", outputs}};
   if (m.imported) j["imported"] = true;
   return j;
 }

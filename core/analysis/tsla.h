@@ -105,8 +105,8 @@ SubspaceCurves subspaceCurves(const at::Tensor& residuals, const LabelProjector&
                               const std::vector<int>& gold);
 // The same with each prompt's label set; finalNorm: h is first put through the model's final norm
 // (finalNormed), so at the last layer the logit difference is the model's own.
-SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& model, const PromptLabels& labels,
-                              bool finalNorm);
+SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& model,
+                              const PromptLabels& labels, bool finalNorm);
 
 // The label projector of a classification task (fails clearly for open-ended tasks or < 2 labels).
 LabelProjector taskProjector(const Transformer& model, const IclTask& task, const std::string& method,
@@ -132,7 +132,8 @@ AttentionShares attentionShares(const Transformer& model, const std::vector<Prom
 AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const IclTask& task,
                        const TslaOptions& opts = {}, const AnalysisContext& ctx = {});
 AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const IclTask& task,
-                       const IclTask& evalTask, const TslaOptions& opts = {}, const AnalysisContext& ctx = {});
+                       const IclTask& evalTask, const TslaOptions& opts = {},
+                       const AnalysisContext& ctx = {});
 
 // The provenance every grid/curve/table of an ICL analysis carries: method, model (ctx.model_path), the
 // task's dataset, seed and prompt count, and `options` (all options with their values) plus the task spec

@@ -46,7 +46,8 @@ std::vector<CheckpointSeries> checkpointSeries(const std::vector<AnalysisRun>& r
   }
   std::vector<CheckpointSeries> out;
   for (auto& [key, cols] : groups) {
-    std::stable_sort(cols.begin(), cols.end(), [](const Column& a, const Column& b) { return a.step < b.step; });
+    std::stable_sort(cols.begin(), cols.end(),
+                     [](const Column& a, const Column& b) { return a.step < b.step; });
     const HeadGrid& first = *cols.front().grid;
     std::vector<const Column*> kept;
     for (const Column& c : cols)

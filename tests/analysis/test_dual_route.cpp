@@ -194,7 +194,8 @@ class TestDualRoute : public QObject {
       offsets.insert(p);
       // The entity at a random offset of at least half the first half (official attention_scores.py).
       QVERIFY2(p >= F / 2 && p <= F - E, qPrintable(QString("offset %1, |e| %2").arg(p).arg(E)));
-      // [bos] r1(p) e r2 → r1: length 1 + F + 1 + p; the query is r1's last token, e[0] follows r1's first copy.
+      // [bos] r1(p) e r2 → r1: length 1 + F + 1 + p; the query is r1's last token, e[0] follows r1's first
+      // copy.
       QCOMPARE(m.tokens.size(), size_t(1 + F + 1 + p));
       QCOMPARE(m.entity_last, m.entity_first + E - 1);
       QCOMPARE(m.tokens[size_t(m.entity_first)], m.entity.front());
@@ -223,10 +224,12 @@ class TestDualRoute : public QObject {
       QCOMPARE(y[i], hs::nextTokenAccuracy(*toy_.model, task, hs::zeroHeads(heads)));
     }
     QCOMPARE(cv.provenance.options.at("mean_source").get<std::string>(), std::string("zeros"));
-    qInfo("copy_random with the top prefix-matching heads zeroed: k 0/2/4 -> %.3f %.3f %.3f", y[0], y[1], y[2]);
+    qInfo("copy_random with the top prefix-matching heads zeroed: k 0/2/4 -> %.3f %.3f %.3f", y[0], y[1],
+          y[2]);
     // Without a mean there is no silent fallback to the task's own prompts.
     ao.mean_z = at::Tensor();
-    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao));
+    QVERIFY_THROWS_EXCEPTION(hs::Error,
+                             hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao));
   }
 
   // The toy model's default mean is its world's text: the all-position mean over toyCorpusWindows().
@@ -240,8 +243,9 @@ class TestDualRoute : public QObject {
       QCOMPARE(t.front(), int64_t(hs::toy::tok::kBos));
       QVERIFY(t.size() > 16 && t.size() <= 128 && t.back() != hs::toy::tok::kPad);
     }
-    QVERIFY(hs::describeMeanSource(hs::MeanSource{}, toy_.model.get(), toy_.tokenizer.get()).find("toy world") !=
-            std::string::npos);
+    QVERIFY(
+        hs::describeMeanSource(hs::MeanSource{}, toy_.model.get(), toy_.tokenizer.get()).find("toy world") !=
+        std::string::npos);
   }
 
   // Concept patching writes the source's −1 z at −1 of every forward while generating. Oracle: uncached
@@ -307,8 +311,9 @@ class TestDualRoute : public QObject {
       };
       const int outcome = spells(meaning) ? 0
                           : spells(kept)  ? 1
-                          : (!gen.empty() && w.languageOfToken(gen[0]) == hs::toy::index(hs::toy::Lang::B)) ? 2
-                                                                                                             : 3;
+                          : (!gen.empty() && w.languageOfToken(gen[0]) == hs::toy::index(hs::toy::Lang::B))
+                              ? 2
+                              : 3;
       ++counts[size_t(outcome)];
       // The old construction: the source's z at −2 written at −2 of the prefill only.
       std::vector<hs::Intervention> old;
@@ -330,9 +335,10 @@ class TestDualRoute : public QObject {
       QCOMPARE((*r)[size_t(3 + o)].get<double>(), double(counts[size_t(o)]) / n);
       shares << QString::number(double(counts[size_t(o)]) / n, 'f', 3);
     }
-    qInfo("concept patching, top-4 concept heads (meaning_moved, kept, language_moved, other): %s; the old "
-          "-2 prefill-only patch generates differently on %d of %d pairs",
-          qPrintable(shares.join(" ")), differsFromOld, n);
+    qInfo(
+        "concept patching, top-4 concept heads (meaning_moved, kept, language_moved, other): %s; the old "
+        "-2 prefill-only patch generates differently on %d of %d pairs",
+        qPrintable(shares.join(" ")), differsFromOld, n);
   }
 
   // ---- the run on the toy model ----
@@ -361,7 +367,8 @@ class TestDualRoute : public QObject {
     QCOMPARE(int(run_.run.curves.size()), 4);
     for (const hs::Curve& c : run_.run.curves) {
       QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 32}));  // the k grid capped at 4 x 8 heads
-      QVERIFY(c.provenance.options.at("mean_source").get<std::string>().find("toy world") != std::string::npos);
+      QVERIFY(c.provenance.options.at("mean_source").get<std::string>().find("toy world") !=
+              std::string::npos);
       QCOMPARE(int(c.series.size()), 4);
       QStringList line;
       for (const auto& [id, y] : c.series) {
@@ -428,11 +435,12 @@ class TestDualRoute : public QObject {
     for (const hs::PromptRecord& p : run_.run.prompts)
       sets[p.set].push_back(&p);
     const int n = smallRun().n;
-    for (const char* set : {"induction", "token_copying.clean", "token_copying.corrupt", "concept_copying.clean",
-                            "concept_copying.corrupt", "next_token_matching", "last_token_matching",
-                            "concept_patching.source", "concept_patching.destination"})
+    for (const char* set : {"induction", "token_copying.clean", "token_copying.corrupt",
+                            "concept_copying.clean", "concept_copying.corrupt", "next_token_matching",
+                            "last_token_matching", "concept_patching.source", "concept_patching.destination"})
       QVERIFY2(int(sets[set].size()) == n, set);
-    for (const char* task : {"ablation.copy_words", "ablation.copy_random", "ablation.translation", "ablation.antonym"})
+    for (const char* task :
+         {"ablation.copy_words", "ablation.copy_random", "ablation.translation", "ablation.antonym"})
       QVERIFY2(int(sets[task].size()) == smallRun().n_eval, task);
     // The copying records are the pairs the scores used: full prompts, the query at the read position.
     const hs::DualRouteVocab v = hs::toyDualRouteVocab(hs::toy::ToyWorld::build());

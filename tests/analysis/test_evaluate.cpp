@@ -48,8 +48,8 @@ class TestEvaluate : public QObject {
     const std::string what = out.run.options.at("mean_source_description").get<std::string>();
     QVERIFY2(what.find("toy world") != std::string::npos, what.c_str());
     // The task's clean mean at N (what mean ablation used before) is another intervention.
-    eo.interventions = hs::meanHeads(heads, hs::meanZ(*toy_.model, hs::tokenSeqs(task_->icl),
-                                                      hs::ZMean::LastPosition));
+    eo.interventions =
+        hs::meanHeads(heads, hs::meanZ(*toy_.model, hs::tokenSeqs(task_->icl), hs::ZMean::LastPosition));
     const hs::IclEval clean = hs::evaluateIcl(*toy_.model, task_->icl, eo);
     qInfo("7 heads mean-ablated: corpus mean acc %.3f TR %.3f; task's clean mean at N acc %.3f TR %.3f",
           want.accuracy, want.tr_ratio, clean.accuracy, clean.tr_ratio);

@@ -59,7 +59,8 @@ class TestRecomputeFromSession : public QObject {
     QProcess p;
     p.start(QString::fromStdString(hs::test::referencePython()),
             {QString::fromStdString(hs::test::sourceDir("tests/analysis/recompute_from_session.py")),
-             QString::fromStdString(path), QString::fromStdString(hs::test::sourceDir("resources/models/toy-icl"))});
+             QString::fromStdString(path),
+             QString::fromStdString(hs::test::sourceDir("resources/models/toy-icl"))});
     QVERIFY(p.waitForFinished(600000));
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const nlohmann::json got = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
