@@ -7,17 +7,26 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci
 
 # Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
-# folder; `make fuzz` runs each for FUZZ_SECONDS on one core, corpora kept in FUZZ_BUILD/corpus.
+# folder; `make fuzz` runs each for FUZZ_SECONDS, FUZZ_JOBS at a time, corpora kept in FUZZ_BUILD/corpus.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
 FUZZ_TARGETS := safetensors gguf llama2c config_json tokenizer_json vocab_json tok_bin dataset session
 SANITIZERS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 # `make sanitize`: core, CLI and core tests built with ASan + UBSan (the default compiler) and run.
+# SANITIZE_TARGETS limits what is built (default: everything), SANITIZE_TESTS what runs (a CTest regex).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_TESTS ?= .
+SANITIZE_TARGETS ?=
+# The subset CI runs (`make sanitize-ci`): every reader of untrusted input and the hostile-input suites,
+# with headscope-cli (which they run) sanitized too; the analysis suites are left to `make sanitize`.
+SANITIZE_CI_TESTS := test_json_read test_robust_io test_hostile_inputs test_safetensors test_llama2c test_gguf \
+  test_session test_export_csv test_results_json test_load_config test_tokenizer_errors test_bytelevel_bpe \
+  test_sentencepiece_tokenizers test_task_datasets test_util_error
+SANITIZE_CI_REPLAYS := $(addprefix fuzz_replay_,$(FUZZ_TARGETS))
 
 all: build
 
@@ -65,21 +74,19 @@ fuzz-build:
 
 fuzz: fuzz-build
 	python3 fuzz/make_seeds.py $(FUZZ_BUILD)/corpus
-	@mkdir -p $(FUZZ_BUILD)/findings
-	@for t in $(FUZZ_TARGETS); do \
-	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
-	  $(FUZZ_BUILD)/bin/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
-	    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t- \
-	    > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; status=$$?; tail -n 14 $(FUZZ_BUILD)/fuzz_$$t.log; \
-	  [ $$status -eq 0 ] || { echo "fuzz_$$t: finding, see $(FUZZ_BUILD)/findings/"; exit 1; }; \
-	done
+	fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 sanitize:
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$(SANITIZERS)" \
 	  -DHEADSCOPE_BUILD_GUI=OFF -DHEADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS) $(if $(SANITIZE_TARGETS),--target $(SANITIZE_TARGETS))
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure --timeout 1800 -R '$(SANITIZE_TESTS)'
+
+sanitize-ci:
+	$(MAKE) --no-print-directory sanitize \
+	  SANITIZE_TARGETS="headscope-cli $(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS)" \
+	  SANITIZE_TESTS='^($(subst $(eval) ,|,$(strip $(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS))))$$'
 
 format:
 	find core app widgets tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/load/model_loader.h"
+#include "model/thread_policy.h"
 #include "util/allocator.h"
 
 namespace fs = std::filesystem;
@@ -58,8 +59,7 @@ int main(int argc, char** argv) {
       folder = a;
     }
   }
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  at::set_num_threads(threads);
+  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
 
   bool temp = false;
   if (folder.empty()) {

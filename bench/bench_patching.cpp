@@ -43,6 +43,7 @@
 #include "analysis/attribution.h"
 #include "analysis/patching.h"
 #include "model/io/safetensors.h"
+#include "model/thread_policy.h"
 #include "results/rank_stats.h"
 #include "util/allocator.h"
 
@@ -150,8 +151,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  at::set_num_threads(threads);
+  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
 
   nlohmann::json report;
   std::string tmpDir;

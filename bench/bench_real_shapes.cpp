@@ -34,6 +34,7 @@
 #include "analysis/patching.h"
 #include "bench_util.h"
 #include "model/load/model_loader.h"
+#include "model/thread_policy.h"
 #include "util/allocator.h"
 
 namespace fs = std::filesystem;
@@ -174,8 +175,7 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  at::set_num_threads(threads);
+  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
   std::string shape = "llama-3.2-1b", data;
   int runs = 3, tokens = 128, naiveHeads = 8;
   bool withSweep = true;

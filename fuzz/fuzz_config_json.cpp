@@ -6,7 +6,7 @@
 #include "util/json_read.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     const nlohmann::json j = hs::parseJsonBounded(text, "config.json", hs::json_limits::modelConfig());
     (void)hs::parseHfConfig(j, "config.json");

@@ -5,11 +5,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hs::fuzz::writeInput(data, size, "m.gguf");
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const auto f = hs::GgufFile::open(path);
     const auto& m = f->metadata();
     if (m.contains("tokenizer.ggml.model") && m.contains("tokenizer.ggml.tokens"))
-      hs::fuzz::expectCleanOutcome([&] {
+      hs::fuzz::expectCleanOutcome(data, size, [&] {
         const auto tok = hs::tokenizerFromGguf(hs::ggufVocabFromMetadata(m, path));
         hs::fuzz::exerciseTokenizer(*tok);
       });

@@ -4,6 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hs::fuzz::writeInput(data, size, "m.bin");
-  hs::fuzz::expectCleanOutcome([&] { (void)hs::readLlama2c(path); });
+  hs::fuzz::expectCleanOutcome(data, size, [&] { (void)hs::readLlama2c(path); });
   return 0;
 }

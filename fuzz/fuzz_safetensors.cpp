@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hs::fuzz::writeInput(data, size, "model.safetensors");
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const auto f = hs::SafetensorsFile::open(path);
     for (const std::string& name : f->names()) {
       (void)f->metadata();

@@ -5,7 +5,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hs::fuzz::writeInput(data, size, "s.hscope");
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const hs::Session s = hs::loadSession(path);
     (void)hs::sessionToJson(s).dump();
     for (const auto& run : s.runs) {

@@ -4,7 +4,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hs::fuzz::writeInput(data, size, "tokenizer.json");
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const auto tok = hs::detail::loadHfTokenizerJson(path, "");
     hs::fuzz::exerciseTokenizer(*tok);
   });

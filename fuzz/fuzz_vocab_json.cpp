@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       hs::fuzz::writeInput(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size(), "vocab.json");
   const std::string mergesPath =
       hs::fuzz::writeInput(reinterpret_cast<const uint8_t*>(merges.data()), merges.size(), "merges.txt");
-  hs::fuzz::expectCleanOutcome([&] {
+  hs::fuzz::expectCleanOutcome(data, size, [&] {
     const auto tok = hs::detail::loadGpt2VocabMerges(vocabPath, mergesPath, "");
     hs::fuzz::exerciseTokenizer(*tok);
   });

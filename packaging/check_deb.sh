@@ -66,7 +66,7 @@ echo "check_deb: Depends: $depends"
 dep_names=$(echo "$depends" | tr ',|' '\n\n' | sed 's/(.*)//; s/^ *//; s/ *$//' | sort -u)
 has_dep() { grep -qxE "$1" <<<"$dep_names"; }
 for want in 'libtorch[0-9.]+' libqt6core6 libqt6gui6 libqt6widgets6 'libqcustomplot2\.1-qt6' \
-  libopenblas0-pthread 'libpcre2-8-0' libc6 'libstdc\+\+6'; do
+  libopenblas0-pthread libopenblas0-openmp 'libpcre2-8-0' libc6 'libstdc\+\+6'; do
   has_dep "$want" || fail "Depends lacks $want"
 done
 # The package owning a library file: dpkg knows it by one of its names (merged /usr: /lib or /usr/lib).

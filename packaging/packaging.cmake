@@ -34,7 +34,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # ... plus what no NEEDED entry shows: libtorch reaches BLAS through the libblas.so.3 alternative (dlopen-like,
 # satisfied by the slow reference libblas3 too); without OpenBLAS matmuls are ~17x slower.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-pthread")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-pthread, libopenblas0-openmp")
 # Desktop integration caches (MIME database, icon theme, desktop menu) are refreshed by these packages'
 # dpkg file triggers; no maintainer scripts of our own, so `apt-get remove` leaves nothing behind.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "shared-mime-info, hicolor-icon-theme, desktop-file-utils")

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything HeadScope needs on Debian 12 (as root, or through sudo), skipping what is there.
 # libopenblas0-pthread matters: without it libtorch falls back to reference BLAS (~17x slower matmuls).
+# libopenblas0-openmp is the OpenBLAS our programs load: it shares libtorch's OpenMP thread pool
+# (CMakeLists.txt; the system's BLAS choice is left as it is).
 #   ./scripts/setup.sh --with-slurm   also Slurm and munge, for the batch test on a real single-node Slurm
 #                                     (test_batch_slurm; it skips where they are missing)
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-pthread libopenblas0-openmp
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libeigen3-dev nlohmann-json3-dev libpcre2-dev libcli11-dev
   python3-torch          # /usr/bin/python3 + PyTorch 1.13: independent reference forwards in tests and bench

@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "model/load/memory_plan.h"
 #include "model/load/silent_heads.h"
+#include "model/thread_policy.h"
 #include "results/results_json.h"
 #include "util/error.h"
 
@@ -106,6 +107,7 @@ void addInfoCommand(CLI::App& app) {
         {"stored_dtype", c.dtype},
         {"stored_bytes", probe.stored_bytes},
         {"device", devices.describe()},
+        {"blas_threads", blasThreading()},
         {"memory", memory},
         {"rope", ropeName(c.rope_layout)},
         {"rope_theta", c.rope_theta},

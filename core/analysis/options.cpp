@@ -12,6 +12,7 @@ namespace hs {
 namespace {
 
 std::string number(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1.0e16) return std::to_string(static_cast<long long>(v));
   std::ostringstream os;
   os << v;
   return os.str();
@@ -54,11 +55,20 @@ nlohmann::json checked(const OptionSpec& s, const nlohmann::json& v, const std::
     if (!std::isfinite(d) || !inRange(s.check, d))
       bad(std::string(kind) + (s.rangeText().empty() ? "" : " in " + s.rangeText()));
   };
+  // A whole number the bound field cannot hold (an int option given 4294967297) is refused with the range
+  // it can take, instead of wrapping around.
+  auto fitsField = [&](double d, const char* kind) {
+    if (d >= s.field_min && d <= s.field_max) return;
+    const double lo = s.check.min ? std::max(*s.check.min, s.field_min) : s.field_min;
+    const double hi = s.check.max ? std::min(*s.check.max, s.field_max) : s.field_max;
+    bad(cat(kind, " in [", number(lo), ", ", number(hi), "]"));
+  };
   switch (s.type) {
     case OptionType::Int: {
       if (!v.is_number()) return bad("a whole number");
       const double d = v.get<double>();
       if (d != std::floor(d) || std::abs(d) > 9.0e15) return bad("a whole number");
+      fitsField(d, "a whole number");
       numberIn(d, "a whole number");
       return v.is_number_unsigned() ? nlohmann::json(v.get<uint64_t>()) : nlohmann::json(v.get<int64_t>());
     }
@@ -89,6 +99,7 @@ nlohmann::json checked(const OptionSpec& s, const nlohmann::json& v, const std::
       if (!v.is_array()) return bad("a list of whole numbers");
       for (const nlohmann::json& e : v) {
         if (!e.is_number_integer()) return bad("a list of whole numbers");
+        fitsField(e.get<double>(), "whole numbers");
         numberIn(e.get<double>(), "whole numbers");
       }
       return v;

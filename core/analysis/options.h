@@ -9,7 +9,9 @@
 // struct back are generic and the defaults are the struct's own.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -58,6 +60,8 @@ struct OptionSpec {
   OptionCheck check;
   std::string help;  // one line: what the option does
   std::string flag;  // CLI long flag without "--" when it is not the key with '_' → '-'
+  // The bound field's own range (Int, IntList items): a value it cannot hold is refused, never wrapped.
+  double field_min = -9.0e15, field_max = 9.0e15;
 
   std::string cliFlag() const;      // "--top-percent"
   std::string defaultText() const;  // the default as the CLI and the forms write it ("3", "zero", "")
@@ -77,6 +81,11 @@ nlohmann::json parseOptionText(const OptionSpec& spec, const std::string& text);
 std::string optionText(const OptionSpec& spec, const nlohmann::json& value);
 
 namespace detail {
+template <class I>
+void setFieldRange(OptionSpec& s) {
+  s.field_min = std::max(s.field_min, static_cast<double>(std::numeric_limits<I>::min()));
+  s.field_max = std::min(s.field_max, static_cast<double>(std::numeric_limits<I>::max()));
+}
 template <class T>
 constexpr OptionType optionTypeOf() {
   if constexpr (std::is_same_v<T, bool>) return OptionType::Bool;
@@ -109,6 +118,8 @@ class OptionTable {
     if (s.type == OptionType::Text && !check.choices.empty()) s.type = OptionType::Choice;
     if (s.type == OptionType::Text && check.file) s.type = OptionType::File;
     s.default_value = std::invoke(field, defaults_);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) detail::setFieldRange<T>(s);
+    if constexpr (std::is_same_v<T, std::vector<int>>) detail::setFieldRange<int>(s);
     s.check = std::move(check);
     s.help = help;
     s.flag = flag;

@@ -35,4 +35,19 @@ ThreadPolicy applyThreadPolicy() {
   return p;
 }
 
+const char* blasThreading() {
+  using GetParallel = int (*)();
+  const auto get = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (!get) return "";
+  switch (get()) {  // OpenBLAS: 0 sequential, 1 pthreads, 2 OpenMP
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "openmp";
+  }
+  return "";
+}
+
 }  // namespace hs

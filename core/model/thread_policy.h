@@ -19,6 +19,10 @@ struct ThreadPolicy {
 // is used).
 ThreadPolicy applyThreadPolicy();
 
+// How the loaded OpenBLAS runs its threads: "openmp" (one pool with libtorch's: what our programs load,
+// CMakeLists.txt), "pthreads" (a second pool), "sequential", or "" when the BLAS is not OpenBLAS.
+const char* blasThreading();
+
 // The CPUs this process may run on (at least 1).
 int availableCpus();
 

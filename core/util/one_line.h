@@ -1,7 +1,8 @@
 #pragma once
 // Error messages as one line at the boundaries (the CLI's main, the GUI's job slot): a libtorch error's
 // "Exception raised from ..." backtrace is cut (also when withContext has wrapped it), other line breaks
-// become "; ".
+// become "; ", and other control characters (bytes a file put into a key or value the message quotes) become
+// escapes such as \x1b.
 #include <string>
 
 namespace hs {
@@ -11,12 +12,21 @@ inline std::string oneLine(const std::string& message) {
   while (!m.empty() && (m.back() == '\n' || m.back() == ' '))
     m.pop_back();
   std::string out;
+  static const char* const kHex = "0123456789abcdef";
   for (char c : m) {
+    const auto u = static_cast<unsigned char>(c);
     if (c == '\r') continue;
-    if (c == '\n')
+    if (c == '\n') {
       out += "; ";
-    else
+    } else if (c == '\t') {
+      out += ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
       out += c;
+    }
   }
   return out;
 }

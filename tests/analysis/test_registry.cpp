@@ -107,6 +107,35 @@ class TestRegistry : public QObject {
     QVERIFY_ERROR_HAS(hs::requireMethod("nonesuch"), "no analysis method \"nonesuch\" (methods: tsla");
   }
 
+  // A whole number the option's field cannot hold is refused with the range it can take, never wrapped:
+  // every int option of every method, given 2^32 + 1 (which an int would read as 1), and the echo
+  // method's unsigned seed given -1.
+  void integerOptionsStayInTheirField() {
+    int checked = 0;
+    for (const hs::MethodInfo& m : hs::methods())
+      for (const hs::OptionSpec& o : m.options) {
+        if (o.type != hs::OptionType::Int && o.type != hs::OptionType::IntList) continue;
+        const json big = int64_t(4294967297);
+        const json given = {{o.key, o.type == hs::OptionType::Int ? big : json::array({big})}};
+        if (o.field_max >= 4294967297.0) continue;  // a 64-bit field holds it
+        const std::string message = errorOf([&] { hs::resolveOptions(m.options, given, m.name); });
+        // The range named is the option's own when it has one, else the field's ("[1, 2147483647]").
+        QVERIFY2(message.find("option " + o.key + " = 4294967297: expected whole numbers in [") !=
+                         std::string::npos ||
+                     message.find("option " + o.key + " = [4294967297]: expected whole numbers in [") !=
+                         std::string::npos ||
+                     message.find("option " + o.key + " = 4294967297: expected a whole number in [") !=
+                         std::string::npos,
+                 (m.name + " " + o.key + ": \"" + message + "\"").c_str());
+        ++checked;
+      }
+    QVERIFY(checked >= 10);
+    QVERIFY_ERROR_HAS(hs::resolveOptions(hs::requireMethod("echo").options, {{"seed", -1}}, "echo"),
+                      "echo: option seed = -1: expected a whole number in [0, 9000000000000000]");
+    QVERIFY_ERROR_HAS(hs::resolveOptions(hs::tslaMethod().options, {{"batch", int64_t(4294967297)}}, "tsla"),
+                      "tsla: option batch = 4294967297: expected a whole number in [1, 2147483647]");
+  }
+
   void registeringTwiceIsRefused() {
     QVERIFY_ERROR_HAS(hs::registerMethod(hs::test::echoMethod()), "method echo is registered already");
     hs::MethodInfo twice = hs::test::echoMethod();

@@ -7,6 +7,7 @@
 
 #include "engine_fixtures.h"
 #include "model/rope.h"
+#include "model/thread_policy.h"
 #include "test_paths.h"
 
 using namespace hs;
@@ -392,6 +393,18 @@ class TestForward : public QObject {
     const at::Tensor last = model.run(req).logits;  // [1, 1, vocab]
     QCOMPARE(last.size(1), int64_t(1));
     QVERIFY(maxAbsDiff(last[0][0], r.logits[0][-1]) <= 1e-6);
+  }
+
+  // One thread pool: the programs (and these tests) load Debian's OpenMP build of OpenBLAS, whose threads are
+  // libgomp's, not the pthreads build the system's BLAS alternative points at (docs/performance.md).
+  void openBlasSharesLibtorchsThreadPool() {
+    const std::string expected = HEADSCOPE_EXPECTED_BLAS_THREADS;
+    if (expected.empty()) QSKIP("built without libopenblas0-openmp (HEADSCOPE_OPENMP_BLAS)");
+    QCOMPARE(std::string(hs::blasThreading()), expected);
+    // And float32 GEMMs go through it: a product OpenBLAS computes matches a double-precision one.
+    const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80});
+    QVERIFY(
+        at::allclose(at::mm(a, b), at::mm(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat), 1e-4, 1e-4));
   }
 
   void inputErrorsNameWhatIsWrong() {

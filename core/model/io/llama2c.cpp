@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <limits>
 
 #include "model/io/map_tensor.h"
 #include "model/io/mapped_file.h"
@@ -61,6 +62,8 @@ Header parseHeader(const MappedFile& f) {
   h.seqLen = readI32(fields + 24);
   if (h.version == 0) {
     h.shared = h.vocab > 0;  // legacy convention: a negative vocab size means "untied classifier follows"
+    if (h.vocab == std::numeric_limits<int32_t>::min())  // its negation is no int32
+      fail(path, ": llama2.c header: vocab_size ", h.vocab, " is out of range");
     if (h.vocab < 0) h.vocab = -h.vocab;
   }
 
