@@ -11,7 +11,6 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QTableWidget>
-#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 
 #include "head_grid_view.h"
 #include "lens_view.h"
+#include "plot_style.h"
 
 namespace hs::gui {
 
@@ -87,15 +87,28 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   lensBar->addWidget(lensDiff_);
   lensBar->addStretch(1);
   lensLayout->addLayout(lensBar);
+  // The heatmap's title stays in view while the map scrolls.
+  lensTitle_ = new QLabel;
+  lensTitle_->setFont(plotstyle::titleFont());
+  lensTitle_->setWordWrap(true);
+  lensLayout->addWidget(lensTitle_);
   lensView_ = new LensView;
   lensScroll_ = new QScrollArea;
   lensScroll_->setWidget(lensView_);
   lensScroll_->setWidgetResizable(true);
   lensScroll_->setFrameShape(QFrame::NoFrame);
   lensLayout->addWidget(lensScroll_, 1);
+  // Long prompts: the last positions (where the prediction is) come into view whenever the scroll range
+  // changes, until the user scrolls.
+  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int max) {
+    if (lensAtEnd_) lensScroll_->horizontalScrollBar()->setValue(max);
+  });
+  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::actionTriggered, this,
+          [this] { lensAtEnd_ = false; });
+  top_->setMinimumWidth(260);
   split->addWidget(top_);
   split->addWidget(lensPanel);
-  split->setStretchFactor(0, 1);
+  split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
   layout->addWidget(split, 1);
   connect(lensMeasure_, &QComboBox::currentIndexChanged, this, &PromptTab::showLens);
@@ -206,12 +219,12 @@ LensMap PromptTab::lensMap(const PromptView& v, LensMeasure measure, bool differ
 
 void PromptTab::showLens() {
   const auto measure = static_cast<LensMeasure>(lensMeasure_->currentData().toInt());
-  lensView_->setMap(lensMap(view_, measure, lensDiff_->isChecked()));
-  // Long prompts: the last positions (where the prediction is) in view, once the scroll range follows the
-  // new width.
-  QTimer::singleShot(0, this, [this] {
-    lensScroll_->horizontalScrollBar()->setValue(lensScroll_->horizontalScrollBar()->maximum());
-  });
+  LensMap map = lensMap(view_, measure, lensDiff_->isChecked());
+  lensTitle_->setText(map.title);
+  map.title.clear();  // shown above the scroll area instead
+  lensView_->setMap(map);
+  lensAtEnd_ = true;
+  lensScroll_->horizontalScrollBar()->setValue(lensScroll_->horizontalScrollBar()->maximum());
 }
 
 AttributionTab::AttributionTab(QWidget* parent) : QWidget(parent) {
