@@ -21,11 +21,18 @@ CurveView::CurveView(QWidget* parent) : QWidget(parent) {
   title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
   plot_->plotLayout()->addElement(0, 0, title_);
   plotstyle::keepTextFitting(*plot_, *title_);
+  // The legend sits below the axis rect, outside the data: inside it, it covered curves wherever it went
+  // (several series span the whole plot). Its items run across in as many columns as the width allows.
   plot_->legend->setVisible(true);
   plot_->legend->setFont(plotstyle::tickFont());
-  plot_->legend->setBrush(QColor(255, 255, 255, 220));
-  plot_->legend->setBorderPen(QPen(QColor(180, 180, 180)));
-  plotstyle::keepLegendInEmptiestCorner(*plot_);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(2, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(2, 0.001);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setMargins(QMargins(4, 0, 4, 2));
+  connect(plot_, &QCustomPlot::beforeReplot, this, &CurveView::wrapLegend);
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->grid()->setPen(QPen(QColor(225, 225, 225)));
 }
@@ -61,6 +68,23 @@ int dominantSeries(const Curve& c) {
 }
 
 }  // namespace
+
+void CurveView::wrapLegend() {
+  QCPLegend* legend = plot_->legend;
+  // The grid's cells, some of them empty once the items have been wrapped into columns.
+  int items = 0, widest = 0;
+  for (int i = 0; i < legend->elementCount(); ++i)
+    if (const QCPAbstractLegendItem* item = legend->item(i)) {
+      ++items;
+      widest = std::max(widest, item->minimumOuterSizeHint().width());
+    }
+  if (items == 0) return;
+  const int room = std::max(1, plot_->width() - legend->margins().left() - legend->margins().right());
+  const int columns = std::clamp(room / std::max(1, widest + legend->columnSpacing()), 1, items);
+  if (legend->wrap() == columns && legend->columnCount() <= columns) return;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-flows the items into the columns
+}
 
 void CurveView::setCurve(const Curve& curve) {
   curve_ = curve;

@@ -1,6 +1,7 @@
 #pragma once
-// A line plot of one Curve: every series over the shared x axis, with a legend and axis labels
-// (accuracy vs layer, logit difference vs layer, ablation curves over k, training loss, ...).
+// A line plot of one Curve: every series over the shared x axis, with axis labels and a legend below the
+// axis rect, where it covers no data (accuracy vs layer, logit difference vs layer, ablation curves over k,
+// training loss, ...).
 #include <QWidget>
 
 #include "results/results.h"
@@ -29,6 +30,7 @@ class CurveView : public QWidget {
 
  private:
   void rebuild();
+  void wrapLegend();  // as many legend columns as the plot's width holds
 
   Curve curve_;
   int markers_ = -1;  // -1 automatic, 0 off, 1 on

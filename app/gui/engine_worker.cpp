@@ -8,7 +8,9 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 
+#include "analysis/evaluate.h"
 #include "analysis/head_toolkit.h"
 #include "analysis/icl_task.h"
 #include "analysis/logit_attribution.h"
@@ -26,9 +28,10 @@ namespace hs::gui {
 
 struct EngineWorker::State {
   std::unique_ptr<LoadedModel> model;
-  std::string label;     // the model as runs record it: "toy" for the embedded model, else its path
-  QString meanTask;      // the task whose clean ICL mean is cached
-  at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts of meanTask
+  std::string label;  // the model as runs record it: "toy" for the embedded model, else its path
+  // Source vectors of patches and steering ([layers, heads, d_head]), by source and task; emptied when
+  // another model is loaded.
+  std::map<std::string, at::Tensor> sources;
 };
 
 EngineWorker::EngineWorker() : state_(std::make_unique<State>()) {}
@@ -170,9 +173,39 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
     state_->label = path == "toy" ? "toy" : m->path;
     info.label = QString::fromStdString(state_->label);
     state_->model = std::move(m);
+    state_->sources.clear();
     Q_EMIT progress(1.0, "loaded " + info.path);
     Q_EMIT modelLoaded(info);
   });
+}
+
+at::Tensor EngineWorker::sourceZ(const InterventionEntry& e, const QString& taskJson) {
+  const LoadedModel& m = need(state_->model);
+  HeadVectorSource source;
+  source.source = sourceKey(e.source);
+  source.prompt = e.sourcePrompt;
+  source.text = e.sourceText.toStdString();
+  // The task's prompts matter to the clean mean and to a chosen prompt; a text or the corpus mean does not
+  // change with the task.
+  const bool needsTask = e.source == VectorSource::CleanMean || e.source == VectorSource::Prompt;
+  std::string key = source.source;
+  if (e.source == VectorSource::Prompt) key += "#" + std::to_string(source.prompt);
+  if (e.source == VectorSource::Text) key += "#" + source.text;
+  if (needsTask) key += "@" + taskJson.toStdString();
+  if (const auto it = state_->sources.find(key); it != state_->sources.end()) return it->second;
+  if (needsTask && taskJson.isEmpty())
+    fail(interventionLabel(e).toStdString(), ": needs a task for its ", sourceLabel(e.source).toStdString());
+  std::vector<Prompt> icl;
+  if (needsTask) {
+    if (!m.tokenizer) fail("the model has no tokenizer");
+    icl = buildIclTask(*m.tokenizer, specFrom(taskJson)).icl;
+  }
+  const at::Tensor z = withContext(interventionLabel(e).toStdString(), [&] {
+    return headSourceZ(*m.model, m.tokenizer.get(), icl, source, MeanSource{}, context());
+  });
+  if (state_->sources.size() >= 32) state_->sources.clear();  // a bound on what edits can pile up
+  state_->sources[key] = z;
+  return z;
 }
 
 std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<InterventionEntry>& entries,
@@ -180,13 +213,12 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
                                                          const QString& taskJson) {
   const LoadedModel& m = need(state_->model);
   std::vector<Intervention> out;
-  at::Tensor promptMean, cleanMean;  // [layers, heads, d_head]
+  at::Tensor promptMean;  // [layers, heads, d_head]
   for (const InterventionEntry& e : entries) {
     if (!e.enabled) continue;
     checkHeads(*m.model, {e.head}, interventionLabel(e).toStdString());
-    const bool atN = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
     const std::vector<int> pos = !e.positions.empty() ? e.positions
-                                 : atN                ? std::vector<int>{-1}
+                                 : e.hasSource()      ? std::vector<int>{-1}
                                                       : std::vector<int>{};
     for (int p : pos)
       if (p >= static_cast<int>(ids.size()) || p < -static_cast<int>(ids.size()))
@@ -203,20 +235,12 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
         out.push_back(iv);
       continue;
     }
-    if (!cleanMean.defined()) {
-      if (taskJson.isEmpty())
-        fail(interventionLabel(e).toStdString(), ": needs a task for its clean ICL mean");
-      if (state_->meanTask != taskJson || !state_->cleanMean.defined()) {
-        if (!m.tokenizer) fail("the model has no tokenizer");
-        const IclTask task = buildIclTask(*m.tokenizer, specFrom(taskJson));
-        state_->cleanMean = meanZ(*m.model, tokenSeqs(task.icl), ZMean::LastPosition, context());
-        state_->meanTask = taskJson;
-      }
-      cleanMean = state_->cleanMean;
-    }
-    const std::vector<Intervention> ivs = e.kind == InterventionKind::PatchClean
-                                              ? replaceHeads({e.head}, cleanMean, pos)
-                                              : addHeads({e.head}, cleanMean, pos, e.scale);
+    const at::Tensor z = sourceZ(e, taskJson);  // [layers, heads, d_head]
+    const std::vector<Intervention> ivs =
+        e.kind == InterventionKind::PatchClean
+            ? replaceHeads({e.head}, z, pos)
+            : withContext(interventionLabel(e).toStdString(),
+                          [&] { return steerHeads(*m.model, {e.head}, z, e.layer, pos, e.scale); });
     out.insert(out.end(), ivs.begin(), ivs.end());
   }
   return out;
@@ -242,25 +266,46 @@ void EngineWorker::runPrompt(const QString& text, int topK, const std::vector<In
     for (const InterventionEntry& e : entries)
       v.interventions += e.enabled ? 1 : 0;
     v.top = topTokens(m, r.logits[0][-1], topK);
-    at::Tensor cleanLogits = r.logits[0][-1];  // [vocab]
+    // The clean run: the same prompt without interventions, with its own logit lens.
+    RunResult cleanRun;
     if (!ivs.empty()) {
       RunRequest clean;
       clean.tokens = req.tokens;
-      clean.last_logits_only = true;
-      cleanLogits = m.model->run(clean).logits[0][-1];
+      clean.capture = req.capture;
+      cleanRun = m.model->run(clean);
     }
+    const RunResult& c = ivs.empty() ? r : cleanRun;
+    const at::Tensor cleanLogits = c.logits[0][-1];  // [vocab]
     v.cleanTop = topTokens(m, cleanLogits, topK);
     const at::Tensor cleanProbs = at::softmax(cleanLogits.to(at::kDouble).cpu(), 0);  // [vocab]
     for (const TopToken& t : v.top)
       v.topCleanProb.push_back(cleanProbs[t.id].item<double>());
+    // The logit lens after each layer at every position, with and without the interventions. The answer
+    // token is the clean model's prediction at N, so that its probability means the same in both runs.
     const int n = static_cast<int>(ids.size());
-    for (int l = 0; l < m.config.n_layers; ++l) {  // logit lens after each layer, at every position
+    v.lensAnswerId = v.cleanTop.empty() ? -1 : v.cleanTop.front().id;
+    v.lensAnswerPiece = v.cleanTop.empty() ? QString() : v.cleanTop.front().piece;
+    for (int l = 0; l < m.config.n_layers; ++l) {
       const at::Tensor lens = m.model->logitLens(r.cache.at(residPost(l))[0]);  // [pos, vocab]
+      const at::Tensor probs = at::softmax(lens.to(at::kDouble).cpu(), -1);     // [pos, vocab]
+      const at::Tensor cleanLens =
+          ivs.empty() ? lens : m.model->logitLens(c.cache.at(residPost(l))[0]);  // [pos, vocab]
+      const at::Tensor cleanP = ivs.empty() ? probs : at::softmax(cleanLens.to(at::kDouble).cpu(), -1);
       v.lens.push_back(topTokens(m, lens[n - 1], 3));
-      std::vector<TopToken> row;
-      for (int p = 0; p < n; ++p)
+      std::vector<TopToken> row, cleanRow;
+      std::vector<double> answer, cleanAnswer, cleanTopP;
+      for (int p = 0; p < n; ++p) {
         row.push_back(topTokens(m, lens[p], 1).front());
+        cleanRow.push_back(ivs.empty() ? row.back() : topTokens(m, cleanLens[p], 1).front());
+        answer.push_back(v.lensAnswerId >= 0 ? probs[p][v.lensAnswerId].item<double>() : NAN);
+        cleanAnswer.push_back(v.lensAnswerId >= 0 ? cleanP[p][v.lensAnswerId].item<double>() : NAN);
+        cleanTopP.push_back(probs[p][cleanRow.back().id].item<double>());
+      }
       v.lensGrid.push_back(row);
+      v.cleanLensGrid.push_back(cleanRow);
+      v.lensAnswerProb.push_back(answer);
+      v.cleanLensAnswerProb.push_back(cleanAnswer);
+      v.lensCleanTopProb.push_back(cleanTopP);
     }
     // What wrote the predicted token's logit: every head and MLP at N.
     if (!v.top.empty()) {
@@ -382,22 +427,60 @@ nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries) {
   nlohmann::json options = nlohmann::json::object();
   for (InterventionKind k : kInterventionKinds)
     options[kindKey(k)] = nlohmann::json::array();
-  std::optional<double> scale;
+  // The method takes one set of parameters per kind: every patched head shares the patch's source, every
+  // steered head the steering's source, scale and layer.
+  std::optional<InterventionEntry> patch, steer;
+  auto source = [](const InterventionEntry& e) {
+    return std::make_tuple(e.source, e.source == VectorSource::Prompt ? e.sourcePrompt : 0,
+                           e.source == VectorSource::Text ? e.sourceText : QString());
+  };
+  auto describe = [](const InterventionEntry& e) {
+    QString s = sourceLabel(e.source);
+    if (e.source == VectorSource::Prompt) s += QString(" %1").arg(e.sourcePrompt);
+    if (e.source == VectorSource::Text) s += " “" + e.sourceText + "”";
+    return s.toStdString();
+  };
   for (const InterventionEntry& e : entries) {
     if (!e.enabled) continue;
     if (!e.positions.empty())
       fail(interventionLabel(e).toStdString(),
            ": the evaluation acts at its fixed positions (every position for ablations, N for patches and "
            "steering); clear the entry's positions to evaluate it");
+    if (e.kind == InterventionKind::PatchClean) {
+      if (e.source == VectorSource::Mean)
+        fail(interventionLabel(e).toStdString(),
+             ": the evaluation patches from the clean ICL mean, an ICL prompt or a text");
+      if (patch && source(*patch) != source(e))
+        fail("the evaluation patches every head from one source; the patched heads have ", describe(*patch),
+             " and ", describe(e));
+      patch = e;
+    }
     if (e.kind == InterventionKind::Steer) {
-      if (scale && *scale != e.scale)
-        fail("the evaluation steers every head by one scale; the steered heads have ", *scale, " and ",
+      if (steer && steer->scale != e.scale)
+        fail("the evaluation steers every head by one scale; the steered heads have ", steer->scale, " and ",
              e.scale);
-      scale = e.scale;
+      if (steer && source(*steer) != source(e))
+        fail("the evaluation steers every head from one source; the steered heads have ", describe(*steer),
+             " and ", describe(e));
+      if (steer && steer->layer != e.layer)
+        fail("the evaluation steers every head at one layer; the steered heads have ", steer->layer, " and ",
+             e.layer, " (-1: their own hook_z)");
+      steer = e;
     }
     options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});
   }
-  if (scale) options["steer_scale"] = *scale;
+  if (patch) {
+    options["patch_source"] = sourceKey(patch->source);
+    if (patch->source == VectorSource::Prompt) options["patch_prompt"] = patch->sourcePrompt;
+    if (patch->source == VectorSource::Text) options["patch_text"] = patch->sourceText.toStdString();
+  }
+  if (steer) {
+    options["steer_scale"] = steer->scale;
+    options["steer_source"] = sourceKey(steer->source);
+    if (steer->source == VectorSource::Prompt) options["steer_prompt"] = steer->sourcePrompt;
+    if (steer->source == VectorSource::Text) options["steer_text"] = steer->sourceText.toStdString();
+    options["steer_layer"] = steer->layer;
+  }
   return options;
 }
 

@@ -16,8 +16,9 @@
 
 namespace hs::gui {
 
-// The `evaluate` method's options for the enabled entries; throws when an entry has parameters the method
-// does not take (custom positions, two steering scales).
+// The `evaluate` method's options for the enabled entries (heads per kind, the patches' source, the
+// steering's source, scale and layer); throws when an entry has parameters the method does not take
+// (custom positions; patched or steered heads with different parameters: the method has one set per kind).
 nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries);
 
 class EngineWorker : public QObject {
@@ -34,8 +35,8 @@ class EngineWorker : public QObject {
   void loadModel(const QString& path, const QString& tokenizer, const QString& dtype = "auto",
                  const QString& device = "cpu", int gpuLayers = -1);
   // The prompt's next-token prediction, logit lens (every position) and direct logit attribution, with the
-  // enabled `entries` applied (patches and steering take the clean ICL mean of `taskJson`'s task at N)
-  // and without them.
+  // enabled `entries` applied (patches and steering take their source's vector: the clean ICL mean or an
+  // ICL prompt of `taskJson`'s task, a text, the corpus mean) and without them.
   void runPrompt(const QString& text, int topK, const std::vector<hs::gui::InterventionEntry>& entries = {},
                  const QString& taskJson = {});
   void attentionPattern(const QString& text, int layer, int head,
@@ -70,10 +71,12 @@ class EngineWorker : public QObject {
  private:
   AnalysisContext context();  // progress → progress(), cancellation ← requestCancel()
   // The forward interventions of the enabled entries on the prompt `ids` (mean ablation: the head's mean
-  // over this prompt's positions, as `headscope-cli logits --ablate-mode mean`; patches and steering: the
-  // clean ICL mean at N of the task, cached per task).
+  // over this prompt's positions, as `headscope-cli logits --ablate-mode mean`; patches and steering: their
+  // source's vector, as the `evaluate` method computes it, headSourceZ / steerHeads).
   std::vector<Intervention> interventionsFor(const std::vector<InterventionEntry>& entries,
                                              const std::vector<int64_t>& ids, const QString& taskJson);
+  // An entry's source vectors [layers, heads, d_head], cached per source and task.
+  at::Tensor sourceZ(const InterventionEntry& e, const QString& taskJson);
   // Runs a registry method on the loaded model (throws without one).
   AnalysisOutputPtr run(const std::string& method, const TaskSpec& spec, const nlohmann::json& options,
                         const QString& runId);

@@ -39,9 +39,53 @@ QString kindLabel(InterventionKind k) {
   return "?";
 }
 
+const char* sourceKey(VectorSource s) {
+  switch (s) {
+    case VectorSource::CleanMean:
+      return "clean_mean";
+    case VectorSource::Mean:
+      return "mean";
+    case VectorSource::Prompt:
+      return "prompt";
+    case VectorSource::Text:
+      return "text";
+  }
+  return "?";
+}
+
+VectorSource parseVectorSource(const std::string& key) {
+  for (VectorSource s :
+       {VectorSource::CleanMean, VectorSource::Mean, VectorSource::Prompt, VectorSource::Text})
+    if (key == sourceKey(s)) return s;
+  fail("unknown vector source \"", key, "\" (sources: clean_mean, mean, prompt, text)");
+}
+
+QString sourceLabel(VectorSource s) {
+  switch (s) {
+    case VectorSource::CleanMean:
+      return "clean ICL mean";
+    case VectorSource::Mean:
+      return "corpus mean";
+    case VectorSource::Prompt:
+      return "ICL prompt";
+    case VectorSource::Text:
+      return "text";
+  }
+  return "?";
+}
+
 QString interventionLabel(const InterventionEntry& e) {
   QString label = QString("%1  L%2.H%3").arg(kindLabel(e.kind)).arg(e.head.layer).arg(e.head.head);
   if (e.kind == InterventionKind::Steer && e.scale != 1.0) label += QString("  ×%1").arg(e.scale);
+  if (e.hasSource()) {
+    if (e.source == VectorSource::Mean) label += "  from corpus mean";
+    if (e.source == VectorSource::Prompt) label += QString("  from ICL prompt %1").arg(e.sourcePrompt);
+    if (e.source == VectorSource::Text) {
+      const QString t = e.sourceText.simplified();
+      label += QString("  from “%1”").arg(t.size() > 18 ? t.left(17) + "…" : t);
+    }
+  }
+  if (e.kind == InterventionKind::Steer && e.layer >= 0) label += QString("  → resid_pre L%1").arg(e.layer);
   if (!e.positions.empty()) {
     QStringList p;
     for (int i : e.positions)

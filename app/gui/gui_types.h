@@ -49,6 +49,13 @@ struct PromptView {
   std::vector<std::vector<TopToken>> lens;  // logit lens: per layer (resid_post), the top tokens at N
   std::vector<std::vector<TopToken>>
       lensGrid;  // [layer][pos] the top token after each layer at every position
+  std::vector<std::vector<TopToken>> cleanLensGrid;  // [layer][pos] the same without interventions
+  // The lens's answer token: the clean model's prediction at the last position.
+  int lensAnswerId = -1;
+  QString lensAnswerPiece;
+  std::vector<std::vector<double>> lensAnswerProb;       // [layer][pos] its probability (as lensGrid)
+  std::vector<std::vector<double>> cleanLensAnswerProb;  // [layer][pos] the same without interventions
+  std::vector<std::vector<double>> lensCleanTopProb;     // [layer][pos] p(cleanLensGrid's token), as lensGrid
   // Direct logit attribution of the top token at N (analysis/logit_attribution.h), with the interventions.
   int dlaToken = -1;
   QString dlaPiece;
@@ -86,9 +93,9 @@ struct TaskPreview {
 // What the Interventions dock does to a head (the `evaluate` method's options, core/analysis/evaluate.h).
 enum class InterventionKind {
   ZeroAblate,  // hook_z at every position ← 0
-  MeanAblate,  // hook_z at every position ← the clean ICL mean
-  PatchClean,  // hook_z at N ← the clean ICL mean, on zero-shot prompts
-  Steer,       // hook_z at N += the clean ICL mean, on zero-shot prompts (Function-Vector style)
+  MeanAblate,  // hook_z at every position ← the head's mean
+  PatchClean,  // hook_z at N ← the source's z (by default the clean ICL mean), on zero-shot prompts
+  Steer,       // at N += scale · the source's z (on hook_z, or its write into another layer's residual)
 };
 // "zero_ablate", "mean_ablate", "patch_clean", "steer": the session's and the evaluate method's key.
 const char* kindKey(InterventionKind k);
@@ -99,21 +106,42 @@ inline constexpr InterventionKind kInterventionKinds[] = {
     InterventionKind::ZeroAblate, InterventionKind::MeanAblate, InterventionKind::PatchClean,
     InterventionKind::Steer};
 
+// Where a patch's value or a steering vector comes from (HeadVectorSource of core/analysis/evaluate.h).
+enum class VectorSource {
+  CleanMean,  // the head's z at N averaged over the task's ICL prompts
+  Mean,       // the head's mean over a neutral text corpus (MeanSource's default; steering only)
+  Prompt,     // the head's z at N of one of the task's ICL prompts
+  Text,       // the head's z at the last token of a text
+};
+// "clean_mean", "mean", "prompt", "text": the session's and the evaluate method's value.
+const char* sourceKey(VectorSource s);
+VectorSource parseVectorSource(const std::string& key);  // throws hs::Error naming an unknown source
+QString sourceLabel(VectorSource s);  // "clean ICL mean", "corpus mean", "ICL prompt", "text"
+
 // One head intervention of the Interventions dock, with its parameters: the positions it acts on
-// (empty: the kind's default — every position for ablations, N for patches and steering) and the steering
-// scale.
+// (empty: the kind's default — every position for ablations, N for patches and steering), and for patches
+// and steering where the vector comes from; for steering its scale and the layer it is added at.
 struct InterventionEntry {
   InterventionKind kind = InterventionKind::ZeroAblate;
   HeadRef head;
   bool enabled = true;
   double scale = 1.0;          // Steer only
   std::vector<int> positions;  // token positions (negative: from the end); empty: the default
+  VectorSource source = VectorSource::CleanMean;  // PatchClean and Steer
+  int sourcePrompt = 0;                           // VectorSource::Prompt: the ICL prompt (0-based)
+  QString sourceText;                             // VectorSource::Text
+  int layer = -1;  // Steer: -1 the head's own hook_z; L its write W_O z into hook_resid_pre(L)
   bool operator==(const InterventionEntry& o) const {
     return kind == o.kind && head == o.head && enabled == o.enabled && scale == o.scale &&
-           positions == o.positions;
+           positions == o.positions && source == o.source && sourcePrompt == o.sourcePrompt &&
+           sourceText == o.sourceText && layer == o.layer;
   }
+  bool operator!=(const InterventionEntry& o) const { return !(*this == o); }
+  // Patches and steering take a source vector; ablations do not.
+  bool hasSource() const { return kind == InterventionKind::PatchClean || kind == InterventionKind::Steer; }
 };
-QString interventionLabel(const InterventionEntry& e);  // "zero-ablate L2.H5"
+// "zero-ablate  L2.H5", "steer  L3.H1  ×2  from ICL prompt 4  → resid_pre L1  @ -1,-2"
+QString interventionLabel(const InterventionEntry& e);
 
 // A run's headline numbers, "key value" (4 significant digits), nested objects flattened one level
 // ("icl.accuracy 0.9375"); arrays, strings and deeper members are left out.

@@ -1,5 +1,6 @@
 #include "interventions_dock.h"
 
+#include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -13,6 +14,7 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QSpinBox>
 #include <QVBoxLayout>
 #include <set>
 
@@ -22,7 +24,8 @@ InterventionsDock::InterventionsDock(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* hint = new QLabel(
       "Right-click heads in the Heads tab to add. Checked entries apply to the Prompt and Attention tabs "
-      "and to “Evaluate with interventions”. Double-click an entry for its scale and positions.");
+      "and to “Evaluate with interventions”. Double-click an entry for its parameters (source, scale, "
+      "layer, positions).");
   hint->setWordWrap(true);
   hint->setStyleSheet("color:#555");
   layout->addWidget(hint);
@@ -121,56 +124,162 @@ int InterventionsDock::enabledHeads() const {
   return static_cast<int>(heads.size());
 }
 
-void InterventionsDock::setParameters(int row, double scale, const std::vector<int>& positions) {
+void InterventionsDock::setParameters(int row, const InterventionEntry& params) {
   if (row < 0 || row >= static_cast<int>(entries_.size())) return;
-  InterventionEntry& e = entries_[static_cast<size_t>(row)];
-  if (e.scale == scale && e.positions == positions) return;
-  e.scale = scale;
-  e.positions = positions;
+  InterventionEntry e = entries_[static_cast<size_t>(row)];
+  const InterventionEntry defaults;
+  const bool steer = e.kind == InterventionKind::Steer;
+  e.positions = params.positions;
+  e.scale = steer ? params.scale : defaults.scale;
+  e.layer = steer ? params.layer : defaults.layer;
+  e.source = e.hasSource() ? params.source : defaults.source;
+  e.sourcePrompt = e.source == VectorSource::Prompt ? params.sourcePrompt : defaults.sourcePrompt;
+  e.sourceText = e.source == VectorSource::Text ? params.sourceText : defaults.sourceText;
+  if (e == entries_[static_cast<size_t>(row)]) return;
+  entries_[static_cast<size_t>(row)] = e;
   list_->item(row)->setText(interventionLabel(e));
+  list_->item(row)->setToolTip(interventionLabel(e));
   Q_EMIT changed();
 }
 
 void InterventionsDock::editParameters(int row) {
   if (row < 0 || row >= static_cast<int>(entries_.size())) return;
-  const InterventionEntry e = entries_[static_cast<size_t>(row)];
-  QDialog d(this);
-  d.setWindowTitle("Intervention: " + interventionLabel(e));
-  auto* form = new QFormLayout(&d);
-  auto* scale = new QDoubleSpinBox;
-  scale->setRange(-100, 100);
-  scale->setDecimals(2);
-  scale->setValue(e.scale);
-  scale->setEnabled(e.kind == InterventionKind::Steer);
-  scale->setToolTip("Steering adds scale × the head's clean ICL mean output at the chosen positions");
-  auto* positions = new QLineEdit;
+  InterventionForm form(entries_[static_cast<size_t>(row)], layers_, prompts_, this);
+  while (form.exec() == QDialog::Accepted) {
+    InterventionEntry e;
+    QString error;
+    if (form.read(&e, &error)) {
+      setParameters(row, e);
+      return;
+    }
+    QMessageBox::warning(this, "Intervention", error);
+  }
+}
+
+InterventionForm::InterventionForm(const InterventionEntry& entry, int layers, const QStringList& prompts,
+                                   QWidget* parent)
+    : QDialog(parent), entry_(entry), prompts_(prompts) {
+  setWindowTitle("Intervention: " + interventionLabel(entry));
+  auto* form = new QFormLayout(this);
+  const bool steer = entry.kind == InterventionKind::Steer;
+
+  source_ = new QComboBox(this);
+  for (VectorSource s :
+       {VectorSource::CleanMean, VectorSource::Mean, VectorSource::Prompt, VectorSource::Text})
+    if (steer || s != VectorSource::Mean)  // a patch with a corpus mean is a mean ablation at N
+      source_->addItem(sourceLabel(s), static_cast<int>(s));
+  source_->setToolTip(
+      "Where the head's vector comes from: its output z at the last position averaged over the task's ICL "
+      "prompts (clean ICL mean), its mean over a neutral text (corpus mean), its z at the last position of "
+      "one ICL prompt, or of a text you type");
+  prompt_ = new QSpinBox(this);
+  prompt_->setRange(0, prompts.isEmpty() ? 100000 : static_cast<int>(prompts.size()) - 1);
+  prompt_->setValue(entry.sourcePrompt);
+  prompt_->setToolTip("The task's ICL prompt (0-based, as in the evaluation's per-prompt table)");
+  promptPreview_ = new QLabel(this);
+  promptPreview_->setWordWrap(true);
+  promptPreview_->setStyleSheet("color:#555");
+  text_ = new QLineEdit(entry.sourceText, this);
+  text_->setPlaceholderText("a prompt; the head's z at its last token");
+  scale_ = new QDoubleSpinBox(this);
+  scale_->setRange(-100, 100);
+  scale_->setDecimals(2);
+  scale_->setValue(entry.scale);
+  scale_->setToolTip("Steering adds scale × the source vector at the chosen positions");
+  layer_ = new QSpinBox(this);
+  layer_->setRange(-1, layers > 0 ? layers - 1 : 100000);
+  layer_->setSpecialValueText("the head's own hook_z");
+  layer_->setPrefix("residual before layer ");
+  layer_->setValue(entry.layer);
+  layer_->setToolTip(
+      "Where steering adds: the head's own output z, or its write W_O z into the residual stream before "
+      "layer L (hook_resid_pre), as function-vector steering does");
+  positions_ = new QLineEdit(this);
   QStringList p;
-  for (int i : e.positions)
+  for (int i : entry.positions)
     p << QString::number(i);
-  positions->setText(p.join(","));
-  const bool atN = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
-  positions->setPlaceholderText(atN ? "default: -1 (the last position, N)" : "default: every position");
-  positions->setToolTip(
+  positions_->setText(p.join(","));
+  positions_->setPlaceholderText(entry.hasSource() ? "default: -1 (the last position, N)"
+                                                   : "default: every position");
+  positions_->setToolTip(
       "Token positions, comma-separated; negative counts from the end (-1 = N). The "
       "Prompt and Attention tabs use them; the evaluation needs the default.");
-  form->addRow("Steering scale", scale);
-  form->addRow("Positions", positions);
+  // Fields the kind does not take stay hidden (their values are the defaults read() keeps).
+  for (QWidget* w :
+       {static_cast<QWidget*>(source_), static_cast<QWidget*>(prompt_), static_cast<QWidget*>(promptPreview_),
+        static_cast<QWidget*>(text_), static_cast<QWidget*>(scale_), static_cast<QWidget*>(layer_)})
+    w->hide();
+  if (entry.hasSource()) {
+    for (QWidget* w :
+         {static_cast<QWidget*>(source_), static_cast<QWidget*>(prompt_), static_cast<QWidget*>(text_)})
+      w->show();
+    form->addRow("Vector source", source_);
+    form->addRow("ICL prompt", prompt_);
+    form->addRow("", promptPreview_);
+    form->addRow("Text", text_);
+  }
+  if (steer) {
+    scale_->show();
+    layer_->show();
+    form->addRow("Steering scale", scale_);
+    form->addRow("Add at", layer_);
+  }
+  form->addRow("Positions", positions_);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   form->addRow(buttons);
-  connect(buttons, &QDialogButtonBox::accepted, &d, &QDialog::accept);
-  connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
-  if (d.exec() != QDialog::Accepted) return;
-  std::vector<int> pos;
-  for (const QString& s : positions->text().split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  connect(source_, &QComboBox::currentIndexChanged, this, &InterventionForm::updateEnabled);
+  connect(prompt_, &QSpinBox::valueChanged, this, &InterventionForm::updateEnabled);
+  setSource(entry.source);
+  updateEnabled();
+}
+
+void InterventionForm::setSource(VectorSource s) {
+  const int i = source_->findData(static_cast<int>(s));
+  source_->setCurrentIndex(i < 0 ? 0 : i);
+}
+
+void InterventionForm::updateEnabled() {
+  const auto s = static_cast<VectorSource>(source_->currentData().toInt());
+  prompt_->setEnabled(s == VectorSource::Prompt);
+  text_->setEnabled(s == VectorSource::Text);
+  const int i = prompt_->value();
+  promptPreview_->setVisible(s == VectorSource::Prompt && i < prompts_.size());
+  if (i < prompts_.size()) {
+    QString t = prompts_[i];
+    t.replace("\n", " ⏎ ");
+    promptPreview_->setText(t.size() > 120 ? "…" + t.right(119) : t);
+  }
+}
+
+bool InterventionForm::read(InterventionEntry* out, QString* error) const {
+  InterventionEntry e = entry_;
+  e.positions.clear();
+  for (const QString& s : positions_->text().split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
     bool ok = false;
     const int v = s.toInt(&ok);
     if (!ok) {
-      QMessageBox::warning(this, "Intervention", "“" + s + "” is not a token position (an integer)");
-      return;
+      if (error) *error = "“" + s + "” is not a token position (an integer)";
+      return false;
     }
-    pos.push_back(v);
+    e.positions.push_back(v);
   }
-  setParameters(row, scale->value(), pos);
+  if (e.hasSource()) {
+    e.source = static_cast<VectorSource>(source_->currentData().toInt());
+    e.sourcePrompt = prompt_->value();
+    e.sourceText = text_->text();
+    if (e.source == VectorSource::Text && e.sourceText.trimmed().isEmpty()) {
+      if (error) *error = "the text source is empty: type the text whose last token gives the vector";
+      return false;
+    }
+  }
+  if (e.kind == InterventionKind::Steer) {
+    e.scale = scale_->value();
+    e.layer = layer_->value();
+  }
+  *out = e;
+  return true;
 }
 
 std::vector<InterventionEntry> InterventionsDock::entries() const {

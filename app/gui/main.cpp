@@ -54,7 +54,8 @@ void scriptScreenshots(MainWindow& w, const QString& dir, QSize size) {
         QTimer::singleShot(1500, &w, [finish] { (*finish)(); });
       },
       Qt::SingleShotConnection);
-  QTimer::singleShot(240000, &w, [finish] { (*finish)(); });  // never hang a docs build
+  // Never hang a docs build; a loaded machine may need minutes for every method on the toy model.
+  QTimer::singleShot(600000, &w, [finish] { (*finish)(); });
 }
 
 // --help, -h, -?, --version, -v: text only, answered before QApplication, which needs a display.

@@ -50,6 +50,7 @@
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
+#include "session_io.h"
 #include "study_view.h"
 #include "task_dock.h"
 
@@ -180,14 +181,8 @@ nlohmann::json MainWindow::snapshot() const {
   nlohmann::json heads = nlohmann::json::array();
   for (const HeadRef& h : headsView()->selection())
     heads.push_back({h.layer, h.head});
-  nlohmann::json ivs = nlohmann::json::array();
-  for (const InterventionEntry& e : interventionsDock_->entries())
-    ivs.push_back({{"kind", kindKey(e.kind)},
-                   {"layer", e.head.layer},
-                   {"head", e.head.head},
-                   {"enabled", e.enabled},
-                   {"scale", e.scale},
-                   {"positions", e.positions}});
+  // The session's form of the entries, so that undo covers every parameter the session keeps.
+  const nlohmann::json ivs = interventionsToJson(interventionsDock_->entries());
   return {{"selection", heads}, {"interventions", ivs}};
 }
 
@@ -196,16 +191,7 @@ void MainWindow::restoreSnapshot(const nlohmann::json& state) {
   std::vector<HeadRef> sel;
   for (const auto& h : state.at("selection"))
     sel.push_back({h[0].get<int>(), h[1].get<int>()});
-  std::vector<InterventionEntry> entries;
-  for (const auto& j : state.at("interventions")) {
-    InterventionEntry e;
-    e.kind = parseInterventionKind(j.at("kind").get<std::string>());
-    e.head = {j.at("layer").get<int>(), j.at("head").get<int>()};
-    e.enabled = j.at("enabled").get<bool>();
-    e.scale = j.at("scale").get<double>();
-    e.positions = j.at("positions").get<std::vector<int>>();
-    entries.push_back(e);
-  }
+  const std::vector<InterventionEntry> entries = interventionsFromJson(state.at("interventions"), "undo");
   headsView()->setSelection(sel);
   interventionsDock_->setEntries(entries);
   lastSnapshot_ = snapshot();
@@ -752,6 +738,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
     interventionsDock_->clear();
   }
   headsTab_->setSilentHeads(i.silent);
+  interventionsDock_->setModelLayers(i.layers);
   refreshResults();
   updateTitle();
   watchModelFiles(i);
@@ -867,6 +854,7 @@ void MainWindow::onAnalysis(const AnalysisOutputPtr& output) {
 void MainWindow::onTaskPreview(const TaskPreview& p) {
   taskDock_->setPreview(p);
   attentionTab_->setTaskPrompts(p.prompts);
+  interventionsDock_->setTaskPrompts(p.prompts);
   if (!p.error.isEmpty())
     log("the task cannot be built on this model: " + p.error);
   else if (!p.unknownWords.isEmpty())

@@ -1,11 +1,14 @@
 #include "prompt_tab.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -14,6 +17,8 @@
 #include <cmath>
 
 #include "head_grid_view.h"
+#include "lens_view.h"
+#include "plot_style.h"
 
 namespace hs::gui {
 
@@ -61,14 +66,53 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   top_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   top_->horizontalHeader()->setStretchLastSection(true);
   top_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  lens_ = new QTableWidget(0, 0);
-  lens_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  lens_->setToolTip("Logit lens: the top token after each layer (rows) at every position (columns)");
+  // The logit lens: a heatmap that scrolls sideways on long prompts, with what its colour shows.
+  auto* lensPanel = new QWidget;
+  auto* lensLayout = new QVBoxLayout(lensPanel);
+  lensLayout->setContentsMargins(0, 0, 0, 0);
+  auto* lensBar = new QHBoxLayout;
+  lensBar->addWidget(new QLabel("Logit lens colour"));
+  lensMeasure_ = new QComboBox;
+  lensMeasure_->addItem("top token's probability", TopProbability);
+  lensMeasure_->addItem("answer's probability", AnswerProbability);
+  lensMeasure_->addItem("clean top token's probability", CleanTopProbability);
+  lensMeasure_->setToolTip(
+      "What colours each cell (layer, position): the probability of the top token there; of the answer "
+      "(the clean model's prediction at the last position); or of the clean model's top token at that cell");
+  lensBar->addWidget(lensMeasure_);
+  lensDiff_ = new QCheckBox("Δ vs clean");
+  lensDiff_->setToolTip(
+      "With interventions applied: the probability with them minus the probability without them");
+  lensDiff_->setEnabled(false);
+  lensBar->addWidget(lensDiff_);
+  lensBar->addStretch(1);
+  lensLayout->addLayout(lensBar);
+  // The heatmap's title stays in view while the map scrolls.
+  lensTitle_ = new QLabel;
+  lensTitle_->setFont(plotstyle::titleFont());
+  lensTitle_->setWordWrap(true);
+  lensLayout->addWidget(lensTitle_);
+  lensView_ = new LensView;
+  lensScroll_ = new QScrollArea;
+  lensScroll_->setWidget(lensView_);
+  lensScroll_->setWidgetResizable(true);
+  lensScroll_->setFrameShape(QFrame::NoFrame);
+  lensLayout->addWidget(lensScroll_, 1);
+  // Long prompts: the last positions (where the prediction is) come into view whenever the scroll range
+  // changes, until the user scrolls.
+  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int max) {
+    if (lensAtEnd_) lensScroll_->horizontalScrollBar()->setValue(max);
+  });
+  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::actionTriggered, this,
+          [this] { lensAtEnd_ = false; });
+  top_->setMinimumWidth(260);
   split->addWidget(top_);
-  split->addWidget(lens_);
+  split->addWidget(lensPanel);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
   layout->addWidget(split, 1);
+  connect(lensMeasure_, &QComboBox::currentIndexChanged, this, &PromptTab::showLens);
+  connect(lensDiff_, &QCheckBox::toggled, this, &PromptTab::showLens);
   connect(run, &QPushButton::clicked, this, &PromptTab::runRequested);
   connect(edit_, &QLineEdit::returnPressed, this, &PromptTab::runRequested);
   connect(apply_, &QCheckBox::toggled, this, &PromptTab::runRequested);
@@ -111,33 +155,76 @@ void PromptTab::setView(const PromptView& v) {
     top_->setItem(r, 4, number(clean, 4));
     top_->setItem(r, 5, number(t.prob - clean, 4));
   }
-  // The logit lens grid: layers down, positions across; each cell the top token and its probability.
-  const int layers = static_cast<int>(v.lensGrid.size());
-  const int n = layers ? static_cast<int>(v.lensGrid.front().size()) : 0;
-  lens_->setRowCount(layers);
-  lens_->setColumnCount(n);
-  QStringList header;
-  for (int p = 0; p < n; ++p)
-    header << QString("%1 %2").arg(p).arg(p < v.pieces.size() ? shown(v.pieces[p]) : QString());
-  lens_->setHorizontalHeaderLabels(header);
-  QStringList rows;
-  for (int l = 0; l < layers; ++l)
-    rows << QString("after L%1").arg(l);
-  lens_->setVerticalHeaderLabels(rows);
-  for (int l = 0; l < layers; ++l)
+  view_ = v;
+  lensDiff_->setEnabled(intervened);
+  showLens();
+}
+
+LensMap PromptTab::lensMap(const PromptView& v, LensMeasure measure, bool difference) {
+  LensMap map;
+  map.pieces = v.pieces;
+  map.layers = static_cast<int>(v.lensGrid.size());
+  const int n = static_cast<int>(v.pieces.size());
+  auto gridAt = [](const std::vector<std::vector<double>>& g, int l, int p) {
+    return l < static_cast<int>(g.size()) && p < static_cast<int>(g[static_cast<size_t>(l)].size())
+               ? g[static_cast<size_t>(l)][static_cast<size_t>(p)]
+               : NAN;
+  };
+  const bool intervened = v.interventions > 0;
+  difference = difference && intervened;
+  const QString answer = QString("'%1'").arg(shown(v.lensAnswerPiece));
+  const QString what = measure == AnswerProbability     ? "p(answer " + answer + ")"
+                       : measure == CleanTopProbability ? QString("p(clean top token)")
+                                                        : QString("p(top token)");
+  map.valueLabel = difference ? "Δ " + what : what;
+  map.difference = difference;
+  map.title =
+      QString("Logit lens: %1 after each layer at every position%2")
+          .arg(difference ? what + " with − without the interventions" : what)
+          .arg(intervened && !difference ? QString(" (%1 intervention(s))").arg(v.interventions) : QString());
+  for (int l = 0; l < map.layers; ++l) {
+    const auto& row = v.lensGrid[static_cast<size_t>(l)];
     for (int p = 0; p < n; ++p) {
-      const TopToken& t = v.lensGrid[static_cast<size_t>(l)][static_cast<size_t>(p)];
-      auto* item = new QTableWidgetItem(shown(t.piece));
-      item->setToolTip(QString("after layer %1 at position %2 ('%3'): '%4' p=%5")
-                           .arg(l)
-                           .arg(p)
-                           .arg(v.pieces.value(p), t.piece)
-                           .arg(t.prob, 0, 'f', 3));
-      item->setBackground(QColor::fromHsvF(0.6, std::clamp(t.prob, 0.0, 1.0) * 0.6, 1.0));
-      lens_->setItem(l, p, item);
+      LensCell c;
+      if (p >= static_cast<int>(row.size())) {
+        map.cells.push_back({QString(), NAN, NAN, QString()});
+        continue;
+      }
+      const TopToken& top = row[static_cast<size_t>(p)];
+      const TopToken* clean = l < static_cast<int>(v.cleanLensGrid.size()) &&
+                                      p < static_cast<int>(v.cleanLensGrid[static_cast<size_t>(l)].size())
+                                  ? &v.cleanLensGrid[static_cast<size_t>(l)][static_cast<size_t>(p)]
+                                  : nullptr;
+      c.top = top.piece;
+      c.prob = top.prob;
+      double value = top.prob, cleanValue = clean ? clean->prob : NAN;
+      if (measure == AnswerProbability) {
+        value = gridAt(v.lensAnswerProb, l, p);
+        cleanValue = gridAt(v.cleanLensAnswerProb, l, p);
+      } else if (measure == CleanTopProbability) {
+        value = gridAt(v.lensCleanTopProb, l, p);
+      }
+      c.value = difference ? value - cleanValue : value;
+      QStringList detail;
+      if (measure != TopProbability) detail << QString("%1 %2").arg(what).arg(value, 0, 'f', 4);
+      if (intervened && clean)
+        detail << QString("clean: top '%1' %2").arg(shown(clean->piece)).arg(clean->prob, 0, 'f', 4);
+      if (difference) detail << QString("Δ %1").arg(c.value, 0, 'f', 4);
+      c.detail = detail.join(" · ");
+      map.cells.push_back(c);
     }
-  lens_->resizeColumnsToContents();
-  if (n > 0) lens_->scrollToItem(lens_->item(0, n - 1));
+  }
+  return map;
+}
+
+void PromptTab::showLens() {
+  const auto measure = static_cast<LensMeasure>(lensMeasure_->currentData().toInt());
+  LensMap map = lensMap(view_, measure, lensDiff_->isChecked());
+  lensTitle_->setText(map.title);
+  map.title.clear();  // shown above the scroll area instead
+  lensView_->setMap(map);
+  lensAtEnd_ = true;
+  lensScroll_->horizontalScrollBar()->setValue(lensScroll_->horizontalScrollBar()->maximum());
 }
 
 AttributionTab::AttributionTab(QWidget* parent) : QWidget(parent) {

@@ -1,21 +1,27 @@
 #pragma once
 // The Prompt tab: a prompt's tokens, the next-token prediction and the logit lens at every position, with
 // the ticked interventions applied or not (the "Apply interventions" toggle) and, when applied, each top
-// token's probability without them and the difference. Beside it, the Attribution tab: which heads and
-// MLPs wrote the predicted token's logit at the last position (direct logit attribution), as a layer × head
-// map and a ranked list.
+// token's probability without them and the difference. The logit lens is a heatmap (LensView): layers ×
+// positions, coloured by the top token's probability, the answer token's or the clean top token's, or
+// (with interventions) by the difference of that probability from the clean model's. Beside it, the
+// Attribution tab: which heads and MLPs wrote the predicted token's logit at the last position (direct logit
+// attribution), as a layer × head map and a ranked list.
 #include <QWidget>
 
 #include "gui_types.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
+class QScrollArea;
 class QTableWidget;
 
 namespace hs {
 class HeadGridView;
-}
+class LensView;
+struct LensMap;
+}  // namespace hs
 
 namespace hs::gui {
 
@@ -28,8 +34,19 @@ class PromptTab : public QWidget {
   bool applyInterventions() const;
   void setView(const PromptView& view);
   QTableWidget* topTable() const { return top_; }
-  QTableWidget* lensTable() const { return lens_; }
   QString warning() const;  // the unknown-words line ("" when every word is known)
+
+  // What the lens's colour shows.
+  enum LensMeasure {
+    TopProbability,       // the top token's probability
+    AnswerProbability,    // the answer token's (the clean model's prediction at N)
+    CleanTopProbability,  // the clean run's top token's, at each cell
+  };
+  LensView* lensView() const { return lensView_; }
+  QComboBox* lensMeasureBox() const { return lensMeasure_; }
+  QCheckBox* lensDifferenceBox() const { return lensDiff_; }  // enabled with interventions
+  // The heatmap of `view` for a measure, as a difference from the clean model or not.
+  static LensMap lensMap(const PromptView& view, LensMeasure measure, bool difference);
 
  Q_SIGNALS:
   void runRequested();
@@ -41,7 +58,14 @@ class PromptTab : public QWidget {
   QLabel* warning_ = nullptr;
   QLabel* state_ = nullptr;
   QTableWidget* top_ = nullptr;
-  QTableWidget* lens_ = nullptr;
+  QComboBox* lensMeasure_ = nullptr;
+  QCheckBox* lensDiff_ = nullptr;
+  LensView* lensView_ = nullptr;
+  QScrollArea* lensScroll_ = nullptr;
+  QLabel* lensTitle_ = nullptr;
+  bool lensAtEnd_ = true;  // keep the last position in view (until the user scrolls)
+  PromptView view_;
+  void showLens();
 };
 
 class AttributionTab : public QWidget {

@@ -27,6 +27,10 @@ const char* opOfKind(InterventionKind kind) {
   return "?";
 }
 
+// The version of one entry's JSON: 2 added the source (source, source_prompt, source_text) and the
+// steering layer; an entry without format_version is version 1 and gets their defaults.
+constexpr int kEntryFormatVersion = 2;
+
 }  // namespace
 
 const AnalysisRun& runOf(const AnalysisOutputPtr& output) {
@@ -36,9 +40,13 @@ const AnalysisRun& runOf(const AnalysisOutputPtr& output) {
 json interventionsToJson(const std::vector<InterventionEntry>& entries) {
   json out = json::array();
   for (const InterventionEntry& e : entries) {
-    const bool atLast = e.kind == InterventionKind::PatchClean || e.kind == InterventionKind::Steer;
-    out.push_back({{"site", attnZ(e.head.layer).name()},
-                   {"heads", {e.head.head}},
+    const bool atLast = e.hasSource();
+    // Where the intervention acts: the head's hook_z, or (steering into another layer) that layer's
+    // residual stream, on no head axis.
+    const bool intoResidual = e.kind == InterventionKind::Steer && e.layer >= 0;
+    out.push_back({{"format_version", kEntryFormatVersion},
+                   {"site", intoResidual ? residPre(e.layer).name() : attnZ(e.head.layer).name()},
+                   {"heads", intoResidual ? json::array() : json::array({e.head.head})},
                    {"positions", !e.positions.empty() ? json(e.positions)
                                  : atLast             ? json::array({-1})
                                                       : json::array()},
@@ -49,7 +57,11 @@ json interventionsToJson(const std::vector<InterventionEntry>& entries) {
                    {"kind", kindKey(e.kind)},
                    {"layer", e.head.layer},
                    {"head", e.head.head},
-                   {"enabled", e.enabled}});
+                   {"enabled", e.enabled},
+                   {"source", sourceKey(e.source)},
+                   {"source_prompt", e.sourcePrompt},
+                   {"source_text", e.sourceText.toStdString()},
+                   {"steer_layer", e.layer}});
   }
   return out;
 }
@@ -59,6 +71,10 @@ std::vector<InterventionEntry> interventionsFromJson(const json& j, const std::s
   if (!j.is_array()) return out;
   JsonNode(j, where, "interventions").forEachElement([&](size_t, const JsonNode& e) {
     if (!e.isObject() || !e.has("kind")) return;  // entries of other tools
+    const int version = static_cast<int>(e.optInteger("format_version", 1, 1, 1 << 20));
+    if (version > kEntryFormatVersion)
+      fail(e.where(), ": intervention format ", version,
+           " was written by a newer HeadScope (this build reads up to ", kEntryFormatVersion, ")");
     InterventionEntry x;
     x.kind = withContext(e.where(), [&] { return parseInterventionKind(e.at("kind").string()); });
     x.head = {e.at("layer").intIn(0, 1 << 20), e.at("head").intIn(0, 1 << 20)};
@@ -68,6 +84,10 @@ std::vector<InterventionEntry> interventionsFromJson(const json& j, const std::s
       e.at("positions").forEachElement([&](size_t, const JsonNode& p) {
         x.positions.push_back(p.intIn(-(1 << 20), 1 << 20));
       });
+    x.source = withContext(e.where(), [&] { return parseVectorSource(e.optString("source", "clean_mean")); });
+    x.sourcePrompt = static_cast<int>(e.optInteger("source_prompt", 0, 0, 1 << 20));
+    x.sourceText = QString::fromStdString(e.optString("source_text", ""));
+    x.layer = static_cast<int>(e.optInteger("steer_layer", -1, -1, 1 << 20));
     out.push_back(x);
   });
   return out;

@@ -27,11 +27,16 @@ struct GuiSessionState {
 void saveGuiSession(const QString& path, const GuiSessionState& s);
 GuiSessionState loadGuiSession(const QString& path);
 
-// Intervention entries in the session's intervention-list form: {"site": "blocks.L.attn.hook_z",
-// "heads": [h], "positions": [] or [-1], "rows": [], "op": "zero"|"mean"|"replace"|"add", "scale": 1,
-// "kind": <InterventionEntry::kind>, "layer": L, "head": h, "enabled": bool}.
+// Intervention entries in the session's intervention-list form: {"format_version": 2, "site":
+// "blocks.L.attn.hook_z" (steering into another layer: "blocks.M.hook_resid_pre"), "heads": [h] ([] for
+// the residual), "positions": [] or [-1], "rows": [], "op": "zero"|"mean"|"replace"|"add", "scale": 1,
+// "kind": <InterventionEntry::kind>, "layer": L, "head": h, "enabled": bool, "source":
+// "clean_mean"|"mean"|"prompt"|"text", "source_prompt": i, "source_text": "...", "steer_layer": -1|M}.
+// The undo stack's snapshots use the same form.
 nlohmann::json interventionsToJson(const std::vector<InterventionEntry>& entries);
-// Reads the entries this GUI wrote; entries without "kind" (written by other tools) are skipped.
+// Reads the entries this GUI wrote; entries without "kind" (written by other tools) are skipped. Entries
+// without format_version (version 1) get the defaults of the fields added since: the clean ICL mean, the
+// head's own hook_z. A newer entry format is refused, naming the entry.
 std::vector<InterventionEntry> interventionsFromJson(const nlohmann::json& j, const std::string& where);
 
 }  // namespace hs::gui

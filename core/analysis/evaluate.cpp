@@ -45,7 +45,64 @@ std::vector<Intervention> ablations(const std::vector<HeadRef>& zero, const std:
   return out;
 }
 
+bool sameSource(const HeadVectorSource& a, const HeadVectorSource& b) {
+  if (a.source != b.source) return false;
+  if (a.source == "prompt") return a.prompt == b.prompt;
+  if (a.source == "text") return a.text == b.text;
+  return true;
+}
+
 }  // namespace
+
+at::Tensor headSourceZ(const Transformer& model, const Tokenizer* tok, const std::vector<Prompt>& icl,
+                       const HeadVectorSource& source, const MeanSource& mean, const AnalysisContext& ctx,
+                       int batch) {
+  const std::string& s = source.source;
+  if (s == "clean_mean") {
+    if (icl.empty()) fail("the clean ICL mean needs the task's ICL prompts");
+    return meanZ(model, tokenSeqs(icl), ZMean::LastPosition, ctx, batch);  // [layers, heads, d_head]
+  }
+  if (s == "mean") return resolveMeanZ(model, tok, mean, tokenSeqs(icl), ctx);
+  if (s == "prompt") {
+    if (source.prompt < 0 || source.prompt >= static_cast<int>(icl.size()))
+      fail("source prompt ", source.prompt, " is outside the task's ", icl.size(), " ICL prompts (0 to ",
+           static_cast<int>(icl.size()) - 1, ")");
+    const std::vector<Prompt> one = {icl[static_cast<size_t>(source.prompt)]};
+    return captureAtLast(model, tokenSeqs(one), attnZ, {}, ctx, 1)[0];  // [layers, heads, d_head]
+  }
+  if (s == "text") {
+    if (!tok) fail("a text source needs the model's tokenizer");
+    const std::vector<int> ids = tok->encode(source.text);
+    if (ids.empty()) fail("the source text is empty");
+    const TokenSeqs seqs = {std::vector<int64_t>(ids.begin(), ids.end())};
+    return captureAtLast(model, seqs, attnZ, {}, ctx, 1)[0];  // [layers, heads, d_head]
+  }
+  fail("unknown vector source \"", s, "\" (clean_mean, mean, prompt, text)");
+}
+
+std::vector<Intervention> steerHeads(const Transformer& model, const std::vector<HeadRef>& heads,
+                                     const at::Tensor& z, int layer, const std::vector<int>& positions,
+                                     double scale) {
+  if (layer < 0) return addHeads(heads, z, positions, scale);
+  const ModelConfig& c = model.config();
+  if (layer >= c.n_layers)
+    fail("steering layer ", layer, " is outside the model's ", c.n_layers, " layers (0 to ", c.n_layers - 1,
+         ", or -1 for the heads' own hook_z)");
+  if (heads.empty()) return {};
+  const at::Tensor writes = headWrites(model, z.unsqueeze(0))[0];  // [layers, heads, d_model]
+  at::Tensor v = at::zeros({c.d_model}, writes.options());         // [d_model] the heads' summed write
+  for (const HeadRef& h : heads)
+    v = v + writes[h.layer][h.head];
+  return {addToResidual(residPre(layer), v, positions, scale)};
+}
+
+std::string describeHeadVectorSource(const HeadVectorSource& source) {
+  if (source.source == "clean_mean") return "hook_z at N averaged over the task's ICL prompts";
+  if (source.source == "mean") return "the head's mean per mean_source";
+  if (source.source == "prompt") return cat("hook_z at N of ICL prompt ", source.prompt);
+  if (source.source == "text") return cat("hook_z at the last token of \"", source.text, "\"");
+  return source.source;
+}
 
 std::pair<double, double> wilsonInterval(int k, int n) {
   if (n <= 0) return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
@@ -65,9 +122,36 @@ const OptionTable<EvaluateOptions>& evaluateOptionTable() {
             "mean_ablate", &O::mean_ablate,
             "heads mean-ablated on the ICL prompts (their mean per mean_source: a neutral corpus by default)")
         .add("patch_clean", &O::patch_clean,
-             "heads patched from the clean ICL mean at N of zero-shot prompts")
-        .add("steer", &O::steer, "heads whose clean ICL mean is added at N of zero-shot prompts")
-        .add("steer_scale", &O::steer_scale, "scale of the steering");
+             "heads whose z at N of zero-shot prompts is replaced by patch_source's vector")
+        .add(
+            "patch_source", [](O& o) -> std::string& { return o.patch_source.source; },
+            "what patched heads receive: clean_mean (their z at N averaged over the ICL prompts), prompt "
+            "(their z at N of ICL prompt patch_prompt) or text (their z at the last token of patch_text)",
+            OptionCheck::oneOf({"clean_mean", "prompt", "text"}))
+        .add(
+            "patch_prompt", [](O& o) -> int& { return o.patch_source.prompt; },
+            "the ICL prompt (0-based) of patch_source prompt", OptionCheck::atLeast(0))
+        .add(
+            "patch_text", [](O& o) -> std::string& { return o.patch_source.text; },
+            "the text of patch_source text (tokenized as a prompt; its last token gives z)")
+        .add("steer", &O::steer, "heads whose steer_source vector is added at N of zero-shot prompts")
+        .add("steer_scale", &O::steer_scale, "scale of the steering")
+        .add(
+            "steer_source", [](O& o) -> std::string& { return o.steer_source.source; },
+            "the steering vector of each head: clean_mean (its z at N averaged over the ICL prompts), mean "
+            "(its mean per mean_source: a neutral corpus by default), prompt (its z at N of ICL prompt "
+            "steer_prompt) or text (its z at the last token of steer_text)",
+            OptionCheck::oneOf({"clean_mean", "mean", "prompt", "text"}))
+        .add(
+            "steer_prompt", [](O& o) -> int& { return o.steer_source.prompt; },
+            "the ICL prompt (0-based) of steer_source prompt", OptionCheck::atLeast(0))
+        .add(
+            "steer_text", [](O& o) -> std::string& { return o.steer_source.text; },
+            "the text of steer_source text (tokenized as a prompt; its last token gives z)")
+        .add("steer_layer", &O::steer_layer,
+             "where steering adds: -1 the head's own hook_z; L the head's write (W_O z) into "
+             "hook_resid_pre of layer L (function-vector style)",
+             OptionCheck::atLeast(-1));
     addMeanSourceOptions(t, &O::mean);
     t.add("random_draws", &O::random_draws,
           "random-heads control: head sets of the ablated size drawn from the other heads (0: none)",
@@ -87,7 +171,9 @@ MethodInfo evaluateMethod() {
       "Accuracy of the first answer token (and, for classification, the TR ratio: the share of predictions "
       "that are one of the label words) on the task's ICL prompts with the chosen heads zero- or "
       "mean-ablated, and on the zero-shot prompts of the same queries with heads patched from, or steered "
-      "by, their clean ICL mean — each against the same prompts without interventions.";
+      "by, a source vector (their clean ICL mean by default, or their output on one prompt or text; "
+      "steering optionally through the residual stream of another layer) — each against the same prompts "
+      "without interventions.";
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.options = evaluateOptionTable().specs();
   m.outputs = {{OutputSpec::Kind::Table, "evaluate.accuracy", "accuracy (95 % interval), TR ratio",
@@ -125,18 +211,27 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   base.batch = o.batch;
   base.label_tokens = task.label_tokens;
   const TokenSeqs icl = tokenSeqs(task.icl);
-  at::Tensor cleanMean;  // [layers, heads, d_head] hook_z at N over the ICL prompts
+  at::Tensor patchZ, steerZ;  // [layers, heads, d_head] the patches' values and the steering vectors
   const int nAblated = static_cast<int>(o.zero_ablate.size() + o.mean_ablate.size());
   const int draws = nAblated > 0 ? o.random_draws : 0;
-  // Progress: the clean mean, four evaluations and the random draws share [0, 1] by their forwards.
+  // Progress: the source vectors, four evaluations and the random draws share [0, 1] by their forwards.
   const double step = 1.0 / (5 + draws);
-  if (!o.patch_clean.empty() || !o.steer.empty())
-    cleanMean =
-        meanZ(model, icl, ZMean::LastPosition, subContext(ctx, 0.0, 0.5 * step, "clean mean"), o.batch);
-  at::Tensor
-      ablationMean;  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
+  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
+  at::Tensor ablationMean;
   if (!o.mean_ablate.empty())
-    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.5 * step, step, "mean z"));
+    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.0, 0.5 * step, "mean z"));
+  if (!o.patch_clean.empty())
+    patchZ = headSourceZ(model, tok, task.icl, o.patch_source, o.mean,
+                         subContext(ctx, 0.5 * step, 0.75 * step, "patch source"), o.batch);
+  if (!o.steer.empty()) {
+    if (patchZ.defined() && sameSource(o.patch_source, o.steer_source))
+      steerZ = patchZ;
+    else if (ablationMean.defined() && o.steer_source.source == "mean")
+      steerZ = ablationMean;
+    else
+      steerZ = headSourceZ(model, tok, task.icl, o.steer_source, o.mean,
+                           subContext(ctx, 0.75 * step, step, "steering source"), o.batch);
+  }
 
   const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, step, 2 * step, "ICL"));
   IclEval iclInt = iclBase;
@@ -151,9 +246,10 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   const int nPatched = static_cast<int>(o.patch_clean.size() + o.steer.size());
   if (nPatched > 0) {
     IclEvalOptions e = base;
-    e.interventions = replaceHeads(o.patch_clean, cleanMean, {-1});
-    for (const Intervention& iv : addHeads(o.steer, cleanMean, {-1}, o.steer_scale))
-      e.interventions.push_back(iv);
+    if (!o.patch_clean.empty()) e.interventions = replaceHeads(o.patch_clean, patchZ, {-1});
+    if (!o.steer.empty())
+      for (const Intervention& iv : steerHeads(model, o.steer, steerZ, o.steer_layer, {-1}, o.steer_scale))
+        e.interventions.push_back(iv);
     zsInt =
         evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
   }
@@ -188,8 +284,12 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   out.run.id = ctx.runId("evaluate");
   out.run.method = "evaluate";
   out.run.options = evaluateOptionTable().write(o);
-  if (!o.mean_ablate.empty())
+  if (!o.mean_ablate.empty() || (!o.steer.empty() && o.steer_source.source == "mean"))
     out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
+  if (!o.patch_clean.empty())
+    out.run.options["patch_source_description"] = describeHeadVectorSource(o.patch_source);
+  if (!o.steer.empty())
+    out.run.options["steer_source_description"] = describeHeadVectorSource(o.steer_source);
   out.run.options["task"] = taskSpecToJson(task.spec);
   out.run.options["label_tokens"] = task.label_tokens;
   if (task.classification()) {

@@ -1,6 +1,8 @@
 // The evaluate method: mean ablation takes its means from the mean source (a neutral corpus by default:
 // on the toy model the toy world's own text), never the task's prompts unless asked; patches and steering
-// keep the clean ICL mean at N. Its run records the mean source and the prompts it scored.
+// take the clean ICL mean at N by default, or a chosen ICL prompt's or a text's z, and steering can add the
+// head's write to another layer's residual stream — each equal to the intervention built by hand. Its run
+// records the mean source and the prompts it scored.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <QtTest>
@@ -10,6 +12,7 @@
 #include "analysis/icl_eval.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
+#include "util/error.h"
 
 class TestEvaluate : public QObject {
   Q_OBJECT
@@ -61,6 +64,107 @@ class TestEvaluate : public QObject {
     QCOMPARE(intervened(own).first, hs::evaluateIcl(*toy_.model, task_->icl, eo).accuracy);
     QCOMPARE(own.run.options.at("mean_source_description").get<std::string>(),
              std::string("all positions of the task's prompts"));
+  }
+
+  // hook_z of `head` at the last position of `ids`, from a plain forward: [d_head].
+  at::Tensor zAtLast(const std::vector<int64_t>& ids, hs::HeadRef head) const {
+    hs::RunRequest req;
+    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0);  // [1, pos]
+    req.capture.insert(hs::attnZ(head.layer));
+    return toy_.model->run(req).cache.at(hs::attnZ(head.layer))[0][-1][head.head].to(at::kFloat);
+  }
+
+  // The run's zero-shot numbers against evaluateIcl on the zero-shot prompts with `ivs`: accuracy and every
+  // prompt's answer probability after the interventions.
+  void compareZeroShot(const hs::AnalysisOutput& out, const std::vector<hs::Intervention>& ivs) {
+    hs::IclEvalOptions eo;
+    eo.label_tokens = task_->label_tokens;
+    eo.interventions = ivs;
+    const hs::IclEval want = hs::evaluateIcl(*toy_.model, task_->zero_shot, eo);
+    QCOMPARE(out.run.summary.at("zero_shot_intervened").at("accuracy").get<double>(), want.accuracy);
+    const hs::Table* per = hs::test::findById(out.run.tables, "evaluate.prompts");
+    QVERIFY(per);
+    size_t i = 0;
+    double moved = 0;
+    for (const auto& row : per->rows) {
+      if (row[0] != "zero_shot") continue;
+      const double got = row[7].get<double>(), expect = std::exp(want.answer_logprob[i++]);
+      QVERIFY2(std::abs(got - expect) < 1e-5,
+               qPrintable(QString("prompt %1: %2 vs %3").arg(i).arg(got).arg(expect)));
+      moved = std::max(moved, std::abs(got - row[5].get<double>()));
+    }
+    QCOMPARE(i, task_->zero_shot.size());
+    QVERIFY2(moved > 1e-4, "the intervention changed no answer probability");
+  }
+
+  // Steering from ICL prompt 1 into the residual stream before layer 1: W_O · z of the head, scaled.
+  void steerIntoAnotherLayer() {
+    const hs::HeadRef head{3, 3};
+    hs::EvaluateOptions o;
+    o.steer = {head};
+    o.steer_scale = 3.0;
+    o.steer_source.source = "prompt";
+    o.steer_source.prompt = 1;
+    o.steer_layer = 1;
+    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
+    const at::Tensor z = zAtLast(hs::tokenSeqs({task_->icl[1]})[0], head);            // [d_head]
+    const at::Tensor write = at::matmul(hs::headOutputWeight(*toy_.model, 3, 3), z);  // [d_model]
+    hs::Intervention iv;
+    iv.site = hs::residPre(1);
+    iv.positions = {-1};
+    iv.op = hs::InterventionOp::Add;
+    iv.tensor = write;
+    iv.scale = 3.0;
+    compareZeroShot(out, {iv});
+    QCOMPARE(out.run.options.at("steer_layer").get<int>(), 1);
+    QCOMPARE(out.run.options.at("steer_source").get<std::string>(), std::string("prompt"));
+  }
+
+  // A patch from a text: the head's z at the text's last token replaces its z at N.
+  void patchFromText() {
+    const hs::HeadRef head{3, 6};
+    const std::string text = task_->icl[5].text;
+    hs::EvaluateOptions o;
+    o.patch_clean = {head};
+    o.patch_source.source = "text";
+    o.patch_source.text = text;
+    const hs::AnalysisOutput out = hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
+    const std::vector<int> ids = toy_.tokenizer->encode(text);
+    hs::Intervention iv;
+    iv.site = hs::attnZ(head.layer);
+    iv.heads = {head.head};
+    iv.positions = {-1};
+    iv.op = hs::InterventionOp::Replace;
+    iv.tensor = zAtLast({ids.begin(), ids.end()}, head);
+    compareZeroShot(out, {iv});
+  }
+
+  // The options are declared once, with defaults (the CLI's help and the GUI's form come from them), and
+  // refused where they cannot run.
+  void sourceOptionsAreDeclaredAndChecked() {
+    const hs::MethodInfo m = hs::evaluateMethod();
+    for (const char* key : {"patch_source", "patch_prompt", "patch_text", "steer_source", "steer_prompt",
+                            "steer_text", "steer_layer"}) {
+      const hs::OptionSpec* spec = m.option(key);
+      QVERIFY2(spec && !spec->help.empty(), key);
+    }
+    QCOMPARE(m.option("steer_layer")->default_value.get<int>(), -1);
+    QCOMPARE(m.option("steer_source")->default_value.get<std::string>(), std::string("clean_mean"));
+    QVERIFY_THROWS_EXCEPTION(std::exception,
+                             hs::resolveOptions(m.options, {{"patch_source", "mean"}}, "evaluate"));
+    hs::EvaluateOptions o;
+    o.steer = {{3, 3}};
+    o.steer_layer = 4;  // the toy model has 4 layers
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get()));
+    o.steer_layer = -1;
+    o.steer_source.source = "prompt";
+    o.steer_source.prompt = 24;  // 24 prompts: 0 to 23
+    try {
+      hs::runEvaluate(*toy_.model, *task_, o, {}, toy_.tokenizer.get());
+      QFAIL("a prompt outside the task was accepted");
+    } catch (const hs::Error& e) {
+      QVERIFY2(std::string(e.what()).find("24") != std::string::npos, e.what());
+    }
   }
 
   void recordsItsPrompts() {

@@ -21,6 +21,7 @@
 
 #include "analysis/registry.h"
 #include "attention_tab.h"
+#include "curve_view.h"
 #include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "glossary.h"
@@ -395,6 +396,81 @@ class TestNewcomer : public QObject {
         }
       }
     }
+  }
+
+  // Bug 13: at 1280 × 800 the legends of the Task-vectors tab's curves (LTV: six series spanning the plot,
+  // the FV curve, the training loss) cover no plotted point, and show every series.
+  void legendsCoverNoData() {
+    QString error;
+    auto w = hs::test::toyWindow(12, &error);
+    QVERIFY2(w, qPrintable(error));
+    w->resize(1280, 800);
+    auto run = [](const std::string& id, const std::string& method, const hs::Curve& c) {
+      hs::AnalysisRun r;
+      r.id = id;
+      r.method = method;
+      r.provenance.model = "toy";
+      r.provenance.task = "toy:antonym_a";
+      r.curves = {c};
+      return r;
+    };
+    // The shapes of the toy model's runs in docs/screenshots: flat lines at the top and bottom, curves
+    // crossing the middle, every corner of the axis rect holding data.
+    hs::Curve ltv;
+    ltv.id = "ltv.accuracy_vs_layer";
+    ltv.name = "Zero-shot accuracy with a task vector at blocks.l.hook_resid_post (the output) position N";
+    ltv.x = {0, 1, 2, 3};
+    ltv.x_label = "layer l";
+    ltv.y_label = "accuracy";
+    ltv.series = {{"ltv", {0.9, 0.92, 0.94, 0.4}},         {"tv_replace", {0.05, 0.0, 0.08, 0.06}},
+                  {"tv_add", {0.02, 0.02, 0.2, 0.35}},     {"fv", {0.48, 0.55, 0.72, 0.38}},
+                  {"zero_shot", {0.36, 0.36, 0.36, 0.36}}, {"icl", {0.98, 0.98, 0.98, 0.98}}};
+    hs::Curve fv;
+    fv.id = "fv.accuracy_vs_layer";
+    fv.name = "Zero-shot accuracy with the FV added after layer l";
+    fv.x = {0, 1, 2, 3};
+    fv.series = {{"fv", {0.62, 0.7, 0.75, 0.42}},
+                 {"zero_shot", {0.36, 0.36, 0.36, 0.36}},
+                 {"icl", {0.98, 0.98, 0.98, 0.98}}};
+    hs::Curve loss;
+    loss.id = "site.loss";
+    loss.name = "SITE training loss (cross-entropy of the first answer token)";
+    std::vector<double> l1, l2;
+    for (int i = 0; i < 400; ++i) {
+      loss.x.push_back(i);
+      l1.push_back(i % 37 == 0 ? 1.0 : 0.6 * std::exp(-i / 40.0) + 0.05 * (i % 7));
+      l2.push_back(0.6 * std::exp(-i / 40.0) + 0.1);
+    }
+    loss.series = {{"loss", l1}, {"loss_avg20", l2}};
+    w->taskVectorsTab()->setRuns(
+        {run("ltv-1", "ltv", ltv), run("fv-1", "fv", fv), run("site-1", "site", loss)});
+    w->tabs()->setCurrentIndex(MainWindow::TaskVectorsTabIndex);
+    QApplication::processEvents();
+    int checked = 0;
+    for (hs::CurveView* view : w->taskVectorsTab()->findChildren<hs::CurveView*>()) {
+      QCustomPlot* p = view->plot();
+      if (!p->isVisible() || p->graphCount() == 0) continue;
+      p->replot();
+      const QRect legend = p->legend->outerRect();
+      QVERIFY2(p->rect().contains(legend), "the legend is cut by the plot's frame");
+      int items = 0;
+      for (int i = 0; i < p->legend->elementCount(); ++i)
+        items += p->legend->item(i) ? 1 : 0;
+      QCOMPARE(items, p->graphCount());
+      for (int g = 0; g < p->graphCount(); ++g) {
+        const QCPGraph* graph = p->graph(g);
+        for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+          const QPointF px = graph->coordsToPixels(it->key, it->value);
+          QVERIFY2(!legend.contains(px.toPoint()),
+                   qPrintable(QString("'%1': the legend covers %2 (%3, %4)")
+                                  .arg(view->curve().id.c_str(), graph->name())
+                                  .arg(it->key)
+                                  .arg(it->value)));
+        }
+      }
+      ++checked;
+    }
+    QCOMPARE(checked, 3);
   }
 
   // Undo / redo of interventions and selections.

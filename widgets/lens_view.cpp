@@ -1,0 +1,200 @@
+#include "lens_view.h"
+
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "qcustomplot_include.h"
+
+#include "plot_style.h"
+
+namespace hs {
+
+namespace {
+
+// A token as a cell label or tick: newlines and spaces made visible, long pieces cut.
+QString shownPiece(const QString& piece, int maxChars) {
+  QString s = piece;
+  s.replace("\n", "\\n").replace(" ", "·");
+  return s.size() > maxChars ? s.left(maxChars - 1) + "…" : s;
+}
+
+// Left, right, top and bottom room the axes, title and colour bar take around the cells.
+constexpr int kFrameWidth = 150;
+constexpr int kFrameHeight = 130;
+constexpr int kMinCellHeight = 14;
+
+}  // namespace
+
+LensView::LensView(QWidget* parent) : QWidget(parent) {
+  plot_ = new QCustomPlot(this);
+  plot_->setMouseTracking(true);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  plotstyle::applyBaseStyle(*plot_);
+  plot_->plotLayout()->insertRow(0);
+  title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
+  plot_->plotLayout()->addElement(0, 0, title_);
+  plotstyle::keepTextFitting(*plot_, *title_);
+
+  QCPAxis* x = plot_->xAxis;
+  QCPAxis* y = plot_->yAxis;
+  x->setLabel("position");
+  y->setLabel("after layer");
+  y->setRangeReversed(true);  // layer 0 at the top
+  for (QCPAxis* axis : {x, y}) {
+    axis->grid()->setVisible(false);  // grid lines would cut through the cells
+    axis->setSubTicks(false);
+    axis->setTickLength(0, 4);
+    axis->setTickLabelFont(plotstyle::tickFont());
+  }
+  x->setTickLabelRotation(60);
+
+  colorMap_ = new QCPColorMap(x, y);
+  colorMap_->setInterpolate(false);  // one crisp cell per layer × position
+  colorMap_->setTightBoundary(false);
+  scale_ = new QCPColorScale(plot_);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(14);
+  scale_->axis()->setLabelFont(plotstyle::labelFont());
+  scale_->axis()->setTickLabelFont(plotstyle::tickFont());
+  plot_->plotLayout()->addElement(1, 1, scale_);
+  colorMap_->setColorScale(scale_);
+  auto* group = new QCPMarginGroup(plot_);
+  plot_->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  scale_->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+
+  // Labels are shown only where they fit, which depends on the cell size of this layout.
+  connect(plot_, &QCustomPlot::afterLayout, this, &LensView::updateLabels);
+  connect(plot_, &QCustomPlot::mouseMove, this, &LensView::onMouseMove);
+}
+
+QSize LensView::sizeHint() const {
+  return {std::max(520, minimumSizeHint().width()), 420};
+}
+
+QSize LensView::minimumSizeHint() const {
+  return {kFrameWidth + std::max(map_.positions(), 4) * kMinCellWidth,
+          kFrameHeight + std::max(map_.layers, 2) * kMinCellHeight};
+}
+
+void LensView::setMap(const LensMap& map) {
+  map_ = map;
+  const int n = map_.positions(), L = map_.layers;
+  const bool valid = n > 0 && L > 0 && map_.cells.size() == static_cast<size_t>(n) * static_cast<size_t>(L);
+  if (!valid) map_.cells.clear();
+  title_->setText(map_.title);
+  scale_->axis()->setLabel(map_.valueLabel);
+
+  // QCPColorMap places cell i of k at lower + i·(upper−lower)/(k−1) and needs k ≥ 2: a single row or
+  // column is drawn as two half-width copies centred on ±0.25 (as HeadGridView does).
+  const int nx = n <= 1 ? 2 : n, ny = L <= 1 ? 2 : L;
+  colorMap_->data()->setSize(nx, ny);
+  colorMap_->data()->setRange(n <= 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, n - 1),
+                              L <= 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, L - 1));
+  double extent = 0;  // the largest |value|: the range of a difference map
+  for (int i = 0; i < nx; ++i)
+    for (int j = 0; j < ny; ++j) {
+      const double v = valid ? value(std::min(j, L - 1), std::min(i, n - 1)) : std::nan("");
+      colorMap_->data()->setCell(i, j, v);
+      if (std::isfinite(v)) extent = std::max(extent, std::abs(v));
+    }
+  // Probabilities on one fixed scale, so that two prompts' maps compare; differences centred at white.
+  const QCPRange range =
+      map_.difference ? QCPRange(-std::max(extent, 1e-6), std::max(extent, 1e-6)) : QCPRange(0, 1);
+  colorMap_->setGradient(map_.difference ? plotstyle::divergingGradient() : plotstyle::sequentialGradient());
+  colorMap_->setDataRange(range);
+
+  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText);
+  for (int p = 0; p < n; ++p)
+    xt->addTick(p, QString("%1 %2").arg(p).arg(shownPiece(map_.pieces[p], 8)));
+  plot_->xAxis->setTicker(xt);
+  QSharedPointer<QCPAxisTickerText> yt(new QCPAxisTickerText);
+  for (int l = 0; l < L; ++l)
+    yt->addTick(l, QString("L%1").arg(l));
+  plot_->yAxis->setTicker(yt);
+  plot_->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
+  plot_->yAxis->setRange(-0.5, std::max(L, 1) - 0.5);
+
+  for (QCPItemText* t : labels_)
+    plot_->removeItem(t);
+  labels_.clear();
+  if (valid) {
+    QCPColorGradient gradient = colorMap_->gradient();  // color() is not const
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < n; ++p) {
+        const LensCell& c = map_.cells[static_cast<size_t>(l * n + p)];
+        auto* t = new QCPItemText(plot_);
+        t->setClipToAxisRect(true);
+        t->position->setType(QCPItemPosition::ptPlotCoords);
+        t->position->setCoords(p, l);
+        t->setPositionAlignment(Qt::AlignCenter);
+        t->setText(shownPiece(c.top, 10));
+        t->setFont(plotstyle::tickFont());
+        t->setSelectable(false);
+        // Light text on dark cells: the cell's colour decides.
+        const QColor cell = std::isfinite(c.value) ? QColor::fromRgba(gradient.color(c.value, range))
+                                                   : QColor(Qt::white);
+        t->setColor(cell.lightnessF() < 0.5 ? Qt::white : Qt::black);
+        labels_.push_back(t);
+      }
+  }
+  setMinimumWidth(minimumSizeHint().width());
+  updateGeometry();
+  plot_->replot();
+}
+
+double LensView::value(int layer, int pos) const {
+  const int n = map_.positions();
+  if (layer < 0 || layer >= map_.layers || pos < 0 || pos >= n || map_.cells.empty()) return std::nan("");
+  return map_.cells[static_cast<size_t>(layer * n + pos)].value;
+}
+
+void LensView::updateLabels() {
+  if (labels_.empty()) return;
+  const double cellW = std::abs(plot_->xAxis->coordToPixel(1) - plot_->xAxis->coordToPixel(0));
+  const double cellH = std::abs(plot_->yAxis->coordToPixel(1) - plot_->yAxis->coordToPixel(0));
+  const QFontMetrics fm(plotstyle::tickFont());
+  for (QCPItemText* t : labels_)
+    t->setVisible(fm.horizontalAdvance(t->text()) + 4 <= cellW && fm.height() + 2 <= cellH);
+}
+
+int LensView::visibleLabels() const {
+  return static_cast<int>(
+      std::count_if(labels_.begin(), labels_.end(), [](const QCPItemText* t) { return t->visible(); }));
+}
+
+QString LensView::hoverText(const QPoint& plotPixel) const {
+  if (map_.cells.empty() || !plot_->axisRect()->rect().contains(plotPixel)) return {};
+  const int p = static_cast<int>(std::floor(plot_->xAxis->pixelToCoord(plotPixel.x()) + 0.5));
+  const int l = static_cast<int>(std::floor(plot_->yAxis->pixelToCoord(plotPixel.y()) + 0.5));
+  const int n = map_.positions();
+  if (p < 0 || p >= n || l < 0 || l >= map_.layers) return {};
+  const LensCell& c = map_.cells[static_cast<size_t>(l * n + p)];
+  QString text = QString("after layer %1 · position %2 '%3' · top token '%4' · probability %5")
+                     .arg(l)
+                     .arg(p)
+                     .arg(shownPiece(map_.pieces[p], 40), shownPiece(c.top, 40))
+                     .arg(c.prob, 0, 'f', 4);
+  if (!c.detail.isEmpty()) text += " · " + c.detail;
+  return text;
+}
+
+QPoint LensView::cellCenter(int layer, int pos) const {
+  return QPoint(static_cast<int>(std::lround(plot_->xAxis->coordToPixel(pos))),
+                static_cast<int>(std::lround(plot_->yAxis->coordToPixel(layer))));
+}
+
+void LensView::onMouseMove(QMouseEvent* event) {
+  const QString text = hoverText(event->position().toPoint());
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+}
+
+}  // namespace hs

@@ -1,0 +1,81 @@
+#pragma once
+// The logit lens as a heatmap: layers down (layer 0 at the top, as in the head grids) × the prompt's
+// positions across. Each cell is coloured by one value (a probability on a fixed [0, 1] scale, or a
+// difference of probabilities on a diverging scale centred at 0) and labelled with the top token after
+// that layer at that position when the cell is large enough for it; hover names the layer, the position
+// and its token, the top token and its probability (and the cell's detail line).
+//
+// Cells are centred on plot coordinates (position, layer), so a pixel maps back to a cell by rounding its
+// plot coordinates. The widget asks for at least kMinCellWidth pixels per position (minimumSizeHint), so
+// a scroll area around it scrolls long prompts instead of squeezing their labels away.
+#include <QPoint>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <vector>
+
+class QCPColorMap;
+class QCPColorScale;
+class QCPItemText;
+class QCPTextElement;
+class QCustomPlot;
+class QMouseEvent;
+
+namespace hs {
+
+struct LensCell {
+  QString top;       // the top token after the layer at the position
+  double prob = 0;   // its probability
+  double value = 0;  // what the colour shows
+  QString detail;    // appended to the hover text (e.g. the clean run's top token); may be empty
+};
+
+struct LensMap {
+  QStringList pieces;  // [pos] the prompt's tokens
+  int layers = 0;
+  std::vector<LensCell> cells;  // [layer * pieces.size() + pos]
+  QString title;
+  QString valueLabel;       // the colour bar's label, e.g. "p(top token)"
+  bool difference = false;  // values are differences: diverging map, symmetric range around 0
+  int positions() const { return static_cast<int>(pieces.size()); }
+};
+
+class LensView : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr int kMinCellWidth = 34;
+
+  explicit LensView(QWidget* parent = nullptr);
+
+  // Shows `map`, replacing the previous one (a map whose cells do not match its shape shows nothing).
+  void setMap(const LensMap& map);
+  const LensMap& map() const { return map_; }
+  // The value the colour of cell (layer, pos) shows (NaN outside the map).
+  double value(int layer, int pos) const;
+
+  // "after layer L · position p 'piece' · top token 'x' · probability 0.412" (+ " · " + detail), or ""
+  // when the pixel (in plot() coordinates) is on no cell.
+  QString hoverText(const QPoint& plotPixel) const;
+  QPoint cellCenter(int layer, int pos) const;
+  // Cells whose top-token label is shown (those large enough for it, after the last layout).
+  int visibleLabels() const;
+
+  QCustomPlot* plot() const { return plot_; }
+  QCPColorMap* colorMap() const { return colorMap_; }
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ private:
+  void onMouseMove(QMouseEvent* event);
+  void updateLabels();  // shows the labels that fit their cells
+
+  LensMap map_;
+  QCustomPlot* plot_ = nullptr;
+  QCPColorMap* colorMap_ = nullptr;
+  QCPColorScale* scale_ = nullptr;
+  QCPTextElement* title_ = nullptr;
+  std::vector<QCPItemText*> labels_;  // [layer * positions + pos]
+};
+
+}  // namespace hs
