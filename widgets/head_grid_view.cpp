@@ -68,7 +68,14 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
   scale_->setBarWidth(14);
   scale_->axis()->setLabelFont(plotstyle::labelFont());
   scale_->axis()->setTickLabelFont(plotstyle::tickFont());
-  plot_->plotLayout()->addElement(1, 1, scale_);
+  // The map and its colour bar share one cell of the top layout, so that the title row spans both and a
+  // title is fitted to (and centred on) the whole width.
+  auto* body = new QCPLayoutGrid;
+  QCPAxisRect* rect = plot_->axisRect();
+  plot_->plotLayout()->take(rect);
+  plot_->plotLayout()->addElement(1, 0, body);
+  body->addElement(0, 0, rect);
+  body->addElement(0, 1, scale_);
   map_->setColorScale(scale_);
   // The colour bar spans exactly the heatmap's height.
   auto* group = new QCPMarginGroup(plot_);

@@ -181,7 +181,8 @@ void DynamicsTab::showSeries() {
   HeadGrid m;
   m.id = s->grid_id + ".dynamics";
   m.unit = s->unit;
-  m.name = s->label() + " across training: " +
+  // Two lines: the grid's name, then the model and which heads the rows are.
+  m.name = (s->name.empty() ? s->grid_id : s->name) + "\n" + s->model + " · " +
            (topK_->value() > 0 && static_cast<int>(rows_.size()) < s->layers * s->heads
                 ? "top " + std::to_string(rows_.size()) + " heads at the last checkpoint"
                 : "all heads, best at the last checkpoint first");
@@ -251,7 +252,7 @@ void DynamicsTab::showCurves() {
   if (!s) return;
   Curve c;
   c.id = s->grid_id + ".dynamics";
-  c.name = s->label() + " of the chosen heads across training";
+  c.name = (s->name.empty() ? s->grid_id : s->name) + "\n" + s->model + " · the chosen heads across training";
   c.x_label = "training step (log scale)";
   c.y_label = s->unit;
   c.x = s->steps;

@@ -75,7 +75,6 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   other_ = new QComboBox;
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   other_->setMinimumContentsLength(16);
-  other_->setToolTip("Any grid of any open run: the loaded model's, other models' and published results");
   mode_ = new QComboBox;
   mode_->addItem("Scatter", modeKey(CompareMode::Scatter));
   mode_->addItem("Side by side", modeKey(CompareMode::SideBySide));
@@ -129,6 +128,9 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   connect(compare_, &QCheckBox::toggled, this, &HeadsTab::updateCompare);
   connect(other_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
   connect(mode_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
+  // Labels are elided in the boxes: the whole label of the chosen grid is in the tooltip.
+  for (QComboBox* box : {metric_, other_})
+    connect(box, &QComboBox::currentIndexChanged, box, [box] { box->setToolTip(box->currentText()); });
   connect(jaccardK_, &QSpinBox::valueChanged, this, [this](int k) { scatter_->setK(k); });
 }
 

@@ -104,7 +104,8 @@ void scriptPublishedScreenshots(MainWindow& w, const QString& dir, QSize size) {
         QTimer::singleShot(1000, &w, [finish] { (*finish)(); });
       },
       Qt::SingleShotConnection);
-  QTimer::singleShot(240000, &w, [finish] { (*finish)(); });  // never hang a docs build
+  // The dual-route stage takes minutes on a busy 2-core machine; never hang a docs build.
+  QTimer::singleShot(540000, &w, [finish] { (*finish)(); });
 }
 
 // --help, -h, -?, --version, -v: text only, answered before QApplication, which needs a display.
