@@ -68,7 +68,14 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
   scale_->setBarWidth(14);
   scale_->axis()->setLabelFont(plotstyle::labelFont());
   scale_->axis()->setTickLabelFont(plotstyle::tickFont());
-  plot_->plotLayout()->addElement(1, 1, scale_);
+  // The map and its colour bar share one cell of the top layout, so that the title row spans both and a
+  // title is fitted to (and centred on) the whole width.
+  auto* body = new QCPLayoutGrid;
+  QCPAxisRect* rect = plot_->axisRect();
+  plot_->plotLayout()->take(rect);
+  plot_->plotLayout()->addElement(1, 0, body);
+  body->addElement(0, 0, rect);
+  body->addElement(0, 1, scale_);
   map_->setColorScale(scale_);
   // The colour bar spans exactly the heatmap's height.
   auto* group = new QCPMarginGroup(plot_);
@@ -119,7 +126,7 @@ HeadGridView::~HeadGridView() = default;
 void HeadGridView::setGrid(const HeadGrid& grid) {
   grid_ = grid;
   const int L = grid_.layers(), H = grid_.heads();
-  title_->setText(QString::fromStdString(grid_.name.empty() ? grid_.id : grid_.name));
+  title_->setText(titleText());
   scale_->axis()->setLabel(QString::fromStdString(grid_.unit));
 
   // QCPColorMap places cell i of n at key lower + i·(upper−lower)/(n−1), and needs n ≥ 2 to know the
@@ -179,10 +186,45 @@ void HeadGridView::setGrid(const HeadGrid& grid) {
 }
 
 void HeadGridView::applyTicks() {
-  plot_->xAxis->setTicker(plotstyle::integerTicker(grid_.heads()));
-  plot_->yAxis->setTicker(plotstyle::integerTicker(grid_.layers()));
+  // Text ticks at every step-th cell (the same thinning as the integer ticks), when given for this shape.
+  auto textTicker = [](const QStringList& labels, int maxTicks) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    const int step = plotstyle::integerTickStep(static_cast<int>(labels.size()), maxTicks);
+    for (int i = 0; i < labels.size(); i += step)
+      ticker->addTick(i, labels[i]);
+    return ticker;
+  };
+  const bool xText = !xTicks_.isEmpty() && xTicks_.size() == grid_.heads();
+  const bool yText = !yTicks_.isEmpty() && yTicks_.size() == grid_.layers();
+  plot_->xAxis->setTicker(xText ? QSharedPointer<QCPAxisTicker>(textTicker(xTicks_, 12))
+                                : plotstyle::integerTicker(grid_.heads()));
+  plot_->yAxis->setTicker(yText ? QSharedPointer<QCPAxisTicker>(textTicker(yTicks_, 40))
+                                : plotstyle::integerTicker(grid_.layers()));
+  plot_->xAxis->setLabel(xLabel_.isEmpty() ? QStringLiteral("head") : xLabel_);
+  plot_->yAxis->setLabel(yLabel_.isEmpty() ? QStringLiteral("layer") : yLabel_);
   plot_->xAxis2->setTicker(plot_->xAxis->ticker());
   plot_->yAxis2->setTicker(plot_->yAxis->ticker());
+}
+
+void HeadGridView::setTitleText(const QString& title) {
+  titleOverride_ = title;
+  title_->setText(titleText());
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString HeadGridView::titleText() const {
+  if (!titleOverride_.isEmpty()) return titleOverride_;
+  return QString::fromStdString(grid_.name.empty() ? grid_.id : grid_.name);
+}
+
+void HeadGridView::setAxisText(const QString& xLabel, const QStringList& xTicks, const QString& yLabel,
+                               const QStringList& yTicks) {
+  xLabel_ = xLabel;
+  yLabel_ = yLabel;
+  xTicks_ = xTicks;
+  yTicks_ = yTicks;
+  applyTicks();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void HeadGridView::setSelection(std::vector<HeadRef> heads) {
@@ -287,6 +329,7 @@ QString HeadGridView::tooltipText(HeadRef head) const {
     return QString();
   }
   const double v = grid_.values(head.layer, head.head);
+  if (cellText_) return cellText_(head, v);
   QString text = QStringLiteral("layer %1, head %2: ").arg(head.layer).arg(head.head);
   if (!isFinite(v)) return text + QStringLiteral("no value");
   text += QString::number(v, 'g', 4);
@@ -335,6 +378,7 @@ void HeadGridView::onMouseMove(QMouseEvent* event) {
 }
 
 void HeadGridView::openMenu(const QPoint& plotPixel) {
+  if (!menuEnabled_) return;
   menuHead_ = headAt(plotPixel);
   // Right-clicking a head outside the selection acts on that head, as file managers do.
   if (menuHead_ && std::find(selection_.begin(), selection_.end(), *menuHead_) == selection_.end()) {

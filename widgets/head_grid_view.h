@@ -12,6 +12,7 @@
 #include <QString>
 #include <QWidget>
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -82,6 +83,23 @@ class HeadGridView : public QWidget {
   std::optional<HeadRef> menuHead() const { return menuHead_; }
   void setMenuHead(std::optional<HeadRef> head) { menuHead_ = head; }
 
+  // The title above the map: the grid's name, or `title` when that is not empty (kept across setGrid; an
+  // empty string goes back to the grid's name). titleText() is the full title, before it is fitted.
+  void setTitleText(const QString& title);
+  QString titleText() const;
+
+  // Off: right-clicking opens no menu, so a view of another model's grid never asks for interventions.
+  void setMenuEnabled(bool on) { menuEnabled_ = on; }
+  bool menuEnabled() const { return menuEnabled_; }
+
+  // A matrix that is not layer × head (heads × checkpoints): axis titles and one tick label per column
+  // (x) and per row (y), thinned to a readable number; empty lists go back to "head" / "layer" and integer
+  // ticks. Kept across setGrid while the lists match the grid's shape.
+  void setAxisText(const QString& xLabel, const QStringList& xTicks, const QString& yLabel,
+                   const QStringList& yTicks);
+  // The hover text of a cell (row, column, value) when set, instead of tooltipText's layer / head wording.
+  void setCellText(std::function<QString(HeadRef cell, double value)> text) { cellText_ = std::move(text); }
+
   QCustomPlot* plot() const { return plot_; }
   QCPColorMap* colorMap() const { return map_; }
   QCPColorScale* colorScale() const { return scale_; }
@@ -124,6 +142,11 @@ class HeadGridView : public QWidget {
   std::vector<QCPAbstractItem*> hatches_;   // the hatch items of the silent heads
   std::vector<HeadRef> silent_;
   bool rankSilent_ = false;
+  bool menuEnabled_ = true;
+  QString titleOverride_;
+  QString xLabel_, yLabel_;
+  QStringList xTicks_, yTicks_;
+  std::function<QString(HeadRef, double)> cellText_;
 };
 
 }  // namespace hs

@@ -1,5 +1,6 @@
 #include "heads_tab.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QCheckBox>
@@ -12,6 +13,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QVBoxLayout>
 
 #include "analysis/registry.h"
@@ -22,6 +24,20 @@
 #include "scatter_compare.h"
 
 namespace hs::gui {
+
+namespace {
+// A run's model as a short name: the last part of a path ("…/toy-icl" → "toy-icl"), else the name itself.
+QString modelName(const AnalysisRun& run) {
+  QString m = QString::fromStdString(run.provenance.model);
+  while (m.endsWith('/'))
+    m.chop(1);
+  return m.isEmpty() ? QStringLiteral("model not recorded") : m.section('/', -1);
+}
+
+const char* modeKey(HeadsTab::CompareMode mode) {
+  return mode == HeadsTab::CompareMode::SideBySide ? "side_by_side" : "scatter";
+}
+}  // namespace
 
 HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -59,6 +75,12 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   other_ = new QComboBox;
   other_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   other_->setMinimumContentsLength(16);
+  mode_ = new QComboBox;
+  mode_->addItem("Scatter", modeKey(CompareMode::Scatter));
+  mode_->addItem("Side by side", modeKey(CompareMode::SideBySide));
+  mode_->setToolTip(
+      "Scatter: one point per head with Spearman, Kendall and Jaccard@k (grids of the same "
+      "shape).\nSide by side: the compared grid as a second heatmap (any shape).");
   jaccardK_ = new QSpinBox;
   jaccardK_->setRange(0, 100000);
   jaccardK_->setSpecialValueText("k = 5 %");
@@ -70,6 +92,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   summary_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   bar2->addWidget(compare_);
   bar2->addWidget(other_, 1);
+  bar2->addWidget(mode_);
   bar2->addWidget(jaccardK_);
   bar2->addSpacing(12);
   bar2->addWidget(summary_, 1);
@@ -78,11 +101,22 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   split_ = new QSplitter(Qt::Horizontal);
   view_ = new HeadGridView;
   scatter_ = new ScatterCompare;
+  message_ = new QLabel;
+  message_->setObjectName("CompareMessage");
+  message_->setAlignment(Qt::AlignCenter);
+  message_->setWordWrap(true);
+  message_->setMargin(12);
+  secondView_ = new HeadGridView;
+  secondView_->setMenuEnabled(false);  // it may be another model's grid: no interventions from it
+  side_ = new QStackedWidget;
+  side_->addWidget(scatter_);
+  side_->addWidget(message_);
+  side_->addWidget(secondView_);
   split_->addWidget(view_);
-  split_->addWidget(scatter_);
+  split_->addWidget(side_);
   split_->setStretchFactor(0, 3);
   split_->setStretchFactor(1, 2);
-  scatter_->hide();
+  side_->hide();
   layout->addWidget(split_, 1);
 
   connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
@@ -93,16 +127,23 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   connect(selectPct, &QPushButton::clicked, this, [this] { view_->selectTopPercent(topPct_->value()); });
   connect(compare_, &QCheckBox::toggled, this, &HeadsTab::updateCompare);
   connect(other_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
+  connect(mode_, &QComboBox::currentIndexChanged, this, &HeadsTab::updateCompare);
+  // Labels are elided in the boxes: the whole label of the chosen grid is in the tooltip.
+  for (QComboBox* box : {metric_, other_})
+    connect(box, &QComboBox::currentIndexChanged, box, [box] { box->setToolTip(box->currentText()); });
   connect(jaccardK_, &QSpinBox::valueChanged, this, [this](int k) { scatter_->setK(k); });
 }
 
 void HeadsTab::setSilentHeads(const std::vector<HeadRef>& heads) {
+  silent_ = heads;
   view_->setSilentHeads(heads);
+  updateCompare();
 }
 
-void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
+void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs, const std::vector<AnalysisRun>& otherRuns) {
   const QString keep = currentMetric(), keepOther = compareMetric();
   grids_.clear();
+  titles_.clear();
   summaries_.clear();
   for (const AnalysisRun& run : runs) {
     summaries_[QString::fromStdString(run.id)] = summaryNumbers(run.summary);
@@ -111,15 +152,17 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs) {
     const QSignalBlocker b1(metric_), b2(other_);
     metric_->clear();
     other_->clear();
-    for (const AnalysisRun& run : runs)
-      for (const HeadGrid& g : run.grids) {
-        const QString key = QString::fromStdString(run.id + "/" + g.id);
-        const QString label =
-            QString::fromStdString(runLabel(run) + " · " + (g.name.empty() ? g.id : g.name));
-        grids_.emplace_back(key, g);
-        metric_->addItem(label, key);
-        other_->addItem(label, key);
-      }
+    for (const std::vector<AnalysisRun>* list : {&runs, &otherRuns})
+      for (const AnalysisRun& run : *list)
+        for (const HeadGrid& g : run.grids) {
+          const QString key = QString::fromStdString(run.id + "/" + g.id);
+          const QString name = QString::fromStdString(g.name.empty() ? g.id : g.name);
+          const QString label = QString::fromStdString(runLabel(run)) + " · " + name;
+          grids_.emplace_back(key, g);
+          titles_[key] = name + "\n" + modelName(run) + " · " + QString::fromStdString(run.id);
+          if (list == &runs) metric_->addItem(label, key);
+          other_->addItem(label, key);
+        }
     int i = metric_->findData(keep);
     if (i < 0 && !runs.empty() && !runs.back().grids.empty())
       i = metric_->findData(QString::fromStdString(runs.back().id + "/" + runs.back().grids.front().id));
@@ -144,9 +187,20 @@ bool HeadsTab::setCurrentMetric(const QString& key) {
 
 QStringList HeadsTab::metricKeys() const {
   QStringList out;
-  for (const auto& [key, g] : grids_)
-    out << key;
+  for (int i = 0; i < metric_->count(); ++i)
+    out << metric_->itemData(i).toString();
   return out;
+}
+
+QStringList HeadsTab::compareKeys() const {
+  QStringList out;
+  for (int i = 0; i < other_->count(); ++i)
+    out << other_->itemData(i).toString();
+  return out;
+}
+
+QString HeadsTab::gridTitle(const QString& key) const {
+  return titles_.value(key);
 }
 
 const HeadGrid* HeadsTab::gridOf(const QString& key) const {
@@ -185,12 +239,62 @@ QString HeadsTab::compareMetric() const {
   return other_->currentData().toString();
 }
 
+void HeadsTab::setCompareMode(CompareMode mode) {
+  mode_->setCurrentIndex(mode_->findData(modeKey(mode)));
+  updateCompare();
+}
+
+HeadsTab::CompareMode HeadsTab::compareMode() const {
+  return mode_->currentData().toString() == modeKey(CompareMode::SideBySide) ? CompareMode::SideBySide
+                                                                             : CompareMode::Scatter;
+}
+
+QString HeadsTab::compareMessage() const {
+  return message_->text();
+}
+
+bool HeadsTab::compareMessageShown() const {
+  return !side_->isHidden() && side_->currentWidget() == message_;
+}
+
 void HeadsTab::updateCompare() {
   const HeadGrid* a = gridOf(currentMetric());
   const HeadGrid* b = gridOf(compareMetric());
   const bool on = compare_->isChecked() && a && b;
-  scatter_->setVisible(on);
-  if (on) scatter_->setGrids(*a, *b, jaccardK_->value());
+  const CompareMode mode = compareMode();
+  jaccardK_->setVisible(mode == CompareMode::Scatter);
+  const bool sideBySide = on && mode == CompareMode::SideBySide;
+  view_->setTitleText(sideBySide ? gridTitle(currentMetric()) : QString());
+  message_->clear();
+  side_->setVisible(on);
+  if (!on) return;
+  if (sideBySide) {
+    secondView_->setGrid(*b);
+    secondView_->setTitleText(gridTitle(compareMetric()));
+    // The loaded model's silent heads mean nothing on another model's grid.
+    secondView_->setSilentHeads(metric_->findData(compareMetric()) >= 0 ? silent_ : std::vector<HeadRef>{});
+    side_->setCurrentWidget(secondView_);
+  } else if (a->layers() != b->layers() || a->heads() != b->heads()) {
+    message_->setText(QString("No scatter: %1 has %2 × %3 heads and %4 has %5 × %6; a scatter pairs equal "
+                              "heads (Side by side shows both).")
+                          .arg(gridTitle(currentMetric()).section('\n', 1))
+                          .arg(a->layers())
+                          .arg(a->heads())
+                          .arg(gridTitle(compareMetric()).section('\n', 1))
+                          .arg(b->layers())
+                          .arg(b->heads()));
+    side_->setCurrentWidget(message_);
+  } else {
+    scatter_->setGrids(*a, *b, jaccardK_->value());
+    side_->setCurrentWidget(scatter_);
+  }
+  // Two heatmaps share the width equally; the scatter takes two fifths.
+  if (mode != shownMode_) {
+    shownMode_ = mode;
+    const int w = std::max(split_->width(), 10);
+    split_->setSizes(mode == CompareMode::SideBySide ? QList<int>{w / 2, w - w / 2}
+                                                     : QList<int>{w * 3 / 5, w - w * 3 / 5});
+  }
 }
 
 nlohmann::json HeadsTab::viewState() const {
@@ -198,6 +302,7 @@ nlohmann::json HeadsTab::viewState() const {
   return {{"metric", currentMetric().toStdString()},
           {"compare", comparing()},
           {"compare_metric", compareMetric().toStdString()},
+          {"compare_mode", modeKey(compareMode())},
           {"jaccard_k", jaccardK_->value()},
           {"top_k", topK_->value()},
           {"top_percent", topPct_->value()},
@@ -231,6 +336,8 @@ void HeadsTab::restoreViewState(const nlohmann::json& j) {
   topPct_->setValue(number("top_percent", topPct_->value()));
   jaccardK_->setValue(integer("jaccard_k", 0));
   setCurrentMetric(text("metric"));
+  setCompareMode(text("compare_mode") == modeKey(CompareMode::SideBySide) ? CompareMode::SideBySide
+                                                                          : CompareMode::Scatter);
   setCompare(flag("compare"), text("compare_metric"));
   if (j.contains("color_range") && j["color_range"].is_array() && j["color_range"].size() == 2 &&
       j["color_range"][0].is_number() && j["color_range"][1].is_number() &&

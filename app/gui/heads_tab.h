@@ -1,7 +1,9 @@
 #pragma once
-// The Heads tab: a metric selector over every grid of every run in the session, the layer × head heatmap,
-// "select top k / top %", and "compare with": a scatter of the shown metric against a second one with
-// Spearman ρ, Kendall τ-b and Jaccard@k.
+// The Heads tab: a metric selector over the grids of the loaded model's runs, the layer × head heatmap,
+// "select top k / top %", and "compare with" any grid of any open run (published runs and other models'
+// runs included), in one of two modes: a scatter of the shown metric against the other with Spearman ρ,
+// Kendall τ-b and Jaccard@k (equal shapes only; otherwise one line says why), or the other grid as a second
+// heatmap beside the first (any shapes, each with its own colour scale, titles naming grid, model and run).
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -19,6 +21,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QSpinBox;
 class QSplitter;
+class QStackedWidget;
 
 namespace hs {
 class HeadGridView;
@@ -30,30 +33,44 @@ namespace hs::gui {
 class HeadsTab : public QWidget {
   Q_OBJECT
  public:
+  enum class CompareMode { Scatter, SideBySide };
+
   explicit HeadsTab(QWidget* parent = nullptr);
 
-  // Lists every grid of `runs` as "<run id> · <grid name>" with the key "<run id>/<grid id>". Keeps the
-  // shown metric when it still exists (else shows the first grid of the last run).
-  void setRuns(const std::vector<AnalysisRun>& runs);
+  // Lists every grid of `runs` as "<run label> · <grid name>" with the key "<run id>/<grid id>" in both
+  // pickers, and those of `otherRuns` (runs of other models: published results, closed models) in the
+  // "compare with" picker only. Keeps the shown and the compared metric when they still exist (else shows
+  // the first grid of the last run).
+  void setRuns(const std::vector<AnalysisRun>& runs, const std::vector<AnalysisRun>& otherRuns = {});
   // The loaded model's silent heads: hatched in the heatmap, left out of its ranks and top-k.
   void setSilentHeads(const std::vector<HeadRef>& heads);
   QString currentMetric() const;  // key, "" when none
   bool setCurrentMetric(const QString& key);
-  QStringList metricKeys() const;
+  QStringList metricKeys() const;   // the metric picker's keys
+  QStringList compareKeys() const;  // the "compare with" picker's keys (every open run's grids)
   const HeadGrid* gridOf(const QString& key) const;
+  // "<grid name>\n<model> · <run id>": the title of a grid in side-by-side mode.
+  QString gridTitle(const QString& key) const;
 
-  // Compare: on/off and the second metric.
+  // Compare: on/off, the second metric and the mode.
   void setCompare(bool on, const QString& otherKey = {});
   bool comparing() const;
   QString compareMetric() const;
+  void setCompareMode(CompareMode mode);
+  CompareMode compareMode() const;
+  // The one line shown instead of the scatter when the two grids differ in shape ("" otherwise).
+  QString compareMessage() const;
+  bool compareMessageShown() const;
 
-  // View state: shown metric, compare metric, top-k settings, colour range.
+  // View state: shown metric, compare metric and mode, top-k settings, colour range.
   nlohmann::json viewState() const;
   void restoreViewState(const nlohmann::json& j);
 
   HeadGridView* view() const { return view_; }
   ScatterCompare* scatter() const { return scatter_; }
+  HeadGridView* secondView() const { return secondView_; }  // the compared grid in side-by-side mode
   QSpinBox* topKBox() const { return topK_; }
+  QSpinBox* jaccardKBox() const { return jaccardK_; }  // k of Jaccard@k (0: 5 % of the heads)
 
  Q_SIGNALS:
   void metricChanged(const QString& key);
@@ -63,18 +80,25 @@ class HeadsTab : public QWidget {
   void showCurrent();
   void updateCompare();
 
-  std::vector<std::pair<QString, HeadGrid>> grids_;  // (key, grid)
+  std::vector<std::pair<QString, HeadGrid>> grids_;  // (key, grid), every run's
+  QMap<QString, QString> titles_;                    // key -> gridTitle
   QComboBox* metric_ = nullptr;
   QSpinBox* topK_ = nullptr;
   QDoubleSpinBox* topPct_ = nullptr;
   QCheckBox* compare_ = nullptr;
   QComboBox* other_ = nullptr;
+  QComboBox* mode_ = nullptr;
   QSpinBox* jaccardK_ = nullptr;
   QLabel* summary_ = nullptr;
   QMap<QString, QStringList> summaries_;  // run id -> "key value" of its numeric summary entries
   QSplitter* split_ = nullptr;
   HeadGridView* view_ = nullptr;
+  QStackedWidget* side_ = nullptr;  // beside the heatmap: the scatter, the shape message or the second map
   ScatterCompare* scatter_ = nullptr;
+  QLabel* message_ = nullptr;
+  HeadGridView* secondView_ = nullptr;
+  CompareMode shownMode_ = CompareMode::Scatter;  // the mode the splitter sizes were last set for
+  std::vector<HeadRef> silent_;
 };
 
 }  // namespace hs::gui

@@ -2,15 +2,20 @@
 //   headscope                      the toy model, the default toy task, first analyses
 //   headscope FILE.hscope          opens a session (written by the GUI or headscope-cli)
 //   headscope MODEL [--tokenizer]  opens a model (HF folder, llama2.c .bin, .gguf)
+//   --import PATH                  adds runs to the session: a published session (.hscope) or published
+//                                  result files / folders (repeatable)
 //   --screenshot DIR               after the first analysis and an evaluation, saves one PNG per tab and
-//   quits
+//   quits; with --screenshot-view published: the toy's dual-route grids beside the published ones
+//   (published_vs_toy.png) and the Dynamics tab (dynamics.png) of the imported runs
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QTimer>
 
 #include <functional>
 #include <memory>
 
+#include "dynamics_view.h"
 #include "evaluation_dock.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
@@ -58,6 +63,52 @@ void scriptScreenshots(MainWindow& w, const QString& dir, QSize size) {
   QTimer::singleShot(600000, &w, [finish] { (*finish)(); });
 }
 
+// The toy model's dual-route grids (induction with the dual-route stage) beside the published Llama-3-8B
+// concept-copying grid (imported with --import), then the Dynamics tab on the OLMo-2 concept-copying series
+// when one was imported.
+void scriptPublishedScreenshots(MainWindow& w, const QString& dir, QSize size) {
+  w.setInteractive(false);
+  w.setStartAnalyses({});
+  w.resize(size);
+  auto finish = std::make_shared<std::function<void()>>([&w, dir] {
+    QDir().mkpath(dir);
+    auto shoot = [&w, dir](int tab, const char* name) {
+      w.tabs()->setCurrentIndex(tab);
+      QApplication::processEvents();
+      const QString f = QDir(dir).filePath(name);
+      if (w.grab().save(f)) qInfo("wrote %s", qPrintable(f));
+    };
+    shoot(MainWindow::HeadsTabIndex, "published_vs_toy.png");
+    if (w.dynamicsTab()->setCurrentSeries("OLMo-2-1124-7B/dual_route.concept_copying") ||
+        w.dynamicsTab()->hasSeries())
+      shoot(MainWindow::DynamicsTabIndex, "dynamics.png");
+    QApplication::quit();
+  });
+  QObject::connect(
+      &w, &MainWindow::modelReady, &w,
+      [&w] {
+        w.runAnalysis("induction", {{"stages", "dual_route"}});
+      },
+      Qt::SingleShotConnection);
+  QObject::connect(
+      &w, &MainWindow::gridsShown, &w,
+      [&w, finish] {
+        QString published;
+        for (const hs::AnalysisRun& r : w.runs())
+          if (r.method == "published" && r.provenance.model == "Meta-Llama-3-8B")
+            published = QString::fromStdString(r.id) + "/dual_route.concept_copying";
+        for (const hs::AnalysisRun& r : w.runs())
+          if (r.method == "induction")
+            w.headsTab()->setCurrentMetric(QString::fromStdString(r.id) + "/dual_route.concept_copying");
+        w.headsTab()->setCompareMode(hs::gui::HeadsTab::CompareMode::SideBySide);
+        w.headsTab()->setCompare(true, published);
+        QTimer::singleShot(1000, &w, [finish] { (*finish)(); });
+      },
+      Qt::SingleShotConnection);
+  // The dual-route stage takes minutes on a busy 2-core machine; never hang a docs build.
+  QTimer::singleShot(540000, &w, [finish] { (*finish)(); });
+}
+
 // --help, -h, -?, --version, -v: text only, answered before QApplication, which needs a display.
 bool asksHelpOrVersion(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -87,11 +138,22 @@ int main(int argc, char** argv) {
                                "path");
   QCommandLineOption screenshot("screenshot",
                                 "Save one PNG per tab into DIR after the first analysis, then quit", "DIR");
+  QCommandLineOption screenshotView("screenshot-view",
+                                    "What --screenshot shows: tabs (every tab, default) or published (the "
+                                    "toy's dual-route grid beside the imported published one, and the "
+                                    "Dynamics tab)",
+                                    "VIEW", "tabs");
+  QCommandLineOption import("import",
+                            "Add the runs of a published session (.hscope) or published result files or "
+                            "folders to the session (repeatable)",
+                            "PATH");
   QCommandLineOption screenshotSize("screenshot-size", "Window size of --screenshot (default 1800x960)",
                                     "WxH", "1800x960");
   parser.addOption(tokenizer);
   parser.addOption(screenshot);
   parser.addOption(screenshotSize);
+  parser.addOption(screenshotView);
+  parser.addOption(import);
   if (asksHelpOrVersion(argc, argv)) {
     QCoreApplication textOnly(argc, argv);
     parser.process(textOnly);  // prints and exits
@@ -108,7 +170,10 @@ int main(int argc, char** argv) {
                 qPrintable(parser.value(screenshotSize)));
       return 2;
     }
-    scriptScreenshots(window, parser.value(screenshot), size);
+    if (parser.value(screenshotView) == "published")
+      scriptPublishedScreenshots(window, parser.value(screenshot), size);
+    else
+      scriptScreenshots(window, parser.value(screenshot), size);
   }
   window.show();
   const QStringList args = parser.positionalArguments();
@@ -118,5 +183,6 @@ int main(int argc, char** argv) {
     window.openSession(args.first());
   else
     window.openModel(args.first(), parser.value(tokenizer));
+  if (parser.isSet(import)) window.importRuns(parser.values(import));
   return app.exec();
 }

@@ -38,6 +38,7 @@
 
 #include "analysis/registry.h"
 #include "attention_tab.h"
+#include "dynamics_view.h"
 #include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "glossary.h"
@@ -280,6 +281,12 @@ void MainWindow::buildUi() {
   });
   attributionTab_ = new AttributionTab;
   tabs_->addTab(attributionTab_, "Attribution");
+  // Dynamics: a grid across a model's training checkpoints (published OLMo-2 / Pythia series).
+  dynamicsTab_ = new DynamicsTab;
+  tabs_->addTab(dynamicsTab_, "Dynamics");
+  connect(dynamicsTab_, &DynamicsTab::changed, this, [this] {
+    if (!refreshing_ && !restoring_) setDirty(true);
+  });
 
   // Left: Model and Task docks.
   auto* modelDock = new QDockWidget("Model", this);
@@ -377,6 +384,30 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getOpenFileName(this, "Open a HeadScope session", {},
                                                    "HeadScope sessions (*.hscope);;All files (*)");
     if (!f.isEmpty()) openSession(f);
+  });
+  // Published results (and other sessions' runs) join the open session; nothing of it is closed.
+  auto* importMenu = file->addMenu("&Import published results");
+  importMenu->setObjectName("ImportPublishedMenu");
+  connect(importMenu, &QMenu::aboutToShow, this, [this, importMenu] {
+    importMenu->clear();
+    for (const QString& f : shippedPublishedSessions()) {
+      QAction* a = importMenu->addAction(QFileInfo(f).completeBaseName().replace('_', ' ') + " (shipped)");
+      a->setToolTip(f);
+      connect(a, &QAction::triggered, this, [this, f] { importRuns({f}); });
+    }
+    if (!importMenu->isEmpty()) importMenu->addSeparator();
+    connect(importMenu->addAction("&Files or sessions…"), &QAction::triggered, this, [this] {
+      const QStringList f =
+          QFileDialog::getOpenFileNames(this, "Import published results or a session's runs", {},
+                                        "Sessions and published results (*.hscope *.json);;All files (*)");
+      if (!f.isEmpty()) importRuns(f);
+    });
+    connect(importMenu->addAction("F&older…"), &QAction::triggered, this, [this] {
+      const QString dir = QFileDialog::getExistingDirectory(
+          this,
+          "Import a folder of published results (e.g. causal_scores/OLMo-2-1124-7B: one run per checkpoint)");
+      if (!dir.isEmpty()) importRuns({dir});
+    });
   });
   auto* openBatch = file->addAction("Open &batch folder…");  // watched as it runs (study_view.h)
   openBatch->setObjectName("openBatchFolder");
@@ -490,8 +521,9 @@ void MainWindow::buildMenus() {
 
   auto* view = menuBar()->addMenu("&View");
   view->setObjectName("ViewMenu");
-  const char* names[] = {"&Heads", "&Geometry", "&Task vectors", "&Attention", "&Prompt", "Att&ribution"};
-  for (int i = 0; i < 6; ++i) {
+  const char* names[] = {"&Heads",  "&Geometry",    "&Task vectors", "&Attention",
+                         "&Prompt", "Att&ribution", "&Dynamics"};
+  for (int i = 0; i < 7; ++i) {
     auto* a = view->addAction(names[i]);
     a->setShortcut(QKeySequence(QString("Ctrl+%1").arg(i + 1)));
     connect(a, &QAction::triggered, this, [this, i] { tabs_->setCurrentIndex(i); });
@@ -824,8 +856,14 @@ void MainWindow::refreshResults() {
     if (info_.label.isEmpty() || r.provenance.model.empty() ||
         QString::fromStdString(r.provenance.model) == info_.label)
       shown.push_back(r);
+  std::vector<AnalysisRun> others;  // other models' runs: the Heads tab compares with them
+  for (const AnalysisRun& r : all)
+    if (!info_.label.isEmpty() && !r.provenance.model.empty() &&
+        QString::fromStdString(r.provenance.model) != info_.label)
+      others.push_back(r);
   refreshing_ = true;
-  headsTab_->setRuns(shown);
+  headsTab_->setRuns(shown, others);
+  dynamicsTab_->setRuns(all);
   geometryTab_->setRuns(shown);
   taskVectorsTab_->setRuns(shown);
   runsDock_->setRuns(all, info_.label);

@@ -34,6 +34,7 @@ namespace hs::gui {
 
 class AttentionTab;
 class AttributionTab;
+class DynamicsTab;
 class EngineWorker;
 class EvaluationDock;
 class PromptTab;
@@ -54,7 +55,8 @@ class MainWindow : public QMainWindow {
     TaskVectorsTabIndex,
     AttentionTabIndex,
     PromptTabIndex,
-    AttributionTabIndex
+    AttributionTabIndex,
+    DynamicsTabIndex
   };
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -84,6 +86,13 @@ class MainWindow : public QMainWindow {
   // open leaves the current session exactly as it was.
   bool saveSessionTo(const QString& path);
   bool openSession(const QString& path);
+  // Adds runs to the session without closing any (main_window_import.cpp): the runs of .hscope sessions
+  // (the shipped published ones, `headscope-cli import-published` output, any session) and published
+  // result files or folders (core/analysis/published.h). A run whose id is taken gets the next free one.
+  // False after one error message when a path cannot be read (then nothing is added).
+  bool importRuns(const QStringList& paths);
+  // The converted published sessions that ship with HeadScope (resources/published/*.hscope).
+  static QStringList shippedPublishedSessions();
   QString sessionPath() const { return sessionPath_; }
   bool isDirty() const { return dirty_; }
   // The unsaved-changes prompt: true when it is fine to go on (saved or discarded). Non-interactive: the
@@ -116,6 +125,7 @@ class MainWindow : public QMainWindow {
   AttentionTab* attentionTab() const { return attentionTab_; }
   PromptTab* promptTab() const { return promptTab_; }
   AttributionTab* attributionTab() const { return attributionTab_; }
+  DynamicsTab* dynamicsTab() const { return dynamicsTab_; }
   QUndoStack* undoStack() const { return undo_; }
   // Runs of another model than the loaded one are closed (removed from the session).
   void closeOtherModelsRuns();
@@ -213,6 +223,7 @@ class MainWindow : public QMainWindow {
   AttentionTab* attentionTab_ = nullptr;
   PromptTab* promptTab_ = nullptr;
   AttributionTab* attributionTab_ = nullptr;
+  DynamicsTab* dynamicsTab_ = nullptr;
   QLineEdit* promptEdit_ = nullptr;
   QUndoStack* undo_ = nullptr;
   QLabel* modelLabel_ = nullptr;

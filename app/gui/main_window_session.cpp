@@ -12,6 +12,7 @@
 
 #include "attention_tab.h"
 #include "batch/merge.h"
+#include "dynamics_view.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
@@ -37,7 +38,10 @@ bool MainWindow::saveSessionTo(const QString& path) {
   s.outputs = outputs_;
   s.selectedHeads = headsView()->selection();
   s.interventions = interventionsDock_->entries();
-  s.viewState = {{"format_version", 1}, {"tab", tabs_->currentIndex()}, {"heads", headsTab_->viewState()}};
+  s.viewState = {{"format_version", 1},
+                 {"tab", tabs_->currentIndex()},
+                 {"heads", headsTab_->viewState()},
+                 {"dynamics", dynamicsTab_->viewState()}};
   try {
     saveGuiSession(path, s);
   } catch (const std::exception& e) {
@@ -85,6 +89,7 @@ bool MainWindow::openSession(const QString& path) {
   refreshResults();
   const nlohmann::json& view = s.viewState;
   if (view.contains("heads")) headsTab_->restoreViewState(view["heads"]);
+  if (view.contains("dynamics")) dynamicsTab_->restoreViewState(view["dynamics"]);
   headsView()->setSelection(s.selectedHeads);
   if (!s.selectedHeads.empty()) attentionTab_->setHeads(s.selectedHeads);
   interventionsDock_->setEntries(s.interventions);
@@ -147,6 +152,8 @@ QCustomPlot* MainWindow::currentPlot() const {
       return attentionTab_->shownCount() > 0 ? attentionTab_->plot() : nullptr;
     case AttributionTabIndex:
       return attributionTab_->view()->hasGrid() ? attributionTab_->view()->plot() : nullptr;
+    case DynamicsTabIndex:
+      return dynamicsTab_->hasSeries() ? dynamicsTab_->heatmap()->plot() : nullptr;
     default:
       return nullptr;
   }

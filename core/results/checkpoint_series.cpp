@@ -1,6 +1,7 @@
 #include "results/checkpoint_series.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -12,7 +13,12 @@ std::vector<HeadRef> CheckpointSeries::topAtLast(int k) const {
   std::iota(rows.begin(), rows.end(), 0);
   if (values.cols() == 0 || heads == 0) return {};
   const Eigen::Index last = values.cols() - 1;
-  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return values(a, last) > values(b, last); });
+  // NaN (a head a checkpoint lacks) after every number, so the order stays a strict weak ordering.
+  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) {
+    const double va = values(a, last), vb = values(b, last);
+    if (std::isnan(va) || std::isnan(vb)) return !std::isnan(va) && std::isnan(vb);
+    return va > vb;
+  });
   std::vector<HeadRef> out;
   for (int i = 0; i < k && i < static_cast<int>(rows.size()); ++i)
     out.push_back({rows[static_cast<size_t>(i)] / heads, rows[static_cast<size_t>(i)] % heads});

@@ -23,7 +23,7 @@ struct CheckpointSeries {
   Eigen::MatrixXd values;  // [layers * heads, steps]; row l * heads + h
 
   std::string label() const { return model + " · " + (name.empty() ? grid_id : name); }
-  // The heads whose value at the last checkpoint is highest, best first (ties: layer-major order).
+  // The heads whose value at the last checkpoint is highest, best first (ties: layer-major order; NaN last).
   std::vector<HeadRef> topAtLast(int k) const;
 };
 
