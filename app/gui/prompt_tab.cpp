@@ -71,8 +71,11 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   auto* lensLayout = new QVBoxLayout(lensPanel);
   lensLayout->setContentsMargins(0, 0, 0, 0);
   auto* lensBar = new QHBoxLayout;
-  lensBar->addWidget(new QLabel("Logit lens colour"));
+  lensBar->addWidget(new QLabel("Lens colour"));
   lensMeasure_ = new QComboBox;
+  // Keeps the tab narrow (the window's minimum width ≤ 1280 px): long choices are elided in the box.
+  lensMeasure_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  lensMeasure_->setMinimumContentsLength(14);
   lensMeasure_->addItem("top token's probability", TopProbability);
   lensMeasure_->addItem("answer's probability", AnswerProbability);
   lensMeasure_->addItem("clean top token's probability", CleanTopProbability);

@@ -20,6 +20,7 @@ namespace {
 
 bool bitEqual(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
+  if (a.numel() == 0) return true;  // an empty tensor has no data pointer to compare
   const at::Tensor ca = a.contiguous(), cb = b.contiguous();
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), static_cast<size_t>(ca.numel()) * ca.element_size()) == 0;
 }
