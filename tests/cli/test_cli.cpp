@@ -62,7 +62,8 @@ class TestCli : public QObject {
   }
 
   void tokenizeMatchesLlama2c() {
-    for (const auto& c : reference()["cases"]) {
+    const json ref = reference();  // kept alive: a range over a member of a temporary would dangle
+    for (const auto& c : ref["cases"]) {
       const CliResult r = runCli({"tokenize", "--tokenizer", stories("tok512.bin"), "--text",
                                   QString::fromStdString(c["prompt"].get<std::string>())});
       QVERIFY2(r.exitCode == 0, r.err.c_str());
@@ -79,7 +80,8 @@ class TestCli : public QObject {
   }
   void logitsMatchReference() {
     QFETCH(QStringList, modelArgs);
-    for (const auto& c : reference()["cases"]) {
+    const json ref = reference();  // kept alive: a range over a member of a temporary would dangle
+    for (const auto& c : ref["cases"]) {
       const CliResult r =
           runCli(QStringList{"logits"} + modelArgs +
                  QStringList{"--text", QString::fromStdString(c["prompt"].get<std::string>())});
