@@ -1,7 +1,5 @@
 #include "curve_view.h"
 
-#include <QVBoxLayout>
-
 #include <algorithm>
 #include <cmath>
 
@@ -12,15 +10,8 @@
 namespace hs {
 
 CurveView::CurveView(QWidget* parent) : QWidget(parent) {
-  plot_ = new QCustomPlot(this);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  plotstyle::applyBaseStyle(*plot_);
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
-  plot_->plotLayout()->addElement(0, 0, title_);
-  plotstyle::keepTextFitting(*plot_, *title_);
+  plot_ = plotstyle::addPlot(*this);
+  title_ = plotstyle::addTitle(*plot_);
   // The legend sits below the axis rect, outside the data: inside it, it covered curves wherever it went
   // (several series span the whole plot). Its items run across in as many columns as the width allows.
   plot_->legend->setVisible(true);

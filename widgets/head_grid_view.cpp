@@ -4,7 +4,6 @@
 #include <QMenu>
 #include <QMouseEvent>
 #include <QToolTip>
-#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -26,30 +25,19 @@ bool isFinite(double v) {
 }  // namespace
 
 HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
-  plot_ = new QCustomPlot(this);
+  plot_ = plotstyle::addPlot(*this);
   plot_->setMouseTracking(true);
   plot_->setContextMenuPolicy(Qt::PreventContextMenu);  // the right button is handled in onMousePress
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-
-  plotstyle::applyBaseStyle(*plot_);
   // Layout: title on row 0; heatmap axis rect and its colour scale side by side on row 1.
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
-  plot_->plotLayout()->addElement(0, 0, title_);
-  plotstyle::keepTextFitting(*plot_, *title_);
+  title_ = plotstyle::addTitle(*plot_);
 
   QCPAxis* x = plot_->xAxis;
   QCPAxis* y = plot_->yAxis;
   x->setLabel(QStringLiteral("head"));
   y->setLabel(QStringLiteral("layer"));
   y->setRangeReversed(true);  // layer 0 at the top
-  for (QCPAxis* axis : {x, y}) {
-    axis->grid()->setVisible(false);  // grid lines would cut through the cells
-    axis->setSubTicks(false);
-    axis->setTickLength(0, 4);
-  }
+  for (QCPAxis* axis : {x, y})
+    plotstyle::styleCellAxis(*axis);
   // A closed frame around the map; the top and right axes mirror the ticks without labels.
   plot_->axisRect()->setupFullAxesBox(true);
   plot_->xAxis2->setTickLabels(false);
@@ -60,14 +48,7 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
     axis->setTickLength(0, 4);
   }
 
-  map_ = new QCPColorMap(x, y);
-  map_->setInterpolate(false);
-  map_->setTightBoundary(false);
-  scale_ = new QCPColorScale(plot_);
-  scale_->setType(QCPAxis::atRight);
-  scale_->setBarWidth(14);
-  scale_->axis()->setLabelFont(plotstyle::labelFont());
-  scale_->axis()->setTickLabelFont(plotstyle::tickFont());
+  map_ = plotstyle::addCellMap(*plot_, &scale_);
   // The map and its colour bar share one cell of the top layout, so that the title row spans both and a
   // title is fitted to (and centred on) the whole width.
   auto* body = new QCPLayoutGrid;
@@ -76,11 +57,7 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
   plot_->plotLayout()->addElement(1, 0, body);
   body->addElement(0, 0, rect);
   body->addElement(0, 1, scale_);
-  map_->setColorScale(scale_);
-  // The colour bar spans exactly the heatmap's height.
-  auto* group = new QCPMarginGroup(plot_);
-  plot_->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
-  scale_->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  plotstyle::alignColorScale(*plot_, *scale_);
 
   connect(plot_, &QCustomPlot::mousePress, this, &HeadGridView::onMousePress);
   connect(plot_, &QCustomPlot::mouseMove, this, &HeadGridView::onMouseMove);

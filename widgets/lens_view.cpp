@@ -2,7 +2,6 @@
 
 #include <QMouseEvent>
 #include <QToolTip>
-#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -30,16 +29,9 @@ constexpr int kMinCellHeight = 14;
 }  // namespace
 
 LensView::LensView(QWidget* parent) : QWidget(parent) {
-  plot_ = new QCustomPlot(this);
+  plot_ = plotstyle::addPlot(*this);
   plot_->setMouseTracking(true);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  plotstyle::applyBaseStyle(*plot_);
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
-  plot_->plotLayout()->addElement(0, 0, title_);
-  plotstyle::keepTextFitting(*plot_, *title_);
+  title_ = plotstyle::addTitle(*plot_);
 
   QCPAxis* x = plot_->xAxis;
   QCPAxis* y = plot_->yAxis;
@@ -47,26 +39,14 @@ LensView::LensView(QWidget* parent) : QWidget(parent) {
   y->setLabel("after layer");
   y->setRangeReversed(true);  // layer 0 at the top
   for (QCPAxis* axis : {x, y}) {
-    axis->grid()->setVisible(false);  // grid lines would cut through the cells
-    axis->setSubTicks(false);
-    axis->setTickLength(0, 4);
+    plotstyle::styleCellAxis(*axis);
     axis->setTickLabelFont(plotstyle::tickFont());
   }
   x->setTickLabelRotation(60);
 
-  colorMap_ = new QCPColorMap(x, y);
-  colorMap_->setInterpolate(false);  // one crisp cell per layer × position
-  colorMap_->setTightBoundary(false);
-  scale_ = new QCPColorScale(plot_);
-  scale_->setType(QCPAxis::atRight);
-  scale_->setBarWidth(14);
-  scale_->axis()->setLabelFont(plotstyle::labelFont());
-  scale_->axis()->setTickLabelFont(plotstyle::tickFont());
+  colorMap_ = plotstyle::addCellMap(*plot_, &scale_);
   plot_->plotLayout()->addElement(1, 1, scale_);
-  colorMap_->setColorScale(scale_);
-  auto* group = new QCPMarginGroup(plot_);
-  plot_->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
-  scale_->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  plotstyle::alignColorScale(*plot_, *scale_);
 
   // Labels are shown only where they fit, which depends on the cell size of this layout.
   connect(plot_, &QCustomPlot::afterLayout, this, &LensView::updateLabels);
@@ -137,8 +117,8 @@ void LensView::setMap(const LensMap& map) {
         t->setFont(plotstyle::tickFont());
         t->setSelectable(false);
         // Light text on dark cells: the cell's colour decides.
-        const QColor cell = std::isfinite(c.value) ? QColor::fromRgba(gradient.color(c.value, range))
-                                                   : QColor(Qt::white);
+        const QColor cell =
+            std::isfinite(c.value) ? QColor::fromRgba(gradient.color(c.value, range)) : QColor(Qt::white);
         t->setColor(cell.lightnessF() < 0.5 ? Qt::white : Qt::black);
         labels_.push_back(t);
       }

@@ -1,6 +1,7 @@
 #include "plot_style.h"
 
 #include <QFontMetrics>
+#include <QVBoxLayout>
 
 #include <algorithm>
 #include <array>
@@ -86,6 +87,49 @@ void applyBaseStyle(QCustomPlot& plot) {
     axis->setTickLabelFont(tickFont());
   }
   plot.setBackground(Qt::white);
+}
+
+QCustomPlot* addPlot(QWidget& host) {
+  auto* plot = new QCustomPlot(&host);
+  auto* layout = new QVBoxLayout(&host);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot);
+  applyBaseStyle(*plot);
+  return plot;
+}
+
+QCPTextElement* addTitle(QCustomPlot& plot) {
+  plot.plotLayout()->insertRow(0);
+  auto* title = new QCPTextElement(&plot, QString(), titleFont());
+  plot.plotLayout()->addElement(0, 0, title);
+  keepTextFitting(plot, *title);
+  return title;
+}
+
+void styleCellAxis(QCPAxis& axis) {
+  axis.grid()->setVisible(false);  // grid lines would cut through the cells
+  axis.setSubTicks(false);
+  axis.setTickLength(0, 4);
+}
+
+QCPColorMap* addCellMap(QCustomPlot& plot, QCPColorScale** scale) {
+  auto* map = new QCPColorMap(plot.xAxis, plot.yAxis);
+  map->setInterpolate(false);  // one crisp cell per coordinate
+  map->setTightBoundary(false);
+  auto* bar = new QCPColorScale(&plot);
+  bar->setType(QCPAxis::atRight);
+  bar->setBarWidth(14);
+  bar->axis()->setLabelFont(labelFont());
+  bar->axis()->setTickLabelFont(tickFont());
+  map->setColorScale(bar);
+  *scale = bar;
+  return map;
+}
+
+void alignColorScale(QCustomPlot& plot, QCPColorScale& scale) {
+  auto* group = new QCPMarginGroup(&plot);
+  plot.axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+  scale.setMarginGroup(QCP::msTop | QCP::msBottom, group);
 }
 
 void padAxisRange(QCPAxis& axis, double fraction) {

@@ -28,6 +28,18 @@ QFont tickFont();
 // Axis labels, tick labels and title fonts of `plot` set to the fonts above; grid lines light.
 void applyBaseStyle(QCustomPlot& plot);
 
+// A plot filling `host` (no margins) in the base style: every plot widget starts here.
+QCustomPlot* addPlot(QWidget& host);
+// A title row above the plot's layout (row 0), its text kept fitting the width (keepTextFitting).
+QCPTextElement* addTitle(QCustomPlot& plot);
+// An axis of a cell map (head grid, logit lens): no grid lines through the cells, no sub-ticks, short ticks.
+void styleCellAxis(QCPAxis& axis);
+// A cell map on the plot's main axes, one crisp cell per coordinate, and its colour bar at the right in the
+// label and tick fonts; the caller places the bar in the layout and calls alignColorScale once it is there.
+QCPColorMap* addCellMap(QCustomPlot& plot, QCPColorScale** scale);
+// The colour bar spans exactly the map's height.
+void alignColorScale(QCustomPlot& plot, QCPColorScale& scale);
+
 // Widens the axis range by `fraction` of its size on each side, so that markers at the extremes are not cut
 // by the frame; a flat range gets 10 % of its centre (at least 0.5) instead.
 void padAxisRange(QCPAxis& axis, double fraction);

@@ -2,7 +2,6 @@
 
 #include <QMouseEvent>
 #include <QToolTip>
-#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -32,12 +31,8 @@ QString fmt(double v) {
 }  // namespace
 
 ScatterCompare::ScatterCompare(QWidget* parent) : QWidget(parent) {
-  plot_ = new QCustomPlot(this);
+  plot_ = plotstyle::addPlot(*this);
   plot_->setMouseTracking(true);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  plotstyle::applyBaseStyle(*plot_);
   plot_->plotLayout()->insertRow(0);
   plot_->plotLayout()->insertRow(1);
   title_ = new QCPTextElement(plot_, QString(), plotstyle::titleFont());
