@@ -52,7 +52,7 @@ void expectCleanOutcome(const uint8_t* data, size_t size, F&& body) {
     auto raw = [&](std::string_view marker) {
       return m.find(marker) != std::string::npos && input.find(marker) == std::string_view::npos;
     };
-    if (raw("[json.exception") || raw("Exception raised from") || m.find('\n') != std::string::npos) {
+    if (raw("[json.exception") || raw("Exception raised from")) {  // oneLine leaves no line break
       std::fprintf(stderr, "finding: unclear error message: %s\n", m.substr(0, 400).c_str());
       std::abort();
     }
