@@ -1,6 +1,9 @@
 #include "lens_view.h"
 
+#include <QLayout>
 #include <QMouseEvent>
+#include <QResizeEvent>
+#include <QScrollBar>
 #include <QToolTip>
 
 #include <algorithm>
@@ -48,6 +51,12 @@ LensView::LensView(QWidget* parent) : QWidget(parent) {
   plot_->plotLayout()->addElement(1, 1, scale_);
   plotstyle::alignColorScale(*plot_, *scale_);
 
+  scroll_ = new QScrollBar(Qt::Horizontal, this);
+  scroll_->setToolTip("Scroll the prompt's positions; the layer axis stays in view");
+  layout()->addWidget(scroll_);
+  connect(scroll_, &QScrollBar::actionTriggered, this, [this] { followEnd_ = false; });
+  connect(scroll_, &QScrollBar::valueChanged, this, [this] { updateWindow(); });
+
   // Labels are shown only where they fit, which depends on the cell size of this layout.
   connect(plot_, &QCustomPlot::afterLayout, this, &LensView::updateLabels);
   connect(plot_, &QCustomPlot::mouseMove, this, &LensView::onMouseMove);
@@ -58,8 +67,7 @@ QSize LensView::sizeHint() const {
 }
 
 QSize LensView::minimumSizeHint() const {
-  return {kFrameWidth + std::max(map_.positions(), 4) * kMinCellWidth,
-          kFrameHeight + std::max(map_.layers, 2) * kMinCellHeight};
+  return {kFrameWidth + 4 * kMinCellWidth, kFrameHeight + std::max(map_.layers, 2) * kMinCellHeight};
 }
 
 void LensView::setMap(const LensMap& map) {
@@ -97,7 +105,6 @@ void LensView::setMap(const LensMap& map) {
   for (int l = 0; l < L; ++l)
     yt->addTick(l, QString("L%1").arg(l));
   plot_->yAxis->setTicker(yt);
-  plot_->xAxis->setRange(-0.5, std::max(n, 1) - 0.5);
   plot_->yAxis->setRange(-0.5, std::max(L, 1) - 0.5);
 
   for (QCPItemText* t : labels_)
@@ -123,9 +130,41 @@ void LensView::setMap(const LensMap& map) {
         labels_.push_back(t);
       }
   }
-  setMinimumWidth(minimumSizeHint().width());
-  updateGeometry();
-  plot_->replot();
+  followEnd_ = true;
+  updateWindow();
+}
+
+int LensView::visiblePositions() const {
+  const int fit = std::max(1, (width() - kFrameWidth) / kMinCellWidth);  // the plot spans the view
+  return std::clamp(fit, 1, std::max(map_.positions(), 1));
+}
+
+int LensView::firstPosition() const {
+  return scroll_->value();
+}
+
+void LensView::scrollToPosition(int first) {
+  scroll_->setValue(first);  // clamped to the scroll bar's range; valueChanged updates the window
+}
+
+void LensView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  updateWindow();
+}
+
+void LensView::updateWindow() {
+  const int n = std::max(map_.positions(), 1), visible = visiblePositions();
+  {
+    const QSignalBlocker block(scroll_);  // the range change below must not re-enter
+    scroll_->setRange(0, n - visible);
+    scroll_->setPageStep(visible);
+    if (followEnd_) scroll_->setValue(scroll_->maximum());
+  }
+  scroll_->setVisible(visible < n);
+  const int first = scroll_->value();
+  plot_->xAxis->setRange(first - 0.5, first + visible - 0.5);
+  // Before the layout has sized the plot there is nothing to draw into; its own resize replots then.
+  if (!plot_->size().isEmpty()) plot_->replot();
 }
 
 double LensView::value(int layer, int pos) const {

@@ -6,8 +6,10 @@
 // and its token, the top token and its probability (and the cell's detail line).
 //
 // Cells are centred on plot coordinates (position, layer), so a pixel maps back to a cell by rounding its
-// plot coordinates. The widget asks for at least kMinCellWidth pixels per position (minimumSizeHint), so
-// a scroll area around it scrolls long prompts instead of squeezing their labels away.
+// plot coordinates. A prompt whose positions do not fit at kMinCellWidth pixels each scrolls inside the
+// view: a scroll bar under the map moves the window of positions the x axis shows, so the layer axis and
+// the colour bar stay in view. A new map opens at its last positions (where the prediction is) and keeps
+// them in view through resizes until the user scrolls.
 #include <QPoint>
 #include <QString>
 #include <QStringList>
@@ -21,6 +23,8 @@ class QCPItemText;
 class QCPTextElement;
 class QCustomPlot;
 class QMouseEvent;
+class QResizeEvent;
+class QScrollBar;
 
 namespace hs {
 
@@ -61,13 +65,22 @@ class LensView : public QWidget {
   // Cells whose top-token label is shown (those large enough for it, after the last layout).
   int visibleLabels() const;
 
+  // The window of positions in view: [firstPosition(), firstPosition() + visiblePositions()).
+  int firstPosition() const;
+  int visiblePositions() const;
+  // Brings `first` to the left edge (clamped to the positions there are), as the scroll bar does.
+  void scrollToPosition(int first);
+  QScrollBar* scrollBar() const { return scroll_; }
+
   QCustomPlot* plot() const { return plot_; }
   QCPColorMap* colorMap() const { return colorMap_; }
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
 
  private:
+  void resizeEvent(QResizeEvent* event) override;
   void onMouseMove(QMouseEvent* event);
+  void updateWindow();  // fits the window of positions to the width, sets the x range and the scroll bar
   void updateLabels();  // shows the labels that fit their cells
 
   LensMap map_;
@@ -76,6 +89,8 @@ class LensView : public QWidget {
   QCPColorScale* scale_ = nullptr;
   QCPTextElement* title_ = nullptr;
   std::vector<QCPItemText*> labels_;  // [layer * positions + pos]
+  QScrollBar* scroll_ = nullptr;      // value = the first position in view
+  bool followEnd_ = true;             // keep the last position in view (until the user scrolls)
 };
 
 }  // namespace hs

@@ -8,7 +8,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
-#include <QScrollBar>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -96,18 +95,14 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   lensTitle_->setWordWrap(true);
   lensLayout->addWidget(lensTitle_);
   lensView_ = new LensView;
+  // Models with many layers scroll vertically; long prompts scroll inside the view, which keeps its layer
+  // axis in view.
   lensScroll_ = new QScrollArea;
   lensScroll_->setWidget(lensView_);
   lensScroll_->setWidgetResizable(true);
+  lensScroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   lensScroll_->setFrameShape(QFrame::NoFrame);
   lensLayout->addWidget(lensScroll_, 1);
-  // Long prompts: the last positions (where the prediction is) come into view whenever the scroll range
-  // changes, until the user scrolls.
-  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int max) {
-    if (lensAtEnd_) lensScroll_->horizontalScrollBar()->setValue(max);
-  });
-  connect(lensScroll_->horizontalScrollBar(), &QScrollBar::actionTriggered, this,
-          [this] { lensAtEnd_ = false; });
   top_->setMinimumWidth(260);
   split->addWidget(top_);
   split->addWidget(lensPanel);
@@ -224,10 +219,8 @@ void PromptTab::showLens() {
   const auto measure = static_cast<LensMeasure>(lensMeasure_->currentData().toInt());
   LensMap map = lensMap(view_, measure, lensDiff_->isChecked());
   lensTitle_->setText(map.title);
-  map.title.clear();  // shown above the scroll area instead
-  lensView_->setMap(map);
-  lensAtEnd_ = true;
-  lensScroll_->horizontalScrollBar()->setValue(lensScroll_->horizontalScrollBar()->maximum());
+  map.title.clear();       // shown above the scroll area instead
+  lensView_->setMap(map);  // opens at the last positions
 }
 
 AttributionTab::AttributionTab(QWidget* parent) : QWidget(parent) {

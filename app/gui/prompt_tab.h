@@ -63,7 +63,6 @@ class PromptTab : public QWidget {
   LensView* lensView_ = nullptr;
   QScrollArea* lensScroll_ = nullptr;
   QLabel* lensTitle_ = nullptr;
-  bool lensAtEnd_ = true;  // keep the last position in view (until the user scrolls)
   PromptView view_;
   void showLens();
 };

@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QImage>
 #include <QMenu>
+#include <QScrollBar>
 #include <QSet>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -17,6 +18,7 @@
 
 #include "curve_view.h"
 #include "head_grid_view.h"
+#include "lens_view.h"
 #include "plot_export.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
@@ -507,6 +509,70 @@ class TestWidgets : public QObject {
 
     view.setGrids(a, scrambledGrid(3, 8));
     QVERIFY(!view.hasData());
+  }
+
+  // A prompt too long for the view scrolls inside it: the layer axis and the colour bar stay where they
+  // are, the map opens at the last positions (the prediction), hover follows the scrolled window, and a
+  // resize keeps the end in view until the user scrolls away from it.
+  void lensScrollsPositionsAndKeepsTheLayerAxis() {
+    hs::LensMap map;
+    const int n = 60, L = 5;
+    map.layers = L;
+    for (int p = 0; p < n; ++p)
+      map.pieces << QString("t%1").arg(p);
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < n; ++p)
+        map.cells.push_back({QString("x%1").arg(p), 0.5, (l * n + p) / double(L * n), QString()});
+    hs::LensView view;
+    view.resize(700, 420);
+    view.setMap(map);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.plot()->replot();
+
+    // The view does not grow with the prompt, and the positions it shows fill its width.
+    QVERIFY(view.minimumSizeHint().width() <= 700);
+    QCOMPARE(view.width(), 700);
+    const int visible = view.visiblePositions();
+    QVERIFY2(visible >= 4 && visible < n, qPrintable(QString::number(visible)));
+    QVERIFY(view.scrollBar()->isVisible());
+    // Opens at the end: the last position is the rightmost cell, the layer axis is still on screen.
+    QCOMPARE(view.firstPosition() + visible, n);
+    const QRect cells = view.plot()->axisRect()->rect();
+    const QRect shown = view.plot()->rect();
+    QVERIFY(cells.left() > 0 && shown.contains(cells));
+    QCOMPARE(view.plot()->yAxis->range().lower, -0.5);
+    QVERIFY(cells.contains(view.cellCenter(L - 1, n - 1)));
+    QVERIFY(!cells.contains(view.cellCenter(0, 0)));
+    QVERIFY(view.hoverText(view.cellCenter(2, n - 1)).contains(QString("position %1 't%1'").arg(n - 1)));
+    QVERIFY(view.hoverText(view.cellCenter(2, n - 1)).startsWith("after layer 2 "));
+
+    // Wider: still at the end, more positions in view.
+    view.resize(1000, 420);
+    view.plot()->replot();
+    QVERIFY(view.visiblePositions() > visible);
+    QCOMPARE(view.firstPosition() + view.visiblePositions(), n);
+
+    // The user scrolls to the start: position 0 in view at the same layer axis, and a resize keeps it.
+    view.scrollBar()->triggerAction(QAbstractSlider::SliderToMinimum);
+    QCOMPARE(view.firstPosition(), 0);
+    view.plot()->replot();
+    QVERIFY(view.plot()->axisRect()->rect().contains(view.cellCenter(0, 0)));
+    QVERIFY(view.hoverText(view.cellCenter(4, 0)).startsWith("after layer 4 · position 0 't0'"));
+    QCOMPARE(view.plot()->axisRect()->rect().left(), cells.left());
+    view.resize(800, 420);
+    QCOMPARE(view.firstPosition(), 0);
+
+    // A short prompt fits: no scroll bar, every position in view.
+    map.pieces = map.pieces.mid(0, 3);
+    map.cells.clear();
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < 3; ++p)
+        map.cells.push_back({"y", 0.2, 0.2, QString()});
+    view.setMap(map);
+    QCOMPARE(view.visiblePositions(), 3);
+    QCOMPARE(view.firstPosition(), 0);
+    QVERIFY(!view.scrollBar()->isVisible());
   }
 
   // Not a check: writes the Heads widget as it looks with a realistic grid, for the docs.
