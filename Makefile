@@ -7,7 +7,8 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci \
+  mutation-check
 
 # Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
 # folder; `make fuzz` runs each for FUZZ_SECONDS, FUZZ_JOBS at a time, corpora kept in FUZZ_BUILD/corpus.
@@ -84,12 +85,17 @@ sanitize:
 	  -DHEADSCOPE_BUILD_GUI=OFF -DHEADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j$(JOBS) $(if $(SANITIZE_TARGETS),--target $(SANITIZE_TARGETS))
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure --timeout 1800 -R '$(SANITIZE_TESTS)'
+	  ctest -j$(JOBS) --output-on-failure --timeout 1800 -R '$(SANITIZE_TESTS)'
 
 sanitize-ci:
 	$(MAKE) --no-print-directory sanitize \
 	  SANITIZE_TARGETS="$(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS)" \
 	  SANITIZE_TESTS='^($(subst $(eval) ,|,$(strip $(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS))))$$'
+
+# Each fixed defect of issues 22 and 24 brought back into the code, one at a time: its test must fail
+# (tests/mutations/, docs/mutation-checks.md). About an hour on 2 cores; not part of `make test`.
+mutation-check: build
+	BUILD=$(BUILD) scripts/mutation_check.sh
 
 format:
 	find core app widgets tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i

@@ -75,6 +75,7 @@ void Sha256::block(const uint8_t* p) {
 }
 
 void Sha256::update(const void* data, size_t n) {
+  if (n == 0) return;  // an empty payload may come with a null pointer, which memcpy must not get
   const auto* p = static_cast<const uint8_t*>(data);
   totalBytes_ += n;
   if (buffered_ > 0) {

@@ -24,9 +24,9 @@ inline CliResult runCli(const QStringList& args,
   QProcess p;
   p.setProcessEnvironment(env);
   p.start(QString::fromStdString(cliPath()), args);
-  p.waitForFinished(240000);
+  const bool finished = p.waitForFinished(-1);
   CliResult r;
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.exitCode = finished && p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
   r.out = p.readAllStandardOutput().toStdString();
   r.err = p.readAllStandardError().toStdString();
   return r;
