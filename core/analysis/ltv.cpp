@@ -434,7 +434,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   out.run.options = ltvOptionTable().write(opt);
   out.run.options["task"] = taskSpecToJson(spec);
   out.run.options["injection_site"] = atN.describe();
-  if (opt.ablate_mean) out.run.options["mean_ablation_source"] = describeMeanSource(opt.mean);
+  if (opt.ablate_mean) out.run.options["mean_ablation_source"] = describeMeanSource(opt.mean, &model, &tok);
   const Provenance prov =
       makeProvenance("ltv", ctx, spec.dataset, spec.seed, spec.n_prompts, out.run.options);
   const std::string siteText = opt.site == "post" ? "blocks.l.hook_resid_post (the output of layer l)"

@@ -27,6 +27,7 @@
 #include <optional>
 
 #include "../engine/engine_fixtures.h"
+#include "analysis/head_toolkit.h"
 #include "analysis/icl_eval.h"
 #include "analysis/ltv.h"
 #include "analysis/ltv_mechanism.h"
@@ -549,7 +550,50 @@ class TestLtv : public QObject {
     // The corpus mean (the default source) is what mean ablation used, and the run says so.
     QVERIFY(out.run.options.at("mean_source").get<std::string>() == "corpus");
     const std::string source = out.run.options.at("mean_ablation_source");
-    QVERIFY2(source.find("wikitext") != std::string::npos, source.c_str());
+    // The toy tokenizer cannot read English: its corpus mean is over the toy world's own text, and the run
+    // names that (not the WikiText file it did not read).
+    QVERIFY2(source.find("toy world") != std::string::npos, source.c_str());
+  }
+
+  // Mean ablation of the key heads writes their mean over the toy world's text (the default corpus), not
+  // their mean at N of the task's ICL prompts: the table's key-head row is recomputed from the recorded
+  // zero-shot prompts, θ at the run's site and the corpus mean.
+  void keyHeadMeanAblationUsesTheCorpusMean() {
+    const hs::AnalysisOutput& out = toyRun();
+    const hs::Transformer& m = *toy().model;
+    const int mid = out.run.summary["layer"];
+    const hs::Site site = hs::Site::parse(out.run.summary["site"].get<std::string>());
+    const at::Tensor theta = out.tensors.at("ltv-1/theta_l" + std::to_string(mid));
+    const hs::Table& abl = tableOf(out.run, "ltv.key_head_ablation");
+    std::vector<hs::HeadRef> heads;
+    for (const auto& row : abl.rows)
+      if (row.at(0).get<std::string>() == "ltv_ablate_key")
+        for (const QString& h :
+             QString::fromStdString(row.at(2).get<std::string>()).split(',', Qt::SkipEmptyParts))
+          heads.push_back({h.section('.', 0, 0).toInt(), h.section('.', 1, 1).toInt()});
+    QVERIFY(!heads.empty());
+    const at::Tensor corpus = hs::meanZ(m, hs::toyCorpusWindows(), hs::ZMean::AllPositions);  // [L, H, dh]
+    auto ablated = [&](const at::Tensor& mean) {
+      hs::IclEvalOptions eo;
+      eo.interventions = {hs::addToResidual(site, theta)};
+      for (const hs::Intervention& iv : hs::meanHeads(heads, mean))
+        eo.interventions.push_back(iv);
+      return hs::evaluateIcl(m, recorded(out.run, "zero_shot"), eo);
+    };
+    const hs::IclEval want = ablated(corpus);
+    const double gotAcc = cell(abl, "ltv_ablate_key", "accuracy");
+    const double gotProb = cell(abl, "ltv_ablate_key", "mean_answer_prob");
+    const hs::IclEval own =
+        ablated(hs::meanZ(m, hs::tokenSeqs(recorded(out.run, "icl_train")), hs::ZMean::LastPosition));
+    qInfo(
+        "key heads mean-ablated: table %.3f / %.4f, corpus mean %.3f / %.4f, the task's mean at N %.3f / "
+        "%.4f",
+        gotAcc, gotProb, want.accuracy, want.mean_answer_prob, own.accuracy, own.mean_answer_prob);
+    QCOMPARE(gotAcc, want.accuracy);
+    QVERIFY2(
+        std::abs(gotProb - want.mean_answer_prob) < 1e-4,
+        qPrintable(
+            QString("mean answer probability %1, corpus mean %2").arg(gotProb).arg(want.mean_answer_prob)));
   }
 
   void toyInjectionConfigurationsAndControls() {

@@ -264,6 +264,45 @@ class TestSite : public QObject {
         QCOMPARE(out.run.grids[0].values(l, h), alpha[l][h].item<double>());
   }
 
+  // Training draws every step's prompt afresh, uniformly with replacement, from the whole train split: on
+  // 4 examples some aligned block of 4 draws repeats an example (a cycled reshuffle never does), and a toy
+  // run's draws reach queries beyond the split's first 100 (a fixed subset of 100 prompts never does).
+  void trainingDrawsFromTheWholeSplitWithReplacement() {
+    const hs::Transformer tiny = hs::test::tinyLlama();
+    hs::SiteOptions opt;
+    opt.steps = 40;
+    const hs::SiteTraining tr = hs::trainSite(tiny, tinyExamples(4, 31), tinyEmbedding(tiny), opt, 7);
+    QCOMPARE(tr.drawn.size(), size_t(40));
+    int repeats = 0;
+    for (size_t b = 0; b + 4 <= tr.drawn.size(); b += 4)
+      repeats += std::set<int>(tr.drawn.begin() + long(b), tr.drawn.begin() + long(b) + 4).size() < 4;
+    QVERIFY2(repeats > 0, "every block of 4 draws is a permutation of the 4 examples: cycled, not resampled");
+
+    hs::TaskSpec spec;
+    spec.dataset = "toy:antonym_a";
+    spec.shots = 10;
+    spec.n_prompts = 4;
+    spec.seed = 2;
+    hs::SiteOptions o;
+    o.n_embed = 4;
+    o.steps = 40;
+    const hs::AnalysisOutput out = hs::runSite(*toy_.model, *toy_.tokenizer, spec, o);
+    hs::TaskSpec first = spec;
+    first.split = "train";
+    first.shots = 0;
+    first.n_prompts = 100;
+    std::set<std::vector<int64_t>> first100;
+    for (const hs::Prompt& p : hs::buildIclTask(*toy_.tokenizer, first).zero_shot)
+      first100.insert({p.ids.begin(), p.ids.end()});
+    QCOMPARE(first100.size(), size_t(100));
+    int beyond = 0, draws = 0;
+    for (const hs::PromptRecord& r : out.run.prompts)
+      if (r.set == "train") ++draws, beyond += first100.count(r.ids) ? 0 : 1;
+    qInfo("%d of %d draws outside the train split's first 100 queries (179 in all)", beyond, draws);
+    QCOMPARE(draws, 40);
+    QVERIFY2(beyond > 0, "the steps drew only from the split's first 100 queries");
+  }
+
   void cliSessionRoundTrip() {
     HS_RUN_CLI_ANALYSIS(o, "site", "site",
                         {"site", "toy", "--n", "6", "--n-embed", "5", "--n-train", "10", "--steps", "20"});

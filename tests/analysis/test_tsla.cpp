@@ -436,6 +436,49 @@ class TestTsla : public QObject {
     QVERIFY(maxDiff(own, corpus) > 1e-3);
   }
 
+  // The mean-ablation curves use the corpus mean as well: every point k >= 1 of the TR, TL and random
+  // orderings' "(mean)" series equals the held-out accuracy and TR ratio with that ordering's first k heads
+  // replaced by their mean over the toy world's text, evaluated directly. (The task's own mean at N puts
+  // the task signal back: with it the large-k points keep far more of the accuracy.)
+  void meanAblationCurvesUseTheCorpusMean() {
+    const hs::Curve* acc = findCurve(run_.run, "tsla.ablation_curve.accuracy");
+    const hs::Curve* ratio = findCurve(run_.run, "tsla.ablation_curve.tr_ratio");
+    const hs::HeadGrid* tr = findGrid(run_.run, "tsla.tr");
+    const hs::HeadGrid* tl = findGrid(run_.run, "tsla.tl");
+    QVERIFY(acc && ratio && tr && tl);
+    const at::Tensor corpus =
+        hs::meanZ(*toy_.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions);  // [layers, heads, d_head]
+    const hs::IclTask held = hs::heldOutTask(*toy_.tokenizer, *task_, int(task_->icl.size()));
+    auto series = [](const hs::Curve* c, const std::string& name) {
+      for (const auto& [n, y] : c->series)
+        if (n == name) return y;
+      throw std::runtime_error("no series " + name);
+    };
+    const std::vector<std::pair<std::string, std::vector<hs::HeadRef>>> orders = {
+        {"tr", hs::topHeads(*tr, 32)},
+        {"tl", hs::topHeads(*tl, 32)},
+        {"random", hs::randomHeadOrder(4, 8, opts_.random_seed)}};
+    for (const auto& [name, order] : orders) {
+      const std::vector<double> ya = series(acc, name + " (mean)"), yr = series(ratio, name + " (mean)");
+      QCOMPARE(ya.size(), acc->x.size());
+      for (size_t i = 1; i < acc->x.size(); ++i) {
+        const std::vector<hs::HeadRef> heads(order.begin(), order.begin() + long(acc->x[i]));
+        hs::IclEvalOptions eo;
+        eo.label_tokens = task_->label_tokens;
+        eo.interventions = hs::meanHeads(heads, corpus);
+        const hs::IclEval e = hs::evaluateIcl(*toy_.model, held.icl, eo);
+        QVERIFY2(ya[i] == e.accuracy && yr[i] == e.tr_ratio,
+                 qPrintable(QString("%1 (mean) k=%2: curve %3 / %4, corpus mean %5 / %6")
+                                .arg(QString::fromStdString(name))
+                                .arg(acc->x[i])
+                                .arg(ya[i])
+                                .arg(yr[i])
+                                .arg(e.accuracy)
+                                .arg(e.tr_ratio)));
+      }
+    }
+  }
+
   // Curves over k: x = 0, 1, 2, 4, 8, 16 (half of 32 heads), one series per ordering and mode, k = 0 the
   // baseline, k = 4 the table's rows (4 heads = 12.5 %), the random ordering's prefix evaluated directly.
   void ablationCurves() {
