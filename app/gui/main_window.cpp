@@ -86,15 +86,6 @@ class SnapshotCommand : public QUndoCommand {
   bool first_ = true;
 };
 
-// The llama2.c tokenizer beside a .bin model: tokenizer.bin, or the one tok*.bin in the folder.
-QString tokenizerBeside(const QString& model) {
-  const QFileInfo f(model);
-  if (!f.isFile() || f.suffix() != "bin") return {};
-  const QDir dir = f.dir();
-  if (dir.exists("tokenizer.bin")) return dir.filePath("tokenizer.bin");
-  const QStringList toks = dir.entryList({"tok*.bin"}, QDir::Files);
-  return toks.size() == 1 ? dir.filePath(toks.front()) : QString();
-}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -158,10 +149,31 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 void MainWindow::fitToScreen() {
   const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
-  if (!screen) return;
-  const QRect avail = screen->availableGeometry();
+  if (screen) fitToScreen(screen->availableGeometry());
+}
+
+void MainWindow::compactDocks() {
+  auto* first = findChild<QDockWidget*>("ModelDock");
+  if (dockWidgetArea(first) != Qt::RightDockWidgetArea) addDockWidget(Qt::RightDockWidgetArea, first);
+  for (const char* name : {"TaskDock", "InterventionsDock", "EvaluationDock", "RunsDock"}) {
+    auto* dock = findChild<QDockWidget*>(name);
+    if (dock->isFloating() || dock->isHidden()) continue;  // the user's choice stays
+    tabifyDockWidget(first, dock);
+  }
+  first->raise();
+}
+
+void MainWindow::fitToScreen(const QRect& avail) {
   QRect g = frameGeometry();
   const QSize frame = frameGeometry().size() - geometry().size();
+  const QSize room = avail.size() - frame;
+  if (minimumSizeHint().width() > room.width() || minimumSizeHint().height() > room.height()) {
+    compactDocks();
+    log(QString("the screen (%1 × %2) is smaller than the full layout: the docks are tabs of one column "
+                "(drag a tab out to place it elsewhere)")
+            .arg(avail.width())
+            .arg(avail.height()));
+  }
   const QSize inner(std::min(width(), avail.width() - frame.width()),
                     std::min(height(), avail.height() - frame.height()));
   if (inner != size()) resize(inner);
@@ -549,12 +561,9 @@ HeadGridView* MainWindow::headsView() const {
   return headsTab_->view();
 }
 
-void MainWindow::openModel(const QString& path, const QString& givenTokenizer, bool analyze) {
-  QString tokenizer = givenTokenizer;
-  if (tokenizer.isEmpty()) {
-    tokenizer = tokenizerBeside(path);
-    if (!tokenizer.isEmpty()) log("found the tokenizer beside the model: " + tokenizer);
-  }
+// Without a tokenizer the loader takes the one beside the model (a llama2.c tok<vocab>.bin of the model's
+// vocabulary size, a folder's tokenizer.json) and says in the Model dock when it found none.
+void MainWindow::openModel(const QString& path, const QString& tokenizer, bool analyze) {
   log("opening " + path + (tokenizer.isEmpty() ? QString() : " with tokenizer " + tokenizer));
   analyzeOnLoad_ = analyze;
   tokenizerPath_ = tokenizer;

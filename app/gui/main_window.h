@@ -129,8 +129,12 @@ class MainWindow : public QMainWindow {
   QUndoStack* undoStack() const { return undo_; }
   // Runs of another model than the loaded one are closed (removed from the session).
   void closeOtherModelsRuns();
-  // Fits the window into the available area of its screen (a restored geometry may lie off-screen).
+  // Fits the window into the available area of its screen (a restored geometry may lie off-screen), or
+  // into `avail`. Where the full layout (two dock columns) does not fit, the docks become tabs of one
+  // column (compactDocks), so the window fits 1024 × 700.
   void fitToScreen();
+  void fitToScreen(const QRect& avail);
+  void compactDocks();
   const PatternView& pattern() const { return pattern_; }
   const PromptView& promptView() const { return prompt_; }
   const ModelInfo& modelInfo() const { return info_; }
