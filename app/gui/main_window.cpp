@@ -169,6 +169,7 @@ void MainWindow::fitToScreen(const QRect& avail) {
   const QSize room = avail.size() - frame;
   if (minimumSizeHint().width() > room.width() || minimumSizeHint().height() > room.height()) {
     compactDocks();
+    layout()->activate();  // the minimum size of the tabbed layout, before the window is resized to it
     log(QString("the screen (%1 × %2) is smaller than the full layout: the docks are tabs of one column "
                 "(drag a tab out to place it elsewhere)")
             .arg(avail.width())
