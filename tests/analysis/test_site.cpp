@@ -65,6 +65,17 @@ double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
   return -at::log_softmax(logits.to(at::kDouble), -1)[e.answer].item<double>();
 }
 
+// The token ids of the first n zero-shot queries of `spec`'s train split.
+std::set<std::vector<int64_t>> trainQueries(const hs::Tokenizer& tok, hs::TaskSpec spec, int n) {
+  spec.split = "train";
+  spec.shots = 0;
+  spec.n_prompts = n;
+  std::set<std::vector<int64_t>> out;
+  for (const hs::Prompt& p : hs::buildIclTask(tok, spec).zero_shot)
+    out.insert({p.ids.begin(), p.ids.end()});
+  return out;
+}
+
 }  // namespace
 
 class TestSite : public QObject {
@@ -235,13 +246,7 @@ class TestSite : public QObject {
 
     // The prompts: n_embed ICL prompts, one zero-shot prompt per step drawn from the whole train split (179
     // queries of toy:antonym_a with seed 2), the evaluation sets.
-    hs::TaskSpec trainSpec = spec;
-    trainSpec.split = "train";
-    trainSpec.shots = 0;
-    trainSpec.n_prompts = 179;
-    std::set<std::vector<int64_t>> trainPool;
-    for (const hs::Prompt& p : hs::buildIclTask(*toy_.tokenizer, trainSpec).zero_shot)
-      trainPool.insert({p.ids.begin(), p.ids.end()});
+    const std::set<std::vector<int64_t>> trainPool = trainQueries(*toy_.tokenizer, spec, 179);
     QCOMPARE(trainPool.size(), size_t(179));
     std::map<std::string, int> perSet;
     std::set<std::vector<int64_t>> drawn;
@@ -287,13 +292,7 @@ class TestSite : public QObject {
     o.n_embed = 4;
     o.steps = 40;
     const hs::AnalysisOutput out = hs::runSite(*toy_.model, *toy_.tokenizer, spec, o);
-    hs::TaskSpec first = spec;
-    first.split = "train";
-    first.shots = 0;
-    first.n_prompts = 100;
-    std::set<std::vector<int64_t>> first100;
-    for (const hs::Prompt& p : hs::buildIclTask(*toy_.tokenizer, first).zero_shot)
-      first100.insert({p.ids.begin(), p.ids.end()});
+    const std::set<std::vector<int64_t>> first100 = trainQueries(*toy_.tokenizer, spec, 100);
     QCOMPARE(first100.size(), size_t(100));
     int beyond = 0, draws = 0;
     for (const hs::PromptRecord& r : out.run.prompts)
