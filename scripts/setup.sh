@@ -10,6 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libopenblas0-pthread libopenblas0-openmp
+  libdnnl-dev            # oneDNN: float32 logits of bf16 models in one GEMM (CMakeLists.txt)
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libeigen3-dev nlohmann-json3-dev libpcre2-dev libcli11-dev
   python3-torch          # /usr/bin/python3 + PyTorch 1.13: independent reference forwards in tests and bench

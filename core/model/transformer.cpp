@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "model/compute_dtype.h"
+#include "model/huge_page_tensor.h"
 #include "model/intervention_apply.h"
+#include "model/onednn_gemm.h"
 #include "model/rope.h"
 #include "util/error.h"
 
@@ -51,29 +53,43 @@ at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
   return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(out);
 }
 
-// x · wᵀ + b with a float32 result for a bf16/f16 weight, without a float32 copy of the weight. The GEMM
-// accumulates in float32 but rounds its output to the compute dtype, so a second GEMM of the same inputs
-// computes that rounding, with the rounded result subtracted inside its float32 accumulator:
-// hi = round(x·wᵀ), lo = round(x·wᵀ − hi), result hi + lo. lo is at most 2⁻⁹·|x·wᵀ| (bf16), so its own
-// rounding leaves about 2⁻¹⁸ relative: float32 level. Two bf16 GEMMs cost less than one float32 GEMM
+// x · wᵀ + b with a float32 result for a bf16/f16 weight, without a float32 copy of the weight. A bf16
+// weight on the CPU goes through oneDNN with a float32 destination where the build has it (onednn_gemm.h).
+// Otherwise: ATen's GEMM accumulates in float32 but rounds its output to the compute dtype, so a second GEMM
+// of the same inputs computes that rounding, with the rounded result subtracted inside its float32
+// accumulator: hi = round(x·wᵀ), lo = round(x·wᵀ − hi), result hi + lo. lo is at most 2⁻⁹·|x·wᵀ| (bf16), so
+// its own rounding leaves about 2⁻¹⁸ relative: float32 level. Two bf16 GEMMs cost less than one float32 GEMM
 // (2.5× a bf16 one on AVX-512-BF16 CPUs) and need no float32 copy of the weight. A backend that rounds
 // before adding (checked once) gets the weight converted to float32 in blocks of rows instead.
 at::Tensor linearFloat32(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
-  if (w.scalar_type() == at::kFloat) return at::linear(x.to(at::kFloat), w, bf);  // [..., out]
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = w.size(0);
   const at::Tensor x2 = x.reshape({-1, x.size(-1)});  // [rows, in]
-  at::Tensor y;                                       // [rows, out] float32
-  if (compensatedGemmWorks(w.scalar_type(), w.device())) {
+  const int64_t out = w.size(0), rows = x2.size(0);
+  auto emptyResult = [&] {  // [rows, out] float32; on the CPU the large ones on huge pages
+    return w.device().is_cpu() ? emptyOnHugePages({rows, out}, at::kFloat)
+                               : at::empty({rows, out}, x2.options().dtype(at::kFloat));
+  };
+  // Gradients (attribution patching) need ATen's differentiable ops, not out= forms or oneDNN.
+  const bool grad = at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad());
+  at::Tensor y;  // [rows, out] float32
+  if (w.scalar_type() == at::kFloat && grad) {
+    y = at::linear(x2.to(at::kFloat), w);
+  } else if (w.scalar_type() == at::kFloat) {
+    y = emptyResult();
+    at::mm_out(y, x2.to(at::kFloat), w.t());
+  } else if (!grad && w.scalar_type() == at::kBFloat16 && w.device().is_cpu() && w.stride(1) == 1 &&
+             onednnBf16GemmAvailable()) {
+    y = onednnLinearBf16ToFloat(x2.to(at::kBFloat16), w);  // one GEMM, float32 result (onednn_gemm.h)
+  } else if (compensatedGemmWorks(w.scalar_type(), w.device())) {
     // In blocks of output columns (about 4 MB of compute-dtype results each): the two GEMMs' results stay
     // in cache and small, and only the float32 result is allocated at full size (at a 128k vocabulary and
     // 128 rows, whole-matrix temporaries made this three times slower than one GEMM).
     const at::Tensor xw = x2.to(w.scalar_type());  // [rows, in]
-    const int64_t out = w.size(0), rows = x2.size(0);
     const int64_t block =
         std::min(out, std::max<int64_t>(1024, (int64_t(2) << 20) / std::max<int64_t>(1, rows)));
-    y = at::empty({rows, out}, x2.options().dtype(at::kFloat));
+    y = emptyResult();
     for (int64_t c = 0; c < out; c += block) {
       const int64_t n = std::min(block, out - c);
       const at::Tensor wt = w.narrow(0, c, n).t();                 // [in, n]
@@ -84,14 +100,15 @@ at::Tensor linearFloat32(const at::Tensor& x, const at::Tensor& w, const at::Ten
       part.add_(lo);
     }
   } else {
-    const int64_t out = w.size(0), rows = std::max<int64_t>(1, (int64_t(64) << 20) / (4 * x.size(-1)));
+    const int64_t block =
+        std::max<int64_t>(1, (int64_t(64) << 20) / (4 * x.size(-1)));  // weight rows per part
     const at::Tensor xf = x2.to(at::kFloat);
     std::vector<at::Tensor> parts;
-    for (int64_t r = 0; r < out; r += rows)
-      parts.push_back(at::mm(xf, w.narrow(0, r, std::min(rows, out - r)).to(at::kFloat).t()));  // [rows, n]
+    for (int64_t r = 0; r < out; r += block)
+      parts.push_back(at::mm(xf, w.narrow(0, r, std::min(block, out - r)).to(at::kFloat).t()));  // [rows, n]
     y = at::cat(parts, 1);
   }
-  if (bf.defined()) y = y + bf;
+  if (bf.defined()) y = grad ? y + bf : y.add_(bf);
   return y.view(shape);  // [..., out]
 }
 

@@ -314,6 +314,37 @@ class TestForward : public QObject {
     QVERIFY(bf16.argmax(-1).equal(fp32.argmax(-1)));
   }
 
+  // A bf16 model's logits are the float32-accurate product of the bf16-rounded final-norm output and the
+  // bf16 unembedding (oneDNN with a float32 result, or two compensating GEMMs where gradients flow), not
+  // that product rounded to bf16 (8 significant bits: ~0.1 on logits of magnitude 20).
+  void bfloat16LogitsAreTheUnroundedProduct() {
+    const std::string bin = sharedData(kStoriesDir + "stories260K.bin");
+    HS_REQUIRE_FILE(bin);
+    Transformer model = loadStories260K(bin);
+    model.to(at::kBFloat16, at::kCPU);
+    const at::Tensor tokens = row({1, 403, 407, 261, 378, 432, 357, 373, 263, 378, 302});
+    RunRequest req{tokens};
+    req.capture = {lnFinal()};
+    const RunResult r = model.run(req);
+    const at::Tensor normed =
+        r.cache.at(lnFinal()).to(at::kBFloat16);  // [1, pos, d_model] as the GEMM reads it
+    const at::Tensor exact = at::matmul(normed.to(at::kDouble), model.weights().unembed.to(at::kDouble).t());
+    const double scale = exact.abs().max().item<double>();
+    const double diff = maxAbsDiff(r.logits.to(at::kDouble), exact);
+    qInfo("bf16 logits vs the float64 product: max |Δ| = %g (max |logit| %g)", diff, scale);
+    QVERIFY2(diff <= 1e-5 * scale, qPrintable(QString("Δ = %1").arg(diff)));
+    // With gradients on (attribution patching's path) the same numbers, through ATen's own GEMMs.
+    at::Tensor lens;
+    {
+      RunRequest again{tokens};
+      again.capture = {residPost(model.config().n_layers - 1)};
+      const at::Tensor last = model.run(again).cache.at(residPost(model.config().n_layers - 1));
+      lens = model.logitLens(last.detach().requires_grad_(true));  // [1, pos, vocab]
+    }
+    QVERIFY(lens.requires_grad());
+    QVERIFY2(maxAbsDiff(lens.detach().to(at::kDouble), exact) <= 1e-5 * scale, "with gradients");
+  }
+
   // transformers' sliding_window_overlay: key j is visible from query i iff i − window < j ≤ i, so a
   // query sees `window` positions, itself included; with a KV cache the rule uses absolute positions.
   void slidingWindowSeesTheLastWindowPositions() {
