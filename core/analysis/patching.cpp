@@ -15,11 +15,10 @@ namespace {
 
 using patching::Prepared;
 
-// Fast path: row-positions per batched forward. Per forward the weights' traffic favours large batches,
-// per row the copy of the expanded KV prefix and the recomputed rows below their patched layer favour
-// small ones; on bench_patching's GPT-2-small shape 48 (4 layers of 12 heads per forward) beats both one
-// layer and all 12 layers per forward.
-constexpr int64_t kRowPositions = 48;
+// Fast path: the most row-positions one batched forward holds. A last-position sweep of a 12 × 12 or a
+// 16 × 32 model is one forward (each layer's weights read once, the largest matrix products); variants of
+// many positions get a layer or two per forward, which bounds the activations' memory.
+constexpr int64_t kRowPositions = 1024;
 
 // The intervention that patches head h of layer l at `positions` in batch row `row` (−1 = all rows);
 // `values` [n_pos, head, d_head] from patchValues.
@@ -65,6 +64,45 @@ CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSw
   if (keepState)
     for (int l = 0; l < L; ++l)
       out.residPre.push_back(r.cache.at(residPre(l)).detach());
+  return out;
+}
+
+// The fast path's clean and corrupt runs in one batched forward (row 0 clean, row 1 corrupt): the same
+// results as cleanHeadOutputs and corruptRun with its state, reading the weights once. (Running a shared
+// prefix of the two prompts once first costs more than it saves: a forward of few positions takes
+// nearly the weights' memory traffic of a full one.)
+struct BaseRuns {
+  std::vector<at::Tensor> cleanZ;  // per layer [1, pos, head, d_head] (FromClean only)
+  double cleanMetric = 0;
+  CorruptRun corrupt;
+};
+
+BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                  const AnalysisContext& ctx) {
+  BaseRuns out;
+  ctx.checkCancelled();
+  if (spec.mode != PatchMode::FromClean) {
+    out.corrupt = corruptRun(model, p, spec, true);
+    return out;
+  }
+  const int L = model.config().n_layers;
+  RunRequest both;
+  both.tokens = at::cat({p.clean, p.corrupt}, 0);  // [2, pos]
+  for (int l = 0; l < L; ++l) {
+    both.capture.insert(attnZ(l));
+    both.capture.insert(residPre(l));
+  }
+  both.kv = &out.corrupt.kv;
+  both.last_logits_only = true;
+  const RunResult r = model.run(both);
+  const at::Tensor metrics = patchMetric(r.logits.select(1, 0), spec).cpu();  // [2] float64
+  out.cleanMetric = metrics[0].item<double>();
+  out.corrupt.metric = metrics[1].item<double>();
+  for (int l = 0; l < L; ++l) {
+    out.cleanZ.push_back(r.cache.at(attnZ(l)).narrow(0, 0, 1).detach());  // [1, pos, head, d_head]
+    out.corrupt.residPre.push_back(r.cache.at(residPre(l)).narrow(0, 1, 1).detach());  // [1, pos, d_model]
+  }
+  out.corrupt.kv = out.corrupt.kv.sliceRows({1});  // [1, kv_head, pos, d_head] per layer
   return out;
 }
 
@@ -117,29 +155,41 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
     return g;
   }
 
-  // The variants of several consecutive layers [l0, l1) share one forward that starts at l0: row
-  // (m − l0)·H + h patches head h of layer m, and until layer m it recomputes the corrupt run. That
-  // redundancy buys large matrix products: a variant is `fresh` positions, and [heads, 1, d_model]
-  // batches per layer leave the weights' memory traffic dominating. Groups span enough layers for
-  // about kRowPositions row-positions per forward (the last-position variants of a 12 × 12 model
-  // in 3 forwards of 48 rows); with many fresh positions each layer is its own forward, as the work is
-  // already large.
+  // The variants of consecutive layers [l0, l1) share one forward that starts at l0: row (m − l0)·H + h
+  // patches head h of layer m, and the rows of layer m join the batch as it enters m (resid_join), from
+  // the corrupt residual at the fresh positions. Every row attends to the same cached keys/values of the
+  // corrupt run before p0 (a shared read-only cache, not copied per row). A forward holds as many layers'
+  // rows as fit kRowPositions row-positions.
   const int span = int(std::max<int64_t>(1, std::min<int64_t>(L, kRowPositions / (H * fresh))));
+  // The logit metrics read one or two vocabulary entries: only those are unembedded.
+  std::vector<int64_t> logitTokens;
+  PatchSweepSpec reduced = spec;  // the metric's spec on those columns
+  if (spec.metric != PatchMetric::TargetProb) {
+    logitTokens.push_back(spec.target);
+    reduced.target = 0;
+    if (spec.metric == PatchMetric::LogitDiff) {
+      logitTokens.push_back(spec.distractor);
+      reduced.distractor = 1;
+    }
+  }
   for (int l0 = 0; l0 < L; l0 += span) {
     ctx.checkCancelled();
     const int l1 = std::min(L, l0 + span);
-    const int64_t rows = int64_t(l1 - l0) * H;
+    auto variantsOf = [&](int m) {  // [heads, fresh, d_model]: the corrupt residual entering layer m
+      return corrupt.residPre[m].narrow(1, p0, fresh).expand({H, fresh, c.d_model});
+    };
     RunRequest req;
     req.start_layer = l0;
-    req.resid_in = corrupt.residPre[l0]
-                       .narrow(1, p0, fresh)
-                       .expand({rows, fresh, c.d_model});               // [variant rows, fresh, d_model]
-    KVCache kv = prefix.empty() ? KVCache{} : prefix.expandRows(rows);  // views of the corrupt run's K/V
+    req.resid_in = variantsOf(l0);
+    for (int m = l0 + 1; m < l1; ++m)
+      req.resid_join[m] = variantsOf(m);
+    KVCache kv = prefix;  // [1, kv_head, p0, d_head] views of the corrupt run's K/V, shared by every row
     if (!kv.empty()) {
       req.kv = &kv;
       req.kv_read_only = true;
     }
     req.last_logits_only = true;
+    req.logit_tokens = logitTokens;
     for (int m = l0; m < l1; ++m) {
       const at::Tensor values =
           patching::patchValues(model, spec, cleanZ, m, positions);  // [n_pos, head, d_head]
@@ -148,7 +198,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
     }
     const RunResult r = model.run(req);
     const at::Tensor metric =
-        patchMetric(r.logits.select(1, 0), spec).cpu().contiguous();  // [variant rows] float64
+        patchMetric(r.logits.select(1, 0), reduced).cpu().contiguous();  // [variant rows] float64
     const double* v = metric.data_ptr<double>();
     for (int m = l0; m < l1; ++m)
       for (int h = 0; h < H; ++h)
@@ -162,11 +212,18 @@ std::vector<HeadGrid> sweep(const Transformer& model, const PatchSweepSpec& spec
                             bool naive, const std::string& who) {
   const Prepared p = patching::prepare(model, spec, who);
   ctx.checkCancelled();
-  double cleanMetric = 0;
-  const std::vector<at::Tensor> cleanZ =
-      patching::cleanHeadOutputs(model, p, spec, &cleanMetric);  // [1, pos, head, d_head] per layer
-  ctx.checkCancelled();
-  const CorruptRun corrupt = corruptRun(model, p, spec, !naive);
+  // The naive oracle runs clean and corrupt prompts on their own; the fast path batches them.
+  BaseRuns base;
+  if (naive) {
+    base.cleanZ = patching::cleanHeadOutputs(model, p, spec, &base.cleanMetric);  // [1, pos, head, d_head]
+    ctx.checkCancelled();
+    base.corrupt = corruptRun(model, p, spec, false);
+  } else {
+    base = baseRuns(model, p, spec, ctx);
+  }
+  const std::vector<at::Tensor>& cleanZ = base.cleanZ;
+  const CorruptRun& corrupt = base.corrupt;
+  const double cleanMetric = base.cleanMetric;
 
   std::vector<std::vector<int>> sets;  // the position sets, one sweep each
   if (spec.per_position) {

@@ -298,9 +298,14 @@ at::Tensor Transformer::rms(const at::Tensor& x, const at::Tensor& w) const {
   return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset, dtype());
 }
 
-at::Tensor Transformer::unembed(const at::Tensor& normed) const {
-  const at::Tensor logits =
-      linearFloat32(normed, weights_.unembed, weights_.unembed_b);  // [..., vocab] float32
+at::Tensor Transformer::unembed(const at::Tensor& normed, const std::vector<int64_t>& tokens) const {
+  at::Tensor w = weights_.unembed, b = weights_.unembed_b;  // [vocab, d_model], [vocab]
+  if (!tokens.empty()) {
+    const at::Tensor ids = at::tensor(tokens, at::TensorOptions().dtype(at::kLong)).to(w.device());  // [n]
+    w = w.index_select(0, ids);                   // [n, d_model]
+    if (b.defined()) b = b.index_select(0, ids);  // [n]
+  }
+  const at::Tensor logits = linearFloat32(normed, w, b);  // [..., vocab or n] float32
   return softcap(logits, config_.final_logit_softcap);
 }
 
@@ -354,6 +359,21 @@ RunResult Transformer::run(const RunRequest& req) const {
            " is out of range for the vocabulary of ", c.vocab_size, " tokens");
     }
   }
+  // Rows that join at later layers (fast patching): all unpadded, all at the same positions.
+  int64_t joinedRows = 0;
+  for (const auto& [l, t] : req.resid_join) {
+    if (!fromResid) fail("run: resid_join needs resid_in (rows that start inside the model)");
+    if (l <= L0 || l >= c.n_layers)
+      fail("run: resid_join at layer ", l, " is outside (", L0, ", ", c.n_layers, ")");
+    if (t.dim() != 3 || t.size(1) != P || t.size(2) != c.d_model)
+      fail("run: resid_join[", l, "] has shape ", shapeOf(t), ", expected [rows, ", P, ", ", c.d_model, "]");
+    joinedRows += t.size(0);
+  }
+  const bool joins = !req.resid_join.empty();
+  if (joins && req.attention_mask.defined()) fail("run: resid_join needs unpadded rows (no attention_mask)");
+  for (int64_t t : req.logit_tokens)
+    if (t < 0 || t >= c.vocab_size)
+      fail("run: logit_tokens holds ", t, ", out of range for the vocabulary of ", c.vocab_size, " tokens");
   const at::TensorOptions longOpts = at::TensorOptions().dtype(at::kLong).device(dev);
   at::Tensor real = at::ones({B, P}, longOpts);  // [batch, pos] 1 = real token, 0 = padding
   if (req.attention_mask.defined()) {
@@ -367,8 +387,14 @@ RunResult Transformer::run(const RunRequest& req) const {
   KVCache* kv = req.kv;
   const int64_t T0 = kv ? kv->length() : 0;  // cached positions
   const int64_t T = T0 + P;                  // key positions
+  // A read-only cache of batch 1 is shared by every row (attention reads it without per-row copies).
+  const bool sharedCache = T0 > 0 && req.kv_read_only && kv->mask.size(0) == 1;
   if (T0 > 0) {
-    if (kv->mask.size(0) != B) fail("run: the KV cache holds ", kv->mask.size(0), " rows, the tokens ", B);
+    if (kv->mask.size(0) != B && !sharedCache)
+      fail("run: the KV cache holds ", kv->mask.size(0), " rows, the input ", B,
+           " (only a read-only cache may hold one row for all)");
+    if (joins && (!sharedCache || !kv->mask.all().item<bool>()))
+      fail("run: resid_join needs a read-only cache of one row without padding");
     if (int(kv->k.size()) != c.n_layers || int(kv->v.size()) != c.n_layers)
       fail("run: the KV cache holds ", kv->k.size(), " layers, the model ", c.n_layers);
   }
@@ -386,7 +412,8 @@ RunResult Transformer::run(const RunRequest& req) const {
       fail("run: cannot capture ", s.name(), ": the run starts at layer ", L0);
   std::vector<ResolvedIntervention> resolved;
   for (size_t i = 0; i < req.interventions.size(); ++i)
-    resolved.push_back(resolveIntervention(req.interventions[i], i, c, RunExtent{B, T0, P}, home));
+    resolved.push_back(
+        resolveIntervention(req.interventions[i], i, c, RunExtent{B + joinedRows, T0, P}, home));
 
   RunResult out;
   out.hits.assign(req.interventions.size(), 0);
@@ -396,7 +423,8 @@ RunResult Transformer::run(const RunRequest& req) const {
   // positions as its unpadded prompt; with a cache they continue from each row's real-token count.
   at::Tensor positionIds = real.cumsum(1) - 1;  // [batch, pos]
   if (T0 > 0) positionIds = positionIds + kv->mask.to(at::kLong).sum(1, true);
-  positionIds = positionIds.clamp_min(0);  // padding: any valid id
+  positionIds = positionIds.clamp_min(0);                // padding: any valid id
+  if (joins) positionIds = positionIds.narrow(0, 0, 1);  // [1, pos]: unpadded rows share their positions
 
   // Causal + padding mask: query i (absolute T0 + i) sees key j iff j ≤ T0 + i and j is real. Sliding
   // layers also need j > T0 + i − window (HF counts absolute indices; left padding shifts no real distance).
@@ -408,7 +436,9 @@ RunResult Transformer::run(const RunRequest& req) const {
   {
     at::Tensor keyReal;  // [batch, 1, 1, k_pos] (padded runs only)
     if (padded) {
-      keyReal = (T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real).to(at::kBool).view({B, 1, 1, T});
+      keyReal = (T0 > 0 ? at::cat({kv->mask.to(at::kLong).expand({B, T0}), real}, 1) : real)
+                    .to(at::kBool)
+                    .view({B, 1, 1, T});
     }
     const at::Tensor causal = at::ones({P, T}, longOpts.dtype(at::kBool)).tril(T0);  // [pos, k_pos]
     auto blockedBy = [&](const at::Tensor& allowedPositions) {
@@ -461,6 +491,10 @@ RunResult Transformer::run(const RunRequest& req) const {
       if (angles.cos.defined()) angles = RopeAngles{angles.cos.to(ld), angles.sin.to(ld)};
       if (anglesLocal.cos.defined()) anglesLocal = RopeAngles{anglesLocal.cos.to(ld), anglesLocal.sin.to(ld)};
     }
+    if (const auto j = req.resid_join.find(l); j != req.resid_join.end()) {
+      x = at::cat({x, j->second.to(x.device(), at::kFloat)}, 0);  // [batch + joining rows, pos, d_model]
+      B = x.size(0);
+    }
     x = hook(residPre(l), x);  // [batch, pos, d_model]
 
     // ---- attention: projections, q/k norm, RoPE ----
@@ -491,7 +525,7 @@ RunResult Transformer::run(const RunRequest& req) const {
     // ---- KV cache: cached keys/values first, then this forward's ----
     at::Tensor keys = k.transpose(1, 2);    // [batch, kv_head, k_pos, d_head]
     at::Tensor values = v.transpose(1, 2);  // [batch, kv_head, k_pos, d_head]
-    if (T0 > 0) {
+    if (T0 > 0 && !sharedCache) {
       keys = at::cat({kv->k[l].to(dt), keys}, 2);
       values = at::cat({kv->v[l].to(dt), values}, 2);
     }
@@ -505,10 +539,24 @@ RunResult Transformer::run(const RunRequest& req) const {
     // scores nor the pattern are rounded back before z.
     const at::Tensor qGrouped =
         q.transpose(1, 2).reshape({B, KV, G * P, dh}).to(at::kFloat);  // [batch, kv_head, group·pos, d_head]
-    at::Tensor scores =
-        at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
-            .view({B, H, P, T}) *
-        scale;                                       // [batch, head, pos, k_pos] float32
+    at::Tensor scores;                                                 // [batch, head, pos, k_pos] float32
+    if (sharedCache) {
+      // Every row reads the same cached keys: one product of all rows' queries with them.
+      const at::Tensor kCached = kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
+      const at::Tensor qAll =
+          qGrouped.transpose(0, 1).reshape({KV, B * G * P, dh});  // [kv_head, rows, d_head]
+      const at::Tensor cached = at::matmul(qAll, kCached.transpose(-1, -2))
+                                    .view({KV, B, G * P, T0})
+                                    .transpose(0, 1);  // [batch, kv_head, group·pos, cached]
+      const at::Tensor fresh =
+          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·pos, pos]
+      scores = at::cat({cached, fresh}, -1).view({B, H, P, T}) * scale;
+    } else {
+      scores =
+          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
+              .view({B, H, P, T}) *
+          scale;
+    }
     scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
     const at::Tensor& mask = sliding && blockedLocal.defined() ? blockedLocal : blocked;
     if (mask.defined()) scores = scores.masked_fill(mask, lowest);
@@ -527,15 +575,27 @@ RunResult Transformer::run(const RunRequest& req) const {
         // The cache keeps the unmodified kv-head values; this forward attends to the modified ones.
         at::Tensor vHeads = vSite.transpose(1, 2);  // [batch, head, pos, d_head]
         if (T0 > 0)
-          vHeads =
-              at::cat({kv->v[l].to(dt).repeat_interleave(G, 1), vHeads}, 2);  // [batch, head, k_pos, d_head]
-        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);                  // [batch, head, pos, d_head]
+          vHeads = at::cat({kv->v[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), vHeads},
+                           2);                                // [batch, head, k_pos, d_head]
+        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);  // [batch, head, pos, d_head]
       }
     }
-    if (!z.defined())
+    if (!z.defined() && sharedCache) {
+      const at::Tensor p = probs.reshape({B, KV, G * P, T});  // [batch, kv_head, group·pos, k_pos]
+      const at::Tensor pCached =
+          p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * P, T0});  // [kv_head, rows, cached]
+      const at::Tensor vCached = kv->v[l].to(dt).to(at::kFloat)[0];          // [kv_head, cached, d_head]
+      const at::Tensor zCached = at::matmul(pCached, vCached)
+                                     .view({KV, B, G * P, dh})
+                                     .transpose(0, 1);  // [batch, kv_head, group·pos, d_head]
+      const at::Tensor zFresh =
+          at::matmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·pos, d_head]
+      z = (zCached + zFresh).reshape({B, H, P, dh}).to(dt);        // [batch, head, pos, d_head]
+    } else if (!z.defined()) {
       z = at::matmul(probs.reshape({B, KV, G * P, T}), values.to(at::kFloat))
               .view({B, H, P, dh})
-              .to(dt);                                           // [batch, head, pos, d_head]
+              .to(dt);  // [batch, head, pos, d_head]
+    }
     const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, pos, head, d_head]
 
     // ---- output projection (per-head results only on request) ----
@@ -572,7 +632,8 @@ RunResult Transformer::run(const RunRequest& req) const {
   if (x.device() != home) x = x.to(home);  // device map: the head lives elsewhere
   at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, pos, d_model]
   if (req.last_logits_only) normed = normed.narrow(1, P - 1, 1);                 // [batch, 1, d_model]
-  out.logits = unembed(normed);  // [batch, pos, vocab] float32, Gemma-2's final soft-cap applied
+  out.logits =
+      unembed(normed, req.logit_tokens);  // [batch, pos, vocab] float32, Gemma-2's final soft-cap applied
 
   for (const ResolvedIntervention& r : resolved)
     if (out.hits[r.index] == 0)

@@ -50,12 +50,22 @@ struct RunRequest {
   int start_layer = 0;
   at::Tensor resid_in;        // [batch, pos, d_model] or undefined (start from the tokens)
   bool kv_read_only = false;  // attend to the cached positions but leave the cache unchanged
+  // A read-only cache of batch 1 is shared by every row of a larger batch: each row attends to the same
+  // cached positions, which are never copied per row.
+  // Rows that join on the way (fast patching): resid_join[l] [rows, pos, d_model] is appended to the
+  // batch as it enters layer l (start_layer < l < n_layers), as the residual stream entering l. Batch
+  // rows of interventions and results count resid_in's rows first, then each join's in layer order.
+  // Needs resid_in and no attention_mask; a cache must be read-only, shared and without padding.
+  std::map<int, at::Tensor> resid_join;
+  // Only these vocabulary entries' logits (logits [batch, pos, n], in this order; e.g. a metric's target
+  // and distractor); empty = the whole vocabulary.
+  std::vector<int64_t> logit_tokens;
 };
 
 struct RunResult {
-  at::Tensor logits;          // [batch, pos, vocab] float32 (or [batch, 1, vocab])
-  ActivationCache cache;      // only the requested sites (not detached: gradients flow when enabled);
-                              // hook_resid_* and hook_pattern are float32, the others in the compute dtype
+  at::Tensor logits;      // [batch, pos, vocab] float32 (or [batch, 1, vocab]; vocab = logit_tokens' count)
+  ActivationCache cache;  // only the requested sites (not detached: gradients flow when enabled);
+                          // hook_resid_* and hook_pattern are float32, the others in the compute dtype
   std::vector<int64_t> hits;  // per intervention: vectors changed ((row, pos[, head]) triples)
 };
 
@@ -99,8 +109,9 @@ class Transformer {
   at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
   // The family's RMSNorm (also for q/k norms and post-norms).
   at::Tensor rms(const at::Tensor& x, const at::Tensor& w) const;
-  // Unembedding of final-normed activations [..., d_model] → float32 logits [..., vocab], soft-capped.
-  at::Tensor unembed(const at::Tensor& normed) const;
+  // Unembedding of final-normed activations [..., d_model] → float32 logits [..., vocab], soft-capped;
+  // with `tokens` (checked ids) only those entries: [..., n].
+  at::Tensor unembed(const at::Tensor& normed, const std::vector<int64_t>& tokens = {}) const;
 
   ModelConfig config_;
   ModelWeights weights_;
