@@ -16,8 +16,9 @@
 //    forward, last-position logits only) timed over --naive-heads heads spread over the layers and
 //    extrapolated to 144 heads, plus its clean and corrupt runs ("naive_extrapolated": true);
 //  - python: the same naive loop in plain PyTorch over the same heads, extrapolated alike;
-//  - attribution: hs::attributionPatching (one forward + one forward/backward), its Spearman ρ with
-//    the exact grid.
+//  - attribution: hs::attributionPatching (the batched clean and corrupt forward, then a forward and
+//    backward of the positions from the patched one on), its Spearman ρ with the exact grid, and its
+//    bar: one forward with gradients to every hook_z plus one backward through the whole model.
 // The values of the timed naive heads (ours and Python's) are compared with the fast grid.
 // Prints one JSON object.
 //
@@ -188,8 +189,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < runs; ++i)
       tFast.push_back(seconds([&] { fast = hs::patchingSweep(model, spec); }));
     const double fastS = median(tFast);
-    // Where the fast sweep's time goes: one plain forward (the sweep makes two: clean and corrupt) and
-    // the moments its per-layer progress reports arrive.
+    // Where the fast sweep's time goes: one plain forward (the sweep batches two: clean and corrupt) and
+    // the moments its progress reports arrive (one per batched forward of variants).
     const double oneForward = seconds([&] {
       at::NoGradGuard noGrad;
       hs::RunRequest r;
@@ -269,6 +270,26 @@ int main(int argc, char** argv) {
     for (int i = 0; i < runs; ++i)
       tAttrib.push_back(seconds([&] { attrib = hs::attributionPatching(model, spec); }));
     const double rho = hs::spearmanRho(fast, attrib);
+    // Its bar: one forward of the corrupt prompt with gradients to every layer's hook_z and one backward
+    // of the metric through the whole model.
+    std::vector<double> tForwardBackward;
+    for (int i = 0; i < runs; ++i)
+      tForwardBackward.push_back(seconds([&] {
+        hs::RunRequest r;
+        r.tokens = at::tensor(spec.corrupt, at::kLong).view({1, -1});  // [1, pos]
+        r.last_logits_only = true;
+        std::vector<at::Tensor> probes;
+        for (int l = 0; l < L; ++l) {
+          probes.push_back(at::zeros({1, H, c.d_head}).requires_grad_(true));  // [pos, head, d_head]
+          hs::Intervention iv;
+          iv.site = hs::attnZ(l);
+          iv.positions = {-1};
+          iv.op = hs::InterventionOp::Add;
+          iv.tensor = probes.back();
+          r.interventions.push_back(iv);
+        }
+        hs::patchMetric(model.run(r).logits.select(1, 0), spec)[0].backward();
+      }));
 
     report["model"] = {{"shape", "gpt2-small"}, {"layers", L},           {"heads", H},
                        {"d_model", c.d_model},  {"vocab", c.vocab_size}, {"weights", "normal(0, 0.02)"}};
@@ -287,6 +308,8 @@ int main(int argc, char** argv) {
     report["max_abs_diff_fast_vs_naive"] = naiveVsFast;
     report["max_abs_grid_value"] = fast.values.cwiseAbs().maxCoeff();
     report["attribution_s"] = median(tAttrib);
+    report["forward_backward_s"] = median(tForwardBackward);
+    report["ratio_attribution_vs_forward_backward"] = median(tAttrib) / median(tForwardBackward);
     report["attribution_spearman_vs_exact"] = rho;
 
     if (withPython) {

@@ -1,6 +1,10 @@
-// Attribution patching: one clean forward (z captured), one corrupt forward with a zero tensor that
-// requires grad added at every layer's hook_z (at the patched positions), one backward. The gradient
-// of the metric with respect to that zero tensor is ∂metric/∂z at the corrupt run.
+// Attribution patching: the clean and corrupt runs (one batched forward without gradients, as the fast
+// exact sweep's), then the corrupt run's positions from the first patched one on (p0..), again, with a
+// zero tensor that requires grad added at every layer's hook_z at the patched positions, and one backward.
+// The gradient of the metric with respect to that zero tensor is ∂metric/∂z at the corrupt run. A z at
+// positions ≥ p0 reaches the last position's logits only through positions ≥ p0 (causal attention), so the
+// positions before p0 enter as the corrupt run's cached keys and values, constants: the graph and the
+// backward are those of the fresh positions only (one position for a last-position sweep).
 #include "analysis/attribution.h"
 
 #include <ATen/ATen.h>
@@ -24,19 +28,26 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
 
   c10::InferenceMode notInference(false);  // the backward needs a recorded graph
   ctx.checkCancelled();
-  std::vector<at::Tensor> cleanZ;  // per layer [1, pos, head, d_head]
+  patching::BaseRuns base;
   {
     at::NoGradGuard noGrad;
-    cleanZ = patching::cleanHeadOutputs(model, p, spec);
+    base = patching::baseRuns(model, p, spec, ctx);
   }
-  ctx.report(1.0 / 3, "attribution: clean run");
+  const std::vector<at::Tensor>& cleanZ = base.cleanZ;  // per layer [1, pos, head, d_head]
+  ctx.report(1.0 / 3, "attribution: clean and corrupt runs");
   ctx.checkCancelled();
 
   c10::AutoGradMode withGrad(true);
   const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
+  const int64_t p0 = positions.front(), fresh = p.pos - p0;
   std::vector<at::Tensor> probes;  // per layer [n_pos, head, d_head] zeros; their grad is ∂metric/∂z
   RunRequest req;
-  req.tokens = p.corrupt;
+  req.resid_in = base.corrupt.residPre[0].narrow(1, p0, fresh);  // [1, fresh, d_model]
+  KVCache prefix = patching::prefixOf(base.corrupt.kv, p0);      // the positions before p0, constants
+  if (!prefix.empty()) {
+    req.kv = &prefix;
+    req.kv_read_only = true;
+  }
   req.last_logits_only = true;
   for (int l = 0; l < L; ++l) {
     probes.push_back(at::zeros({n, H, c.d_head}, opts).requires_grad_(true));
@@ -46,22 +57,20 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
     iv.op = InterventionOp::Add;
     iv.tensor = probes.back();  // broadcasts to the slice [1, n_pos, head, d_head]
     req.interventions.push_back(iv);
-    req.capture.insert(attnZ(l));
   }
   const RunResult r = model.run(req);
   const at::Tensor metric = patchMetric(r.logits.select(1, 0), spec)[0];  // [] float64
-  ctx.report(2.0 / 3, "attribution: corrupt run");
+  ctx.report(2.0 / 3, "attribution: corrupt run with gradients");
   ctx.checkCancelled();
   metric.backward();
-  const double corruptMetric = metric.item<double>();
+  const double corruptMetric = base.corrupt.metric;
 
   // contrib[l] = (z_patch − z_corrupt) · ∂metric/∂z per (position, head).
   std::vector<at::Tensor> contrib;  // per layer [n_pos, head] float64 on the CPU
   {
     at::NoGradGuard noGrad;
     for (int l = 0; l < L; ++l) {
-      const at::Tensor zCorrupt =
-          r.cache.at(attnZ(l)).detach()[0].index_select(0, idx);  // [n_pos, head, d_head]
+      const at::Tensor zCorrupt = base.corrupt.z[l][0].index_select(0, idx);  // [n_pos, head, d_head]
       const at::Tensor zPatch =
           patching::patchValues(model, spec, cleanZ, l, positions);  // [n_pos, head, d_head]
       const at::Tensor grad = probes[l].grad();                      // [n_pos, head, d_head]

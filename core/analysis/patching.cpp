@@ -13,6 +13,8 @@ namespace hs {
 
 namespace {
 
+using patching::BaseRuns;
+using patching::CorruptRun;
 using patching::Prepared;
 
 // Fast path: the most row-positions one batched forward holds. A last-position sweep of a 12 × 12 or a
@@ -39,85 +41,6 @@ Intervention headPatch(const PatchSweepSpec& spec, int layer, int head, const st
   return iv;
 }
 
-// The corrupt run every sweep compares against: its metric, and (fast path) the residual entering
-// every layer and the keys/values of every layer.
-struct CorruptRun {
-  double metric = 0;
-  std::vector<at::Tensor> residPre;  // per layer [1, pos, d_model]
-  KVCache kv;                        // [1, kv_head, pos, d_head] per layer
-};
-
-CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
-                      bool keepState) {
-  const int L = model.config().n_layers;
-  CorruptRun out;
-  RunRequest req;
-  req.tokens = p.corrupt;
-  req.last_logits_only = true;
-  if (keepState) {
-    for (int l = 0; l < L; ++l)
-      req.capture.insert(residPre(l));
-    req.kv = &out.kv;
-  }
-  const RunResult r = model.run(req);
-  out.metric = patchMetric(r.logits.select(1, 0), spec).item<double>();
-  if (keepState)
-    for (int l = 0; l < L; ++l)
-      out.residPre.push_back(r.cache.at(residPre(l)).detach());
-  return out;
-}
-
-// The fast path's clean and corrupt runs in one batched forward (row 0 clean, row 1 corrupt): the same
-// results as cleanHeadOutputs and corruptRun with its state, reading the weights once. (Running a shared
-// prefix of the two prompts once first costs more than it saves: a forward of few positions takes
-// nearly the weights' memory traffic of a full one.)
-struct BaseRuns {
-  std::vector<at::Tensor> cleanZ;  // per layer [1, pos, head, d_head] (FromClean only)
-  double cleanMetric = 0;
-  CorruptRun corrupt;
-};
-
-BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
-                  const AnalysisContext& ctx) {
-  BaseRuns out;
-  ctx.checkCancelled();
-  if (spec.mode != PatchMode::FromClean) {
-    out.corrupt = corruptRun(model, p, spec, true);
-    return out;
-  }
-  const int L = model.config().n_layers;
-  RunRequest both;
-  both.tokens = at::cat({p.clean, p.corrupt}, 0);  // [2, pos]
-  for (int l = 0; l < L; ++l) {
-    both.capture.insert(attnZ(l));
-    both.capture.insert(residPre(l));
-  }
-  both.kv = &out.corrupt.kv;
-  both.last_logits_only = true;
-  const RunResult r = model.run(both);
-  const at::Tensor metrics = patchMetric(r.logits.select(1, 0), spec).cpu();  // [2] float64
-  out.cleanMetric = metrics[0].item<double>();
-  out.corrupt.metric = metrics[1].item<double>();
-  for (int l = 0; l < L; ++l) {
-    out.cleanZ.push_back(r.cache.at(attnZ(l)).narrow(0, 0, 1).detach());  // [1, pos, head, d_head]
-    out.corrupt.residPre.push_back(r.cache.at(residPre(l)).narrow(0, 1, 1).detach());  // [1, pos, d_model]
-  }
-  out.corrupt.kv = out.corrupt.kv.sliceRows({1});  // [1, kv_head, pos, d_head] per layer
-  return out;
-}
-
-// The first `n` cached positions of a cache (views): what a patch at positions ≥ n cannot change.
-KVCache prefixOf(const KVCache& kv, int64_t n) {
-  KVCache out;
-  if (n == 0) return out;
-  for (const at::Tensor& t : kv.k)
-    out.k.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
-  for (const at::Tensor& t : kv.v)
-    out.v.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
-  out.mask = kv.mask.narrow(1, 0, n);    // [1, n]
-  return out;
-}
-
 // One sweep over every (layer, head) for one set of patched positions. `progress0`/`progressSpan`
 // place its per-layer progress inside a larger job (per-position mode).
 HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const Prepared& p,
@@ -134,7 +57,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
   // and restarts at the patched layer from the corrupt residual at positions p0...
   const int64_t p0 = positions.front();
   const int64_t fresh = p.pos - p0;  // positions each variant recomputes
-  const KVCache prefix = naive ? KVCache{} : prefixOf(corrupt.kv, p0);
+  const KVCache prefix = naive ? KVCache{} : patching::prefixOf(corrupt.kv, p0);
 
   if (naive) {
     for (int l = 0; l < L; ++l) {
@@ -217,9 +140,9 @@ std::vector<HeadGrid> sweep(const Transformer& model, const PatchSweepSpec& spec
   if (naive) {
     base.cleanZ = patching::cleanHeadOutputs(model, p, spec, &base.cleanMetric);  // [1, pos, head, d_head]
     ctx.checkCancelled();
-    base.corrupt = corruptRun(model, p, spec, false);
+    base.corrupt = patching::corruptRun(model, p, spec, false);
   } else {
-    base = baseRuns(model, p, spec, ctx);
+    base = patching::baseRuns(model, p, spec, ctx);
   }
   const std::vector<at::Tensor>& cleanZ = base.cleanZ;
   const CorruptRun& corrupt = base.corrupt;

@@ -142,6 +142,73 @@ std::vector<at::Tensor> cleanHeadOutputs(const Transformer& model, const Prepare
   return z;
 }
 
+CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                      bool keepState) {
+  const int L = model.config().n_layers;
+  CorruptRun out;
+  RunRequest req;
+  req.tokens = p.corrupt;
+  req.last_logits_only = true;
+  if (keepState) {
+    for (int l = 0; l < L; ++l) {
+      req.capture.insert(residPre(l));
+      req.capture.insert(attnZ(l));
+    }
+    req.kv = &out.kv;
+  }
+  const RunResult r = model.run(req);
+  out.metric = patchMetric(r.logits.select(1, 0), spec).item<double>();
+  if (keepState)
+    for (int l = 0; l < L; ++l) {
+      out.residPre.push_back(r.cache.at(residPre(l)).detach());
+      out.z.push_back(r.cache.at(attnZ(l)).detach());
+    }
+  return out;
+}
+
+BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                  const AnalysisContext& ctx) {
+  BaseRuns out;
+  ctx.checkCancelled();
+  if (spec.mode != PatchMode::FromClean) {
+    out.corrupt = corruptRun(model, p, spec, true);
+    return out;
+  }
+  const int L = model.config().n_layers;
+  // Identical prompts (a control) run once: both rows are then the same numbers, bit for bit.
+  const int64_t cr = at::equal(p.clean, p.corrupt) ? 0 : 1;  // the corrupt row
+  RunRequest both;
+  both.tokens = cr == 0 ? p.corrupt : at::cat({p.clean, p.corrupt}, 0);  // [1 or 2, pos]
+  for (int l = 0; l < L; ++l) {
+    both.capture.insert(attnZ(l));
+    both.capture.insert(residPre(l));
+  }
+  both.kv = &out.corrupt.kv;
+  both.last_logits_only = true;
+  const RunResult r = model.run(both);
+  const at::Tensor metrics = patchMetric(r.logits.select(1, 0), spec).cpu();  // [2] float64
+  out.cleanMetric = metrics[0].item<double>();
+  out.corrupt.metric = metrics[cr].item<double>();
+  for (int l = 0; l < L; ++l) {
+    out.cleanZ.push_back(r.cache.at(attnZ(l)).narrow(0, 0, 1).detach());  // [1, pos, head, d_head]
+    out.corrupt.residPre.push_back(r.cache.at(residPre(l)).narrow(0, cr, 1).detach());  // [1, pos, d_model]
+    out.corrupt.z.push_back(r.cache.at(attnZ(l)).narrow(0, cr, 1).detach());  // [1, pos, head, d_head]
+  }
+  out.corrupt.kv = out.corrupt.kv.sliceRows({cr});  // [1, kv_head, pos, d_head] per layer
+  return out;
+}
+
+KVCache prefixOf(const KVCache& kv, int64_t n) {
+  KVCache out;
+  if (n == 0) return out;
+  for (const at::Tensor& t : kv.k)
+    out.k.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
+  for (const at::Tensor& t : kv.v)
+    out.v.push_back(t.narrow(2, 0, n));  // [1, kv_head, n, d_head]
+  out.mask = kv.mask.narrow(1, 0, n);    // [1, n]
+  return out;
+}
+
 at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec,
                        const std::vector<at::Tensor>& cleanZ, int layer, const std::vector<int>& positions) {
   const ModelConfig& c = model.config();

@@ -27,6 +27,33 @@ Prepared prepare(const Transformer& model, const PatchSweepSpec& spec, const std
 std::vector<at::Tensor> cleanHeadOutputs(const Transformer& model, const Prepared& p,
                                          const PatchSweepSpec& spec, double* cleanMetric = nullptr);
 
+// The corrupt run every sweep compares against: its metric, and (with its state) the residual entering
+// every layer and the keys/values of every layer.
+struct CorruptRun {
+  double metric = 0;
+  std::vector<at::Tensor> residPre;  // per layer [1, pos, d_model]
+  std::vector<at::Tensor> z;         // per layer [1, pos, head, d_head]
+  KVCache kv;                        // [1, kv_head, pos, d_head] per layer
+};
+CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                      bool keepState);
+
+// The clean and corrupt runs of the fast paths (exact sweep, attribution) in one batched forward (row 0
+// clean, row 1 corrupt): the results of cleanHeadOutputs and of corruptRun with its state, reading the
+// weights once. (Running a shared prefix of the two prompts once first costs more than it saves: a
+// forward of few positions takes nearly the weights' memory traffic of a full one.) Checks ctx for
+// cancellation before it runs.
+struct BaseRuns {
+  std::vector<at::Tensor> cleanZ;  // per layer [1, pos, head, d_head] (FromClean only)
+  double cleanMetric = 0;
+  CorruptRun corrupt;
+};
+BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
+                  const AnalysisContext& ctx);
+
+// The first `n` cached positions of a cache (views): what a patch at positions ≥ n cannot change.
+KVCache prefixOf(const KVCache& kv, int64_t n);
+
 // What layer l's heads become at `positions`: [n_pos, head, d_head] (clean z, zeros or mean_z).
 at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec,
                        const std::vector<at::Tensor>& cleanZ, int layer, const std::vector<int>& positions);
