@@ -21,6 +21,9 @@ using patching::Prepared;
 // 16 × 32 model is one forward (each layer's weights read once, the largest matrix products); variants of
 // many positions get a layer or two per forward, which bounds the activations' memory.
 constexpr int64_t kRowPositions = 1024;
+// and at most this much float32 attention (scores, masked scores, pattern: 3 × heads × key positions × 4
+// bytes per row-position), which bounds a long prompt's forwards.
+constexpr int64_t kAttentionBytes = int64_t(256) << 20;
 
 // The intervention that patches head h of layer l at `positions` in batch row `row` (−1 = all rows);
 // `values` [n_pos, head, d_head] from patchValues.
@@ -82,8 +85,10 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
   // patches head h of layer m, and the rows of layer m join the batch as it enters m (resid_join), from
   // the corrupt residual at the fresh positions. Every row attends to the same cached keys/values of the
   // corrupt run before p0 (a shared read-only cache, not copied per row). A forward holds as many layers'
-  // rows as fit kRowPositions row-positions.
-  const int span = int(std::max<int64_t>(1, std::min<int64_t>(L, kRowPositions / (H * fresh))));
+  // rows as fit kRowPositions row-positions and kAttentionBytes of attention.
+  const int64_t rowPositions =
+      std::min(kRowPositions, kAttentionBytes / (int64_t(3) * H * p.pos * int64_t(sizeof(float))));
+  const int span = int(std::max<int64_t>(1, std::min<int64_t>(L, rowPositions / (H * fresh))));
   // The logit metrics read one or two vocabulary entries: only those are unembedded.
   std::vector<int64_t> logitTokens;
   PatchSweepSpec reduced = spec;  // the metric's spec on those columns
