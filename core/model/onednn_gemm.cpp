@@ -16,14 +16,14 @@ namespace hs {
 
 namespace {
 
-struct Cpu {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
+dnnl::engine& cpuEngine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);  // engines and primitives are thread-safe
+  return e;
+}
 
-Cpu& cpu() {
-  static Cpu c;  // thread-safe initialisation; the stream is in-order and every call waits for it
-  return c;
+dnnl::stream& cpuStream() {
+  thread_local dnnl::stream s(cpuEngine());  // streams are not: one per calling thread
+  return s;
 }
 
 }  // namespace
@@ -54,15 +54,16 @@ at::Tensor onednnLinearBf16ToFloat(const at::Tensor& x, const at::Tensor& w) {
   if (rows == 0 || out == 0) return y;
   // oneDNN's OpenMP runtime uses the calling thread's OpenMP thread count: the one ATen set.
   at::init_num_threads();
-  Cpu& c = cpu();
+  dnnl::engine& engine = cpuEngine();
+  dnnl::stream& stream = cpuStream();
   const memory::desc src({rows, in}, memory::data_type::bf16, memory::dims{in, 1});
   const memory::desc wei({in, out}, memory::data_type::bf16, memory::dims{1, w.stride(0)});  // wᵀ, a view
   const memory::desc dst({rows, out}, memory::data_type::f32, memory::dims{out, 1});
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), c.engine);  // oneDNN caches these
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), engine);  // oneDNN caches these
   const dnnl::matmul mm(pd);
-  memory ms(src, c.engine, xc.data_ptr()), mw(wei, c.engine, w.data_ptr()), md(dst, c.engine, y.data_ptr());
-  mm.execute(c.stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
-  c.stream.wait();
+  memory ms(src, engine, xc.data_ptr()), mw(wei, engine, w.data_ptr()), md(dst, engine, y.data_ptr());
+  mm.execute(stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
+  stream.wait();
   return y;
 }
 

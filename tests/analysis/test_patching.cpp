@@ -209,14 +209,18 @@ class TestPatching : public QObject {
     }
     prefix.mask = kv.mask.narrow(1, 0, 5);  // [1, 5]
     // Rows: two start at layer 0, one joins at layer 1 and two at layer 2, each from the full run's
-    // residual at positions 5..; row 3 (joins at layer 2) gets its layer-2 z zeroed for head 1.
-    auto residAt = [&](int l, int rows) {
-      return ref.cache.at(hs::residPre(l)).narrow(1, 5, P - 5).expand({rows, P - 5, d});
+    // residual at positions 5.. plus noise of its own (so every row computes something else); row 3 (joins
+    // at layer 2) also gets its layer-2 z zeroed for head 1. Row r: (layer, noise seed).
+    const std::vector<std::pair<int, int>> rows = {{0, 0}, {0, 1}, {1, 2}, {2, 3}, {2, 4}};
+    auto inputOf = [&](int row) {  // [1, pos − 5, d_model]
+      at::manual_seed(100 + rows[row].second);
+      const at::Tensor resid = ref.cache.at(hs::residPre(rows[row].first)).narrow(1, 5, P - 5);
+      return row == 0 ? resid : resid + 0.3 * resid.std().item<double>() * at::randn(resid.sizes());
     };
     hs::RunRequest req;
-    req.resid_in = residAt(0, 2);
-    req.resid_join[1] = residAt(1, 1);
-    req.resid_join[2] = residAt(2, 2);
+    req.resid_in = at::cat({inputOf(0), inputOf(1)}, 0);
+    req.resid_join[1] = inputOf(2);
+    req.resid_join[2] = at::cat({inputOf(3), inputOf(4)}, 0);
     req.kv = &prefix;
     req.kv_read_only = true;
     hs::Intervention zero;
@@ -228,26 +232,30 @@ class TestPatching : public QObject {
     req.logit_tokens = {7, 3, 7};
     const hs::RunResult r = m.run(req);
     QCOMPARE(r.logits.sizes(), at::IntArrayRef({5, P - 5, 3}));
-    const at::Tensor want =
-        ref.logits[0]
-            .narrow(0, 5, P - 5)
-            .index_select(1, at::tensor(std::vector<int64_t>{7, 3, 7}, at::kLong));  // [pos - 5, 3]
-    for (int row : {0, 1, 2, 4})
-      QVERIFY2(hs::test::maxAbsDiff(r.logits[row], want) <= 1e-5, qPrintable(QString("row %1").arg(row)));
-    // Row 3 is the run of its own from layer 2 with that head zeroed.
-    hs::KVCache own = prefix;
-    hs::RunRequest alone;
-    alone.start_layer = 2;
-    alone.resid_in = residAt(2, 1);
-    alone.kv = &own;
-    alone.kv_read_only = true;
-    zero.rows = {0};
-    alone.interventions = {zero};
-    const at::Tensor single = m.run(alone).logits[0];  // [pos - 5, vocab]
-    QVERIFY(hs::test::maxAbsDiff(r.logits[3], single.index_select(1, at::tensor(std::vector<int64_t>{7, 3, 7},
-                                                                                at::kLong))) <= 1e-5);
-    QVERIFY(hs::test::maxAbsDiff(r.logits[3], want) > 1e-3);  // the patch mattered
-    QCOMPARE(prefix.length(), 5);                             // read only: unchanged
+    const at::Tensor chosen = at::tensor(std::vector<int64_t>{7, 3, 7}, at::kLong);
+    // Row 0 is the full run's continuation.
+    QVERIFY(hs::test::maxAbsDiff(r.logits[0], ref.logits[0].narrow(0, 5, P - 5).index_select(1, chosen)) <=
+            1e-5);
+    // Every row is the run of its own from its layer, attending to the same cached positions.
+    for (int row = 0; row < int(rows.size()); ++row) {
+      hs::KVCache own = prefix;
+      hs::RunRequest alone;
+      alone.start_layer = rows[row].first;
+      alone.resid_in = inputOf(row);
+      alone.kv = &own;
+      alone.kv_read_only = true;
+      if (row == 3) {
+        hs::Intervention z0 = zero;
+        z0.rows = {0};
+        alone.interventions = {z0};
+      }
+      const at::Tensor single = m.run(alone).logits[0].index_select(1, chosen);  // [pos − 5, 3]
+      QVERIFY2(hs::test::maxAbsDiff(r.logits[row], single) <= 1e-5, qPrintable(QString("row %1").arg(row)));
+      if (row > 0)  // not a vacuous comparison: the rows differ
+        QVERIFY2(hs::test::maxAbsDiff(r.logits[row], r.logits[row - 1]) > 1e-3,
+                 qPrintable(QString("row %1").arg(row)));
+    }
+    QCOMPARE(prefix.length(), 5);  // read only: unchanged
 
     auto expectError = [&](hs::RunRequest bad, const char* needle) {
       try {
@@ -259,7 +267,7 @@ class TestPatching : public QObject {
     };
     hs::RunRequest outside = req;
     outside.resid_join.clear();
-    outside.resid_join[0] = residAt(0, 1);
+    outside.resid_join[0] = inputOf(0);
     expectError(outside, "resid_join at layer 0 is outside");
     hs::RunRequest shape = req;
     shape.resid_join[1] = at::zeros({1, P - 4, d});
