@@ -16,7 +16,7 @@ at::Tensor emptyOnHugePages(at::IntArrayRef sizes, at::ScalarType dtype) {
   int64_t n = 1;
   for (int64_t s : sizes)
     n *= s;
-  const size_t bytes = size_t(n) * at::elementSize(dtype);
+  const size_t bytes = size_t(n) * c10::elementSize(dtype);
   constexpr size_t kThreshold = size_t(32) << 20;  // below: glibc's heap reuses the memory without new faults
   if (bytes >= kThreshold) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
