@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <functional>
 
 #include "../engine/engine_fixtures.h"
 #include "analysis/attribution.h"
@@ -30,6 +31,16 @@ double gridDiff(const hs::HeadGrid& a, const hs::HeadGrid& b) {
 }
 double gridMax(const hs::HeadGrid& g) {
   return g.values.cwiseAbs().maxCoeff();
+}
+
+// `call` must throw hs::Error with `needle` in its message.
+void expectErrorMentioning(const std::function<void()>& call, const char* needle) {
+  try {
+    call();
+    QFAIL(qPrintable(QString("expected an error mentioning \"%1\"").arg(needle)));
+  } catch (const hs::Error& e) {
+    QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
+  }
 }
 
 std::vector<int64_t> toIds(const std::vector<int>& v) {
@@ -258,12 +269,7 @@ class TestPatching : public QObject {
     QCOMPARE(prefix.length(), 5);  // read only: unchanged
 
     auto expectError = [&](hs::RunRequest bad, const char* needle) {
-      try {
-        m.run(bad);
-        QFAIL(qPrintable(QString("expected an error mentioning \"%1\"").arg(needle)));
-      } catch (const hs::Error& e) {
-        QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
-      }
+      expectErrorMentioning([&] { m.run(bad); }, needle);
     };
     hs::RunRequest outside = req;
     outside.resid_join.clear();
@@ -287,12 +293,7 @@ class TestPatching : public QObject {
     const hs::Transformer m = hs::test::tinyLlama();
     const at::Tensor resid = at::zeros({1, 4, m.config().d_model});  // [1, pos, d_model]
     auto expectError = [&](hs::RunRequest req, const char* needle) {
-      try {
-        m.run(req);
-        QFAIL(qPrintable(QString("expected an error mentioning \"%1\"").arg(needle)));
-      } catch (const hs::Error& e) {
-        QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
-      }
+      expectErrorMentioning([&] { m.run(req); }, needle);
     };
     hs::RunRequest noResid;
     noResid.tokens = hs::test::row({1, 2, 3, 4});
@@ -455,12 +456,7 @@ class TestPatching : public QObject {
   void specErrors() {
     const hs::Transformer m = hs::test::tinyLlama();
     auto expectError = [&](const hs::PatchSweepSpec& s, const char* needle) {
-      try {
-        hs::patchingSweep(m, s);
-        QFAIL(qPrintable(QString("expected an error mentioning \"%1\"").arg(needle)));
-      } catch (const hs::Error& e) {
-        QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
-      }
+      expectErrorMentioning([&] { hs::patchingSweep(m, s); }, needle);
     };
     hs::PatchSweepSpec s = tinySpec(hs::PatchMode::FromClean, hs::PatchMetric::TargetProb);
     s.clean.pop_back();

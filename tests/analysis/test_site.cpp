@@ -66,6 +66,16 @@ double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
 }
 
 // The token ids of the first n zero-shot queries of `spec`'s train split.
+// The toy model's 10-shot antonym prompts SITE's training tests use (seed 2).
+hs::TaskSpec toyAntonymSpec(int nPrompts) {
+  hs::TaskSpec spec;
+  spec.dataset = "toy:antonym_a";
+  spec.shots = 10;
+  spec.n_prompts = nPrompts;
+  spec.seed = 2;
+  return spec;
+}
+
 std::set<std::vector<int64_t>> trainQueries(const hs::Tokenizer& tok, hs::TaskSpec spec, int n) {
   spec.split = "train";
   spec.shots = 0;
@@ -216,11 +226,7 @@ class TestSite : public QObject {
 
   void siteRaisesZeroShotAccuracyOnToy() {
     const hs::Transformer& m = *toy_.model;
-    hs::TaskSpec spec;
-    spec.dataset = "toy:antonym_a";
-    spec.shots = 10;
-    spec.n_prompts = 30;
-    spec.seed = 2;
+    const hs::TaskSpec spec = toyAntonymSpec(30);
     hs::SiteOptions opt;
     opt.n_embed = 20;
     opt.steps = 150;  // n_train 0: every step draws from the whole train split
@@ -283,11 +289,7 @@ class TestSite : public QObject {
       repeats += std::set<int>(tr.drawn.begin() + long(b), tr.drawn.begin() + long(b) + 4).size() < 4;
     QVERIFY2(repeats > 0, "every block of 4 draws is a permutation of the 4 examples: cycled, not resampled");
 
-    hs::TaskSpec spec;
-    spec.dataset = "toy:antonym_a";
-    spec.shots = 10;
-    spec.n_prompts = 4;
-    spec.seed = 2;
+    const hs::TaskSpec spec = toyAntonymSpec(4);
     hs::SiteOptions o;
     o.n_embed = 4;
     o.steps = 40;
