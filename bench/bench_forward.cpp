@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
               {"vocab", c.vocab_size},
               {"tokens", nTokens},
               {"threads", threads},
+              {"blas_core", hs::blasCore()},
               {"runs", runs},
               {"ours_median_s", ours},
               {"ours_copied_weights_median_s", oursCopied},

@@ -295,6 +295,7 @@ int main(int argc, char** argv) {
                        {"d_model", c.d_model},  {"vocab", c.vocab_size}, {"weights", "normal(0, 0.02)"}};
     report["tokens"] = nTokens;
     report["threads"] = threads;
+    report["blas_core"] = hs::blasCore();  // OpenBLAS's kernels, as OPENBLAS_CORETYPE or the CPU chose
     report["metric"] = "logit_diff";
     report["fast_s"] = fastS;
     report["fast_runs"] = tFast;

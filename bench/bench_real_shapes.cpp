@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
                        {"weights", "random bf16, HF layout"}};
     report["tokens"] = tokens;
     report["threads"] = threads;
+    report["blas_core"] = hs::blasCore();  // OpenBLAS's kernels, as OPENBLAS_CORETYPE or the CPU chose
     const std::vector<std::string> dtypes = shape == "llama-3.2-1b"
                                                 ? std::vector<std::string>{"bfloat16", "float32"}
                                                 : std::vector<std::string>{"bfloat16"};

@@ -108,6 +108,7 @@ void addInfoCommand(CLI::App& app) {
         {"stored_bytes", probe.stored_bytes},
         {"device", devices.describe()},
         {"blas_threads", blasThreading()},
+        {"blas_core", blasCore()},
         {"memory", memory},
         {"rope", ropeName(c.rope_layout)},
         {"rope_theta", c.rope_theta},

@@ -35,6 +35,12 @@ ThreadPolicy applyThreadPolicy() {
   return p;
 }
 
+std::string blasCore() {
+  using GetName = char* (*)();
+  const auto get = reinterpret_cast<GetName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return get ? std::string(get()) : std::string();
+}
+
 const char* blasThreading() {
   using GetParallel = int (*)();
   const auto get = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));

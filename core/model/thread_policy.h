@@ -8,6 +8,8 @@
 // On a machine whose cores are also busy with other work, fewer threads are faster: OpenMP's barriers wait
 // for the thread the kernel descheduled. HEADSCOPE_THREADS=1 is the setting for a shared 2-core machine, and
 // the test suites run on one thread (docs/performance.md has the measurements).
+#include <string>
+
 namespace hs {
 
 struct ThreadPolicy {
@@ -22,6 +24,10 @@ ThreadPolicy applyThreadPolicy();
 // How the loaded OpenBLAS runs its threads: "openmp" (one pool with libtorch's: what our programs load,
 // CMakeLists.txt), "pthreads" (a second pool), "sequential", or "" when the BLAS is not OpenBLAS.
 const char* blasThreading();
+
+// Which OpenBLAS kernels run float32 products (OpenBLAS's choice for the CPU, or OPENBLAS_CORETYPE's), e.g.
+// "Cooperlake" or "Haswell"; "" when the BLAS is not OpenBLAS. Benchmarks report it with their figures.
+std::string blasCore();
 
 // The CPUs this process may run on (at least 1).
 int availableCpus();
