@@ -23,8 +23,10 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
   const patching::Prepared p = patching::prepare(model, spec, "attributionPatching");
   const std::vector<int>& positions = p.positions;  // every patched position
   const int64_t n = int64_t(positions.size());
-  const at::Tensor idx = at::tensor(std::vector<int64_t>(positions.begin(), positions.end()), at::kLong)
-                             .to(model.device());  // [n_pos]
+  std::vector<int64_t> rows;  // the patched positions in the stored state, which starts at p.first
+  for (int q : positions)
+    rows.push_back(q - p.first);
+  const at::Tensor idx = at::tensor(rows, at::kLong).to(model.device());  // [n_pos]
 
   c10::InferenceMode notInference(false);  // the backward needs a recorded graph
   ctx.checkCancelled();
@@ -33,7 +35,7 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
     at::NoGradGuard noGrad;
     base = patching::baseRuns(model, p, spec, ctx);
   }
-  const std::vector<at::Tensor>& cleanZ = base.cleanZ;  // per layer [1, pos, head, d_head]
+  const std::vector<at::Tensor>& cleanZ = base.cleanZ;  // per layer [1, pos − first, head, d_head]
   ctx.report(1.0 / 3, "attribution: clean and corrupt runs");
   ctx.checkCancelled();
 
@@ -42,8 +44,8 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
   const int64_t p0 = positions.front(), fresh = p.pos - p0;
   std::vector<at::Tensor> probes;  // per layer [n_pos, head, d_head] zeros; their grad is ∂metric/∂z
   RunRequest req;
-  req.resid_in = base.corrupt.residPre[0].narrow(1, p0, fresh);  // [1, fresh, d_model]
-  KVCache prefix = patching::prefixOf(base.corrupt.kv, p0);      // the positions before p0, constants
+  req.resid_in = base.corrupt.residPre[0];                   // [1, fresh, d_model] (p0 = first)
+  KVCache prefix = patching::prefixOf(base.corrupt.kv, p0);  // the positions before p0, constants
   if (!prefix.empty()) {
     req.kv = &prefix;
     req.kv_read_only = true;
@@ -72,8 +74,8 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
     for (int l = 0; l < L; ++l) {
       const at::Tensor zCorrupt = base.corrupt.z[l][0].index_select(0, idx);  // [n_pos, head, d_head]
       const at::Tensor zPatch =
-          patching::patchValues(model, spec, cleanZ, l, positions);  // [n_pos, head, d_head]
-      const at::Tensor grad = probes[l].grad();                      // [n_pos, head, d_head]
+          patching::patchValues(model, spec, p, cleanZ, l, positions);  // [n_pos, head, d_head]
+      const at::Tensor grad = probes[l].grad();                         // [n_pos, head, d_head]
       if (!grad.defined()) fail("attributionPatching: no gradient reached hook_z of layer ", l);
       contrib.push_back(
           ((zPatch - zCorrupt).to(at::kDouble) * grad.to(at::kDouble)).sum(-1).cpu());  // [n_pos, head]

@@ -65,7 +65,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
   if (naive) {
     for (int l = 0; l < L; ++l) {
       const at::Tensor values =
-          patching::patchValues(model, spec, cleanZ, l, positions);  // [n_pos, head, d_head]
+          patching::patchValues(model, spec, p, cleanZ, l, positions);  // [n_pos, head, d_head]
       for (int h = 0; h < H; ++h) {
         ctx.checkCancelled();
         RunRequest req;
@@ -104,7 +104,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
     ctx.checkCancelled();
     const int l1 = std::min(L, l0 + span);
     auto variantsOf = [&](int m) {  // [heads, fresh, d_model]: the corrupt residual entering layer m
-      return corrupt.residPre[m].narrow(1, p0, fresh).expand({H, fresh, c.d_model});
+      return corrupt.residPre[m].narrow(1, p0 - p.first, fresh).expand({H, fresh, c.d_model});
     };
     RunRequest req;
     req.start_layer = l0;
@@ -120,7 +120,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
     req.logit_tokens = logitTokens;
     for (int m = l0; m < l1; ++m) {
       const at::Tensor values =
-          patching::patchValues(model, spec, cleanZ, m, positions);  // [n_pos, head, d_head]
+          patching::patchValues(model, spec, p, cleanZ, m, positions);  // [n_pos, head, d_head]
       for (int h = 0; h < H; ++h)
         req.interventions.push_back(headPatch(spec, m, h, positions, values, (m - l0) * H + h));
     }
@@ -143,7 +143,8 @@ std::vector<HeadGrid> sweep(const Transformer& model, const PatchSweepSpec& spec
   // The naive oracle runs clean and corrupt prompts on their own; the fast path batches them.
   BaseRuns base;
   if (naive) {
-    base.cleanZ = patching::cleanHeadOutputs(model, p, spec, &base.cleanMetric);  // [1, pos, head, d_head]
+    base.cleanZ =
+        patching::cleanHeadOutputs(model, p, spec, &base.cleanMetric);  // [1, pos − first, head, d_head]
     ctx.checkCancelled();
     base.corrupt = patching::corruptRun(model, p, spec, false);
   } else {

@@ -62,6 +62,13 @@ namespace patching {
 
 namespace {
 
+// The last pos − first positions of a capture [rows, positions, ...] (which holds all positions, or, in
+// the last layer of a last_layer_from run, those only).
+at::Tensor fromFirst(const at::Tensor& t, const Prepared& p) {
+  const int64_t n = p.pos - p.first;
+  return t.narrow(1, t.size(1) - n, n);
+}
+
 at::Tensor tokenRow(const std::vector<int64_t>& ids, const at::Device& device) {
   return at::tensor(ids, at::TensorOptions().dtype(at::kLong)).view({1, -1}).to(device);  // [1, pos]
 }
@@ -122,6 +129,7 @@ Prepared prepare(const Transformer& model, const PatchSweepSpec& spec, const std
     if (!chosen.insert(int(a)).second) fail(who, ": position ", q, " is listed twice");
   }
   p.positions.assign(chosen.begin(), chosen.end());
+  p.first = p.positions.front();
   return p;
 }
 
@@ -138,7 +146,7 @@ std::vector<at::Tensor> cleanHeadOutputs(const Transformer& model, const Prepare
   RunResult r = model.run(req);
   if (cleanMetric) *cleanMetric = patchMetric(r.logits.select(1, 0).detach(), spec).item<double>();
   for (int l = 0; l < L; ++l)
-    z.push_back(r.cache.at(attnZ(l)).detach());  // [1, pos, head, d_head]
+    z.push_back(fromFirst(r.cache.at(attnZ(l)), p).detach());  // [1, pos − first, head, d_head]
   return z;
 }
 
@@ -155,13 +163,14 @@ CorruptRun corruptRun(const Transformer& model, const Prepared& p, const PatchSw
       req.capture.insert(attnZ(l));
     }
     req.kv = &out.kv;
+    req.last_layer_from = p.first;
   }
   const RunResult r = model.run(req);
   out.metric = patchMetric(r.logits.select(1, 0), spec).item<double>();
   if (keepState)
     for (int l = 0; l < L; ++l) {
-      out.residPre.push_back(r.cache.at(residPre(l)).detach());
-      out.z.push_back(r.cache.at(attnZ(l)).detach());
+      out.residPre.push_back(fromFirst(r.cache.at(residPre(l)), p).detach());  // [1, pos − first, d_model]
+      out.z.push_back(fromFirst(r.cache.at(attnZ(l)), p).detach());  // [1, pos − first, head, d_head]
     }
   return out;
 }
@@ -185,14 +194,17 @@ BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepS
   }
   both.kv = &out.corrupt.kv;
   both.last_logits_only = true;
+  both.last_layer_from = p.first;
   const RunResult r = model.run(both);
   const at::Tensor metrics = patchMetric(r.logits.select(1, 0), spec).cpu();  // [2] float64
   out.cleanMetric = metrics[0].item<double>();
   out.corrupt.metric = metrics[cr].item<double>();
   for (int l = 0; l < L; ++l) {
-    out.cleanZ.push_back(r.cache.at(attnZ(l)).narrow(0, 0, 1).detach());  // [1, pos, head, d_head]
-    out.corrupt.residPre.push_back(r.cache.at(residPre(l)).narrow(0, cr, 1).detach());  // [1, pos, d_model]
-    out.corrupt.z.push_back(r.cache.at(attnZ(l)).narrow(0, cr, 1).detach());  // [1, pos, head, d_head]
+    const at::Tensor z = fromFirst(r.cache.at(attnZ(l)), p);  // [1 or 2, pos − first, head, d_head]
+    out.cleanZ.push_back(z.narrow(0, 0, 1).detach());
+    out.corrupt.z.push_back(z.narrow(0, cr, 1).detach());
+    out.corrupt.residPre.push_back(
+        fromFirst(r.cache.at(residPre(l)), p).narrow(0, cr, 1).detach());  // [1, pos − first, d_model]
   }
   out.corrupt.kv = out.corrupt.kv.sliceRows({cr});  // [1, kv_head, pos, d_head] per layer
   return out;
@@ -209,16 +221,18 @@ KVCache prefixOf(const KVCache& kv, int64_t n) {
   return out;
 }
 
-at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec,
+at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec, const Prepared& p,
                        const std::vector<at::Tensor>& cleanZ, int layer, const std::vector<int>& positions) {
   const ModelConfig& c = model.config();
   const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
   const int64_t n = int64_t(positions.size());
   switch (spec.mode) {
     case PatchMode::FromClean: {
-      const at::Tensor idx =
-          at::tensor(std::vector<int64_t>(positions.begin(), positions.end()), at::kLong).to(model.device());
-      return cleanZ.at(layer)[0].index_select(0, idx);  // [n_pos, head, d_head]
+      std::vector<int64_t> rows;  // positions in cleanZ, which starts at p.first
+      for (int q : positions)
+        rows.push_back(q - p.first);
+      const at::Tensor idx = at::tensor(rows, at::kLong).to(model.device());  // [n_pos]
+      return cleanZ.at(layer)[0].index_select(0, idx);                        // [n_pos, head, d_head]
     }
     case PatchMode::Zero:
       return at::zeros({n, c.n_heads, c.d_head}, opts);  // [n_pos, head, d_head]

@@ -1,6 +1,7 @@
 // THE forward. One readable pass in data-flow order; every tensor carries its shape comment.
-// Dimension vocabulary: batch, pos (this forward's positions), k_pos (cached + new key positions),
-// head (query heads), kv_head, group (= head / kv_head), d_head, d_model, d_mlp, vocab.
+// Dimension vocabulary: batch, pos (this forward's positions), q_pos (query positions: pos, except in the
+// last layer of a run with last_layer_from), k_pos (cached + new key positions), head (query heads),
+// kv_head, group (= head / kv_head), d_head, d_model, d_mlp, vocab.
 #include "model/transformer.h"
 
 #include <ATen/ATen.h>
@@ -374,6 +375,9 @@ RunResult Transformer::run(const RunRequest& req) const {
   for (int64_t t : req.logit_tokens)
     if (t < 0 || t >= c.vocab_size)
       fail("run: logit_tokens holds ", t, ", out of range for the vocabulary of ", c.vocab_size, " tokens");
+  const int64_t tailFrom = req.last_layer_from;
+  if (tailFrom < 0 || tailFrom >= P) fail("run: last_layer_from ", tailFrom, " is outside [0, ", P, ")");
+  if (tailFrom > 0 && !req.interventions.empty()) fail("run: last_layer_from takes no interventions");
   const at::TensorOptions longOpts = at::TensorOptions().dtype(at::kLong).device(dev);
   at::Tensor real = at::ones({B, P}, longOpts);  // [batch, pos] 1 = real token, 0 = padding
   if (req.attention_mask.defined()) {
@@ -497,18 +501,21 @@ RunResult Transformer::run(const RunRequest& req) const {
     }
     x = hook(residPre(l), x);  // [batch, pos, d_model]
 
+    // Query positions: from last_layer_from on in the last layer, else all.
+    const int64_t q0 = l == c.n_layers - 1 ? tailFrom : 0, Pq = P - q0;
+
     // ---- attention: projections, q/k norm, RoPE ----
     const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
     const at::Tensor attnIn =
         preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(dt);  // [batch, pos, d_model]
-    at::Tensor q = at::linear(attnIn, lw.wq, lw.bq);                    // [batch, pos, head·d_head]
+    at::Tensor q = at::linear(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);  // [batch, q_pos, head·d_head]
     at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                    // [batch, pos, kv_head·d_head]
     at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                    // [batch, pos, kv_head·d_head]
     if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
       q = rms(q, lw.q_norm_w);
       k = rms(k, lw.k_norm_w);
     }
-    q = q.view({B, P, H, dh});           // [batch, pos, head, d_head]
+    q = q.view({B, Pq, H, dh});          // [batch, q_pos, head, d_head]
     k = k.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
     v = v.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
     if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
@@ -518,8 +525,9 @@ RunResult Transformer::run(const RunRequest& req) const {
     if (c.rope_layout != RopeLayout::None) {
       const RopeAngles& a =
           sliding && anglesLocal.cos.defined() ? anglesLocal : angles;  // Gemma-3 local base
-      q = applyRope(q, a, c.rope_layout, c.rotary_dim);                 // [batch, pos, head, d_head]
-      k = applyRope(k, a, c.rope_layout, c.rotary_dim);                 // [batch, pos, kv_head, d_head]
+      const RopeAngles aq = q0 > 0 ? RopeAngles{a.cos.narrow(1, q0, Pq), a.sin.narrow(1, q0, Pq)} : a;
+      q = applyRope(q, aq, c.rope_layout, c.rotary_dim);  // [batch, q_pos, head, d_head]
+      k = applyRope(k, a, c.rope_layout, c.rotary_dim);   // [batch, pos, kv_head, d_head]
     }
 
     // ---- KV cache: cached keys/values first, then this forward's ----
@@ -537,36 +545,38 @@ RunResult Transformer::run(const RunRequest& req) const {
     // ---- scores and pattern (GQA: query head h reads kv head h / group, no copies of k/v) ----
     // In float32 whatever the compute dtype: bf16/f16 q·k products are exact in float32, and neither the
     // scores nor the pattern are rounded back before z.
-    const at::Tensor qGrouped =
-        q.transpose(1, 2).reshape({B, KV, G * P, dh}).to(at::kFloat);  // [batch, kv_head, group·pos, d_head]
-    at::Tensor scores;                                                 // [batch, head, pos, k_pos] float32
+    const at::Tensor qGrouped = q.transpose(1, 2)
+                                    .reshape({B, KV, G * Pq, dh})
+                                    .to(at::kFloat);  // [batch, kv_head, group·q_pos, d_head]
+    at::Tensor scores;                                // [batch, head, q_pos, k_pos] float32
     if (sharedCache) {
       // Every row reads the same cached keys: one product of all rows' queries with them.
       const at::Tensor kCached = kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
       const at::Tensor qAll =
-          qGrouped.transpose(0, 1).reshape({KV, B * G * P, dh});  // [kv_head, rows, d_head]
+          qGrouped.transpose(0, 1).reshape({KV, B * G * Pq, dh});  // [kv_head, rows, d_head]
       const at::Tensor cached = at::matmul(qAll, kCached.transpose(-1, -2))
-                                    .view({KV, B, G * P, T0})
-                                    .transpose(0, 1);  // [batch, kv_head, group·pos, cached]
+                                    .view({KV, B, G * Pq, T0})
+                                    .transpose(0, 1);  // [batch, kv_head, group·q_pos, cached]
       const at::Tensor fresh =
-          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·pos, pos]
-      scores = at::cat({cached, fresh}, -1).view({B, H, P, T}) * scale;
+          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·q_pos, pos]
+      scores = at::cat({cached, fresh}, -1).view({B, H, Pq, T}) * scale;
     } else {
       scores =
-          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·pos, k_pos]
-              .view({B, H, P, T}) *
+          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·q_pos, k_pos]
+              .view({B, H, Pq, T}) *
           scale;
     }
     scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
-    const at::Tensor& mask = sliding && blockedLocal.defined() ? blockedLocal : blocked;
-    if (mask.defined()) scores = scores.masked_fill(mask, lowest);
-    at::Tensor pattern = at::softmax(scores, -1);            // [batch, head, pos, k_pos] float32
-    if (queryReal.defined()) pattern = pattern * queryReal;  // padded queries: all zero
-    pattern = hook(attnPattern(l), pattern);                 // [batch, head, pos, k_pos]
-    const at::Tensor probs = pattern.to(at::kFloat);         // [batch, head, pos, k_pos]
+    at::Tensor mask =
+        sliding && blockedLocal.defined() ? blockedLocal : blocked;  // [batch or 1, 1, pos, k_pos]
+    if (mask.defined()) scores = scores.masked_fill(mask.narrow(2, q0, Pq), lowest);
+    at::Tensor pattern = at::softmax(scores, -1);  // [batch, head, q_pos, k_pos] float32
+    if (queryReal.defined()) pattern = pattern * queryReal.narrow(2, q0, Pq);  // padded queries: all zero
+    pattern = hook(attnPattern(l), pattern);                                   // [batch, head, q_pos, k_pos]
+    const at::Tensor probs = pattern.to(at::kFloat);                           // [batch, head, q_pos, k_pos]
 
     // ---- z = pattern · v (float32, then the compute dtype) ----
-    at::Tensor z;  // [batch, head, pos, d_head]
+    at::Tensor z;  // [batch, head, q_pos, d_head]
     if (hook.active(attnV(l))) {
       // hook_v is per query head: expand kv heads for this forward's positions.
       at::Tensor vSite = v.repeat_interleave(G, 2);  // [batch, pos, head, d_head]
@@ -577,61 +587,62 @@ RunResult Transformer::run(const RunRequest& req) const {
         if (T0 > 0)
           vHeads = at::cat({kv->v[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), vHeads},
                            2);                                // [batch, head, k_pos, d_head]
-        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);  // [batch, head, pos, d_head]
+        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);  // [batch, head, q_pos, d_head]
       }
     }
     if (!z.defined() && sharedCache) {
-      const at::Tensor p = probs.reshape({B, KV, G * P, T});  // [batch, kv_head, group·pos, k_pos]
+      const at::Tensor p = probs.reshape({B, KV, G * Pq, T});  // [batch, kv_head, group·q_pos, k_pos]
       const at::Tensor pCached =
-          p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * P, T0});  // [kv_head, rows, cached]
-      const at::Tensor vCached = kv->v[l].to(dt).to(at::kFloat)[0];          // [kv_head, cached, d_head]
+          p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * Pq, T0});  // [kv_head, rows, cached]
+      const at::Tensor vCached = kv->v[l].to(dt).to(at::kFloat)[0];           // [kv_head, cached, d_head]
       const at::Tensor zCached = at::matmul(pCached, vCached)
-                                     .view({KV, B, G * P, dh})
-                                     .transpose(0, 1);  // [batch, kv_head, group·pos, d_head]
+                                     .view({KV, B, G * Pq, dh})
+                                     .transpose(0, 1);  // [batch, kv_head, group·q_pos, d_head]
       const at::Tensor zFresh =
-          at::matmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·pos, d_head]
-      z = (zCached + zFresh).reshape({B, H, P, dh}).to(dt);        // [batch, head, pos, d_head]
+          at::matmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·q_pos, d_head]
+      z = (zCached + zFresh).reshape({B, H, Pq, dh}).to(dt);       // [batch, head, q_pos, d_head]
     } else if (!z.defined()) {
-      z = at::matmul(probs.reshape({B, KV, G * P, T}), values.to(at::kFloat))
-              .view({B, H, P, dh})
-              .to(dt);  // [batch, head, pos, d_head]
+      z = at::matmul(probs.reshape({B, KV, G * Pq, T}), values.to(at::kFloat))
+              .view({B, H, Pq, dh})
+              .to(dt);  // [batch, head, q_pos, d_head]
     }
-    const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, pos, head, d_head]
+    const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, q_pos, head, d_head]
 
     // ---- output projection (per-head results only on request) ----
     // hook_z / hook_result are each head's own output before W_O / before the sum over heads, and
     // hook_attn_out is the sum. With a post-norm (OLMo-2, Gemma) the residual stream receives
     // norm(Σ_h result_h): a head's write is divided by the RMS of the whole layer output, so a per-head
     // intervention also rescales what the other heads write; the post-norm itself is outside every hook.
-    at::Tensor attn;  // [batch, pos, d_model]
+    at::Tensor attn;  // [batch, q_pos, d_model]
     if (hook.active(attnResult(l))) {
       const at::Tensor result =
-          hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, pos, head, d_model]
+          hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, q_pos, head, d_model]
       if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
     }
-    if (!attn.defined()) attn = at::linear(zSite.reshape({B, P, H * dh}), lw.wo, lw.bo);
-    attn = hook(attnOut(l), attn);                                        // [batch, pos, d_model]
+    if (!attn.defined()) attn = at::linear(zSite.reshape({B, Pq, H * dh}), lw.wo, lw.bo);
+    attn = hook(attnOut(l), attn);                                        // [batch, q_pos, d_model]
     if (postNorms) attn = norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
 
     // ---- MLP ----
-    const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, pos, d_model]
+    if (q0 > 0) x = x.narrow(1, q0, Pq);                        // [batch, q_pos, d_model]
+    const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, q_pos, d_model]
     const at::Tensor mlpIn =
-        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, pos, d_model]
-    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);              // [batch, pos, d_mlp]
+        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, q_pos, d_model]
+    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);              // [batch, q_pos, d_mlp]
     hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
-                                      : activate(hidden, c.activation);          // [batch, pos, d_mlp]
-    at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, pos, d_model]
+                                      : activate(hidden, c.activation);          // [batch, q_pos, d_mlp]
+    at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, q_pos, d_model]
     if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());            // OLMo-2, Gemma
 
     // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
-    x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, pos, d_model]
+    x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, q_pos, d_model]
     x = hook(residPost(l), x);
   }
 
   // ---- final norm and unembedding ----
   if (x.device() != home) x = x.to(home);  // device map: the head lives elsewhere
-  at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, pos, d_model]
-  if (req.last_logits_only) normed = normed.narrow(1, P - 1, 1);                 // [batch, 1, d_model]
+  at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, q_pos, d_model]
+  if (req.last_logits_only) normed = normed.narrow(1, normed.size(1) - 1, 1);    // [batch, 1, d_model]
   out.logits =
       unembed(normed, req.logit_tokens);  // [batch, pos, vocab] float32, Gemma-2's final soft-cap applied
 

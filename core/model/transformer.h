@@ -57,6 +57,12 @@ struct RunRequest {
   // rows of interventions and results count resid_in's rows first, then each join's in layer order.
   // Needs resid_in and no attention_mask; a cache must be read-only, shared and without padding.
   std::map<int, at::Tensor> resid_join;
+  // Positions before `last_layer_from` give the last layer only their keys and values (a patching sweep's
+  // base runs need nothing else of them there): its queries, attention, output projection and MLP run from
+  // that position on, so the last layer's hook_pattern (query axis), hook_z, hook_result, hook_attn_out,
+  // hook_mlp_out, hook_resid_post, ln_final and the logits hold positions ≥ last_layer_from only. Needs no
+  // interventions; 0 = every position.
+  int64_t last_layer_from = 0;
   // Only these vocabulary entries' logits (logits [batch, pos, n], in this order; e.g. a metric's target
   // and distractor); empty = the whole vocabulary.
   std::vector<int64_t> logit_tokens;

@@ -233,6 +233,44 @@ class TestForward : public QObject {
     }
   }
 
+  // last_layer_from (a patching sweep's base runs): the last layer computes queries on from that position;
+  // what it returns equals the full run's at those positions, and the cache gets every position's keys.
+  void lastLayerFromKeepsTheLaterPositionsInEveryFamily() {
+    for (const auto& [name, config] : familyConfigs()) {
+      const Transformer model(config, randomWeights(config, 12));
+      const int last = config.n_layers - 1;
+      const auto [tokens, mask] = leftPadded({{3, 17, 22, 9, 41, 5, 8}, {12, 4, 30}}, 0);  // [2, 7]
+      RunRequest full{tokens, mask};
+      full.capture = {residPre(last), attnPattern(last), attnZ(last), residPost(last)};
+      KVCache fullCache, tailCache;
+      full.kv = &fullCache;
+      RunRequest tail = full;
+      tail.kv = &tailCache;
+      tail.last_layer_from = 4;
+      const RunResult a = model.run(full), b = model.run(tail);
+      auto same = [&](const at::Tensor& x, const at::Tensor& y, const char* what) {
+        const double tol = 1e-5 * std::max(1.0, x.abs().max().item<double>());
+        QVERIFY2(x.sizes() == y.sizes() && maxAbsDiff(x, y) <= tol, (name + ": " + what).c_str());
+      };
+      same(a.logits.narrow(1, 4, 3), b.logits, "logits");
+      same(a.cache.at(residPre(last)), b.cache.at(residPre(last)), "hook_resid_pre");
+      same(a.cache.at(attnPattern(last)).narrow(2, 4, 3), b.cache.at(attnPattern(last)), "hook_pattern");
+      same(a.cache.at(attnZ(last)).narrow(1, 4, 3), b.cache.at(attnZ(last)), "hook_z");
+      same(a.cache.at(residPost(last)).narrow(1, 4, 3), b.cache.at(residPost(last)), "hook_resid_post");
+      same(fullCache.k[last], tailCache.k[last], "cached keys");
+      same(fullCache.v[last], tailCache.v[last], "cached values");
+    }
+    const Transformer model = tinyLlama();
+    RunRequest req{row({4, 8, 15})};
+    req.last_layer_from = 3;
+    QVERIFY_THROWS_EXCEPTION(Error, model.run(req));  // must leave a position
+    req.last_layer_from = 1;
+    Intervention iv;
+    iv.site = attnZ(0), iv.op = InterventionOp::Zero;
+    req.interventions = {iv};
+    QVERIFY_THROWS_EXCEPTION(Error, model.run(req));
+  }
+
   void padOnlyRowsGiveNoNaN() {
     const Transformer model = tinyLlama();
     const auto [tokens, mask] = leftPadded({{1, 2, 3, 4}, {5}});
