@@ -51,6 +51,8 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
     req.kv_read_only = true;
   }
   req.last_logits_only = true;
+  const patching::LogitColumns columns = patching::logitColumns(spec);  // only the metric's logits
+  req.logit_tokens = columns.tokens;
   for (int l = 0; l < L; ++l) {
     probes.push_back(at::zeros({n, H, c.d_head}, opts).requires_grad_(true));
     Intervention iv;
@@ -61,7 +63,7 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
     req.interventions.push_back(iv);
   }
   const RunResult r = model.run(req);
-  const at::Tensor metric = patchMetric(r.logits.select(1, 0), spec)[0];  // [] float64
+  const at::Tensor metric = patchMetric(r.logits.select(1, 0), columns.spec)[0];  // [] float64
   ctx.report(2.0 / 3, "attribution: corrupt run with gradients");
   ctx.checkCancelled();
   metric.backward();

@@ -89,17 +89,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
   const int64_t rowPositions =
       std::min(kRowPositions, kAttentionBytes / (int64_t(3) * H * p.pos * int64_t(sizeof(float))));
   const int span = int(std::max<int64_t>(1, std::min<int64_t>(L, rowPositions / (H * fresh))));
-  // The logit metrics read one or two vocabulary entries: only those are unembedded.
-  std::vector<int64_t> logitTokens;
-  PatchSweepSpec reduced = spec;  // the metric's spec on those columns
-  if (spec.metric != PatchMetric::TargetProb) {
-    logitTokens.push_back(spec.target);
-    reduced.target = 0;
-    if (spec.metric == PatchMetric::LogitDiff) {
-      logitTokens.push_back(spec.distractor);
-      reduced.distractor = 1;
-    }
-  }
+  const patching::LogitColumns columns = patching::logitColumns(spec);  // only the metric's logits
   for (int l0 = 0; l0 < L; l0 += span) {
     ctx.checkCancelled();
     const int l1 = std::min(L, l0 + span);
@@ -117,7 +107,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
       req.kv_read_only = true;
     }
     req.last_logits_only = true;
-    req.logit_tokens = logitTokens;
+    req.logit_tokens = columns.tokens;
     for (int m = l0; m < l1; ++m) {
       const at::Tensor values =
           patching::patchValues(model, spec, p, cleanZ, m, positions);  // [n_pos, head, d_head]
@@ -126,7 +116,7 @@ HeadGrid sweepOnce(const Transformer& model, const PatchSweepSpec& spec, const P
     }
     const RunResult r = model.run(req);
     const at::Tensor metric =
-        patchMetric(r.logits.select(1, 0), reduced).cpu().contiguous();  // [variant rows] float64
+        patchMetric(r.logits.select(1, 0), columns.spec).cpu().contiguous();  // [variant rows] float64
     const double* v = metric.data_ptr<double>();
     for (int m = l0; m < l1; ++m)
       for (int h = 0; h < H; ++h)

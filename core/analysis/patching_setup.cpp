@@ -195,8 +195,10 @@ BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepS
   both.kv = &out.corrupt.kv;
   both.last_logits_only = true;
   both.last_layer_from = p.first;
+  const LogitColumns columns = logitColumns(spec);  // only the metric's logits
+  both.logit_tokens = columns.tokens;
   const RunResult r = model.run(both);
-  const at::Tensor metrics = patchMetric(r.logits.select(1, 0), spec).cpu();  // [2] float64
+  const at::Tensor metrics = patchMetric(r.logits.select(1, 0), columns.spec).cpu();  // [1 or 2] float64
   out.cleanMetric = metrics[0].item<double>();
   out.corrupt.metric = metrics[cr].item<double>();
   for (int l = 0; l < L; ++l) {
@@ -208,6 +210,19 @@ BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepS
   }
   out.corrupt.kv = out.corrupt.kv.sliceRows({cr});  // [1, kv_head, pos, d_head] per layer
   return out;
+}
+
+LogitColumns logitColumns(const PatchSweepSpec& spec) {
+  LogitColumns c;
+  c.spec = spec;
+  if (spec.metric == PatchMetric::TargetProb) return c;
+  c.tokens.push_back(spec.target);
+  c.spec.target = 0;
+  if (spec.metric == PatchMetric::LogitDiff) {
+    c.tokens.push_back(spec.distractor);
+    c.spec.distractor = 1;
+  }
+  return c;
 }
 
 KVCache prefixOf(const KVCache& kv, int64_t n) {

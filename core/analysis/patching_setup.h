@@ -54,6 +54,15 @@ struct BaseRuns {
 BaseRuns baseRuns(const Transformer& model, const Prepared& p, const PatchSweepSpec& spec,
                   const AnalysisContext& ctx);
 
+// The logit metrics read one or two vocabulary entries (target, distractor): a run can unembed only those
+// (RunRequest::logit_tokens) and compute the metric with `spec`, whose target and distractor index them.
+// TargetProb needs the whole vocabulary: no tokens, the spec unchanged.
+struct LogitColumns {
+  std::vector<int64_t> tokens;
+  PatchSweepSpec spec;
+};
+LogitColumns logitColumns(const PatchSweepSpec& spec);
+
 // The first `n` cached positions of a cache (views): what a patch at positions ≥ n cannot change.
 KVCache prefixOf(const KVCache& kv, int64_t n);
 
