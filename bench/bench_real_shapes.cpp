@@ -9,15 +9,17 @@
 // Forward: 128 tokens t_i = (7919 i + 13) mod vocab, all positions' logits, in bfloat16 and in float32. Ours
 // (`loadModel` + `Transformer::run`) and PyTorch (bench/real_shapes_torch.py, /usr/bin/python3) each run in a
 // child process of their own, so each peak RSS (getrusage ru_maxrss) is that process's alone; each loads the
-// checkpoint, casts it, runs one warm-up forward and reports the median of --runs forwards. Both use every
+// checkpoint, casts it, runs one warm-up forward and reports the median of --runs forwards. The two alternate
+// for --rounds rounds (default 2), so a slow minute of a shared machine falls on both; the ratio is that of
+// the medians over every round's forwards, and each round's own ratio is reported too. Both use every
 // hardware thread and the same malloc settings (hs::tuneAllocator).
 //
 // Sweep: hs::patchingSweep (FromClean hook_z at the last position, logit difference, all 512 heads) against
 // the naive loop (one patched full forward per head, last-position logits), timed on --naive-heads heads and
 // extrapolated to 512 plus its clean and corrupt runs, in bfloat16 (the dtype such checkpoints are used in).
 //
-// usage: bench_real_shapes [--shape llama-3.2-1b|llama-3.1-8b] [--runs N] [--tokens T] [--naive-heads K]
-//                          [--no-sweep] [--data DIR]
+// usage: bench_real_shapes [--shape llama-3.2-1b|llama-3.1-8b] [--runs N] [--rounds R] [--tokens T]
+//                          [--naive-heads K] [--no-sweep] [--data DIR]
 // Prints one JSON object.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -177,7 +179,7 @@ int main(int argc, char** argv) {
   hs::tuneAllocator();
   const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
   std::string shape = "llama-3.2-1b", data;
-  int runs = 3, tokens = 128, naiveHeads = 8;
+  int runs = 3, rounds = 2, tokens = 128, naiveHeads = 8;
   bool withSweep = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -187,6 +189,8 @@ int main(int argc, char** argv) {
       shape = argv[++i];
     else if (a == "--runs" && i + 1 < argc)
       runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--tokens" && i + 1 < argc)
       tokens = std::max(8, std::atoi(argv[++i]));
     else if (a == "--naive-heads" && i + 1 < argc)
@@ -196,8 +200,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-sweep")
       withSweep = false;
     else {
-      std::cerr << "usage: bench_real_shapes [--shape llama-3.2-1b|llama-3.1-8b] [--runs N] [--tokens T] "
-                   "[--naive-heads K] [--no-sweep] [--data DIR]\n";
+      std::cerr << "usage: bench_real_shapes [--shape llama-3.2-1b|llama-3.1-8b] [--runs N] [--rounds R] "
+                   "[--tokens T] [--naive-heads K] [--no-sweep] [--data DIR]\n";
       return 2;
     }
   }
@@ -223,20 +227,37 @@ int main(int argc, char** argv) {
                                                 ? std::vector<std::string>{"bfloat16", "float32"}
                                                 : std::vector<std::string>{"bfloat16"};
     for (const std::string& dt : dtypes) {
-      const nlohmann::json ours = nlohmann::json::parse(
-          capture(std::string(kMallocEnv) + selfPath() + " --child-forward " + dir + " " + dt + " " +
-                  std::to_string(tokens) + " " + std::to_string(runs)));
-      const nlohmann::json torch = nlohmann::json::parse(
-          capture(std::string(kMallocEnv) + python() + " " + HEADSCOPE_SOURCE_DIR +
-                  "/bench/real_shapes_torch.py " + dir + " " + dt + " --tokens " + std::to_string(tokens) +
-                  " --runs " + std::to_string(runs) + " --threads " + std::to_string(threads)));
+      nlohmann::json ours, torch, perRound = nlohmann::json::array();
+      std::vector<double> oursRuns, torchRuns;
+      double oursRss = 0, torchRss = 0;
+      for (int r = 0; r < rounds; ++r) {
+        ours = nlohmann::json::parse(capture(std::string(kMallocEnv) + selfPath() + " --child-forward " +
+                                             dir + " " + dt + " " + std::to_string(tokens) + " " +
+                                             std::to_string(runs)));
+        torch = nlohmann::json::parse(
+            capture(std::string(kMallocEnv) + python() + " " + HEADSCOPE_SOURCE_DIR +
+                    "/bench/real_shapes_torch.py " + dir + " " + dt + " --tokens " + std::to_string(tokens) +
+                    " --runs " + std::to_string(runs) + " --threads " + std::to_string(threads)));
+        for (double t : ours["forward_runs"].get<std::vector<double>>())
+          oursRuns.push_back(t);
+        for (double t : torch["forward_runs"].get<std::vector<double>>())
+          torchRuns.push_back(t);
+        oursRss = std::max(oursRss, ours["peak_rss_bytes"].get<double>());
+        torchRss = std::max(torchRss, torch["peak_rss_bytes"].get<double>());
+        perRound.push_back({{"ours_s", ours["forward_s"]},
+                            {"pytorch_s", torch["forward_s"]},
+                            {"ratio", ours["forward_s"].get<double>() / torch["forward_s"].get<double>()}});
+      }
+      // The last round's reports, with every round's forwards, their median and the largest peak RSS.
+      ours["forward_runs"] = oursRuns, ours["forward_s"] = median(oursRuns), ours["peak_rss_bytes"] = oursRss;
+      torch["forward_runs"] = torchRuns, torch["forward_s"] = median(torchRuns),
+      torch["peak_rss_bytes"] = torchRss;
       report["forward_" + dt] = {
           {"ours", ours},
           {"pytorch", torch},
-          {"ratio_forward_ours_vs_pytorch",
-           ours["forward_s"].get<double>() / torch["forward_s"].get<double>()},
-          {"ratio_peak_rss_ours_vs_pytorch",
-           ours["peak_rss_bytes"].get<double>() / torch["peak_rss_bytes"].get<double>()},
+          {"rounds", perRound},
+          {"ratio_forward_ours_vs_pytorch", median(oursRuns) / median(torchRuns)},
+          {"ratio_peak_rss_ours_vs_pytorch", oursRss / torchRss},
           {"same_last_argmax", ours["logits_last_argmax"] == torch["logits_last_argmax"]}};
     }
     if (withSweep && shape == "llama-3.2-1b") report["sweep"] = sweep(dir, tokens, naiveHeads, runs);
