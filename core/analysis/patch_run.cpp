@@ -140,6 +140,9 @@ int64_t resolveToken(const Tokenizer* tok, int64_t vocab, const std::string& s, 
   if (!tok) fail(option, " '", s, "': the model has no tokenizer; give the token as #ID");
   if (const auto id = tok->idOf(s)) return *id;
   const std::vector<int> enc = tok->encode(s, false);
+  if (enc.size() == 1 && enc[0] >= 0 && enc[0] == tok->unkId())
+    fail(option, " '", s, "' is not in the tokenizer's vocabulary (it encodes to the unknown token ",
+         tok->piece(enc[0]), "); give a vocabulary string or #ID");
   if (enc.size() == 1) return enc[0];
   fail(option, " '", s, "' is not a token of the tokenizer (it encodes to ", enc.size(),
        " tokens); give a vocabulary string or #ID");

@@ -34,7 +34,8 @@ AnalysisOutput runPatch(const Transformer& model, const Tokenizer* tok, const Pa
                         const AnalysisContext& ctx = {});
 
 // TOKEN as the patch options take it: "#ID", a raw vocabulary string ("▁Ben", "Ġthe"), or text that
-// encodes (without BOS) to exactly one token. Errors name `option` (e.g. "--target").
+// encodes (without BOS) to exactly one token other than the unknown token. Errors name `option` (e.g.
+// "--target").
 int64_t resolveToken(const Tokenizer* tok, int64_t vocabSize, const std::string& s,
                      const std::string& option);
 

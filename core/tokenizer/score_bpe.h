@@ -38,6 +38,7 @@ class ScoreBpeTokenizer : public Tokenizer {
   int vocabSize() const override { return static_cast<int>(cfg_.pieces.size()); }
   int bosId() const override { return cfg_.bos; }
   int eosId() const override { return cfg_.eos; }
+  int unkId() const override { return cfg_.unk; }
   bool addsBos() const override { return cfg_.addBos; }
   std::optional<int> idOf(const std::string& piece) const override;
   std::string kind() const override { return cfg_.kind; }

@@ -42,6 +42,7 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   int vocabSize() const override { return static_cast<int>(pieces_.size()); }
   int bosId() const override { return bos_; }
   int eosId() const override { return eos_; }
+  int unkId() const override { return unk_; }
   bool addsBos() const override { return addBos_; }
   std::optional<int> idOf(const std::string& piece) const override;
   std::string kind() const override { return "bpe-sentencepiece"; }

@@ -36,6 +36,7 @@ class Tokenizer {
   virtual int vocabSize() const = 0;
   virtual int bosId() const { return -1; }  // -1 when none
   virtual int eosId() const { return -1; }  // -1 when none
+  virtual int unkId() const { return -1; }  // what text outside the vocabulary becomes; -1 when none
   virtual bool addsBos() const { return false; }
   // The raw vocabulary string ("Ġthe", "▁the", " the" for llama2.c) or an added token's content.
   virtual std::optional<int> idOf(const std::string& piece) const = 0;

@@ -19,10 +19,12 @@
 #include "../engine/engine_fixtures.h"
 #include "analysis/attribution.h"
 #include "analysis/head_toolkit.h"
+#include "analysis/patch_run.h"
 #include "analysis/patching.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "test_paths.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -480,6 +482,25 @@ class TestPatching : public QObject {
   }
 
   // ---- attribution ----
+
+  // A target or distractor given as text outside the vocabulary is refused, not read as the unknown token
+  // (the toy's word-level tokenizer maps unknown words to <pad>: a logit difference of <pad> against
+  // <pad> would be 0 for every head).
+  void tokenOutsideTheVocabularyIsRefused() {
+    const hs::LoadedModel toy = hs::loadModel("toy");
+    const hs::Tokenizer* tok = toy.tokenizer.get();
+    QVERIFY(tok && tok->unkId() >= 0);
+    const int64_t vocab = toy.config.vocab_size;
+    expectErrorMentioning([&] { hs::resolveToken(tok, vocab, " zebraxyzzy", "--target"); },
+                          "--target ' zebraxyzzy' is not in the tokenizer's vocabulary");
+    QCOMPARE(hs::resolveToken(tok, vocab, "#" + std::to_string(tok->unkId()), "--target"),
+             int64_t(tok->unkId()));
+    QCOMPARE(hs::resolveToken(tok, vocab, tok->piece(tok->unkId()), "--distractor"), int64_t(tok->unkId()));
+    const std::vector<int> known = tok->encode("7", false);  // a word the toy knows
+    QCOMPARE(int(known.size()), 1);
+    QVERIFY(known[0] != tok->unkId());
+    QCOMPARE(hs::resolveToken(tok, vocab, "7", "--target"), int64_t(known[0]));
+  }
 
   void attributionIsTheDirectionalDerivative() {
     // d/dα metric(z + α (z_clean − z)) at α = 0 is exactly the attribution of that head; a central
