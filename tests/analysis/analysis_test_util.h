@@ -16,6 +16,7 @@
 
 #include "analysis/analysis_context.h"
 #include "analysis/analysis_output.h"
+#include "analysis/icl_task.h"
 #include "results/results_json.h"
 #include "session/session.h"
 #include "test_paths.h"
@@ -37,6 +38,16 @@ const T* findById(const std::vector<T>& items, const std::string& id) {
     if (item.id == id) return &item;
   return nullptr;
 }
+// The toy model's 10-shot antonym prompts (toy:antonym_a): n of them, drawn with `seed`.
+inline TaskSpec toyAntonymSpec(int nPrompts, uint64_t seed) {
+  TaskSpec spec;
+  spec.dataset = "toy:antonym_a";
+  spec.shots = 10;
+  spec.n_prompts = nPrompts;
+  spec.seed = seed;
+  return spec;
+}
+
 // The context of a run on the model named `path` (its provenance's model).
 inline AnalysisContext modelContext(const std::string& path) {
   AnalysisContext ctx;

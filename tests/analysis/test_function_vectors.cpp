@@ -50,14 +50,7 @@ class TestFunctionVectors : public QObject {
 
   hs::LoadedModel toy_;
 
-  static hs::TaskSpec antonymSpec(int n) {
-    hs::TaskSpec s;
-    s.dataset = "toy:antonym_a";
-    s.shots = 10;
-    s.n_prompts = n;
-    s.seed = 3;
-    return s;
-  }
+  static hs::TaskSpec antonymSpec(int n) { return hs::test::toyAntonymSpec(n, 3); }
 
  private Q_SLOTS:
   void initTestCase() {

@@ -65,17 +65,12 @@ double plainLoss(const hs::Transformer& m, const hs::SiteExample& e,
   return -at::log_softmax(logits.to(at::kDouble), -1)[e.answer].item<double>();
 }
 
-// The token ids of the first n zero-shot queries of `spec`'s train split.
 // The toy model's 10-shot antonym prompts SITE's training tests use (seed 2).
 hs::TaskSpec toyAntonymSpec(int nPrompts) {
-  hs::TaskSpec spec;
-  spec.dataset = "toy:antonym_a";
-  spec.shots = 10;
-  spec.n_prompts = nPrompts;
-  spec.seed = 2;
-  return spec;
+  return hs::test::toyAntonymSpec(nPrompts, 2);
 }
 
+// The token ids of the first n zero-shot queries of `spec`'s train split.
 std::set<std::vector<int64_t>> trainQueries(const hs::Tokenizer& tok, hs::TaskSpec spec, int n) {
   spec.split = "train";
   spec.shots = 0;
