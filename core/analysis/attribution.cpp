@@ -23,10 +23,7 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
   const patching::Prepared p = patching::prepare(model, spec, "attributionPatching");
   const std::vector<int>& positions = p.positions;  // every patched position
   const int64_t n = int64_t(positions.size());
-  std::vector<int64_t> rows;  // the patched positions in the stored state, which starts at p.first
-  for (int q : positions)
-    rows.push_back(q - p.first);
-  const at::Tensor idx = at::tensor(rows, at::kLong).to(model.device());  // [n_pos]
+  const at::Tensor idx = patching::stateIndex(model, p, positions);  // [n_pos] in the stored state
 
   c10::InferenceMode notInference(false);  // the backward needs a recorded graph
   ctx.checkCancelled();

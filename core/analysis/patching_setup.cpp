@@ -236,6 +236,13 @@ KVCache prefixOf(const KVCache& kv, int64_t n) {
   return out;
 }
 
+at::Tensor stateIndex(const Transformer& model, const Prepared& p, const std::vector<int>& positions) {
+  std::vector<int64_t> rows;
+  for (int q : positions)
+    rows.push_back(q - p.first);
+  return at::tensor(rows, at::kLong).to(model.device());  // [n_pos]
+}
+
 at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec, const Prepared& p,
                        const std::vector<at::Tensor>& cleanZ, int layer, const std::vector<int>& positions) {
   const ModelConfig& c = model.config();
@@ -243,11 +250,7 @@ at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec, con
   const int64_t n = int64_t(positions.size());
   switch (spec.mode) {
     case PatchMode::FromClean: {
-      std::vector<int64_t> rows;  // positions in cleanZ, which starts at p.first
-      for (int q : positions)
-        rows.push_back(q - p.first);
-      const at::Tensor idx = at::tensor(rows, at::kLong).to(model.device());  // [n_pos]
-      return cleanZ.at(layer)[0].index_select(0, idx);                        // [n_pos, head, d_head]
+      return cleanZ.at(layer)[0].index_select(0, stateIndex(model, p, positions));  // [n_pos, head, d_head]
     }
     case PatchMode::Zero:
       return at::zeros({n, c.n_heads, c.d_head}, opts);  // [n_pos, head, d_head]

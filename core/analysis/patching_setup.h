@@ -66,6 +66,10 @@ LogitColumns logitColumns(const PatchSweepSpec& spec);
 // The first `n` cached positions of a cache (views): what a patch at positions ≥ n cannot change.
 KVCache prefixOf(const KVCache& kv, int64_t n);
 
+// Where absolute `positions` (≥ p.first) sit in the stored per-position state, which starts at p.first:
+// [n_pos] int64 on the model's device.
+at::Tensor stateIndex(const Transformer& model, const Prepared& p, const std::vector<int>& positions);
+
 // What layer l's heads become at `positions` (absolute, ≥ p.first): [n_pos, head, d_head] (clean z, zeros
 // or mean_z).
 at::Tensor patchValues(const Transformer& model, const PatchSweepSpec& spec, const Prepared& p,

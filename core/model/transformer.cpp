@@ -567,7 +567,7 @@ RunResult Transformer::run(const RunRequest& req) const {
           scale;
     }
     scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
-    at::Tensor mask =
+    const at::Tensor mask =
         sliding && blockedLocal.defined() ? blockedLocal : blocked;  // [batch or 1, 1, pos, k_pos]
     if (mask.defined()) scores = scores.masked_fill(mask.narrow(2, q0, Pq), lowest);
     at::Tensor pattern = at::softmax(scores, -1);  // [batch, head, q_pos, k_pos] float32
