@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/load/model_loader.h"
+#include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
 #include "util/allocator.h"
 
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
               {"tokens", nTokens},
               {"threads", threads},
               {"blas_core", hs::blasCore()},
+              {"f32_gemm", hs::float32GemmBackend()},
               {"runs", runs},
               {"ours_median_s", ours},
               {"ours_copied_weights_median_s", oursCopied},

@@ -44,6 +44,7 @@
 #include "analysis/attribution.h"
 #include "analysis/patching.h"
 #include "model/io/safetensors.h"
+#include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
 #include "results/rank_stats.h"
 #include "util/allocator.h"
@@ -296,6 +297,7 @@ int main(int argc, char** argv) {
     report["tokens"] = nTokens;
     report["threads"] = threads;
     report["blas_core"] = hs::blasCore();  // OpenBLAS's kernels, as OPENBLAS_CORETYPE or the CPU chose
+    report["f32_gemm"] = hs::float32GemmBackend();  // oneDNN, or ATen's BLAS (HEADSCOPE_GEMM=aten)
     report["metric"] = "logit_diff";
     report["fast_s"] = fastS;
     report["fast_runs"] = tFast;

@@ -36,6 +36,7 @@
 #include "analysis/patching.h"
 #include "bench_util.h"
 #include "model/load/model_loader.h"
+#include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
 #include "util/allocator.h"
 
@@ -223,6 +224,7 @@ int main(int argc, char** argv) {
     report["tokens"] = tokens;
     report["threads"] = threads;
     report["blas_core"] = hs::blasCore();  // OpenBLAS's kernels, as OPENBLAS_CORETYPE or the CPU chose
+    report["f32_gemm"] = hs::float32GemmBackend();  // oneDNN, or ATen's BLAS (HEADSCOPE_GEMM=aten)
     const std::vector<std::string> dtypes = shape == "llama-3.2-1b"
                                                 ? std::vector<std::string>{"bfloat16", "float32"}
                                                 : std::vector<std::string>{"bfloat16"};

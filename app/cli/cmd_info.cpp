@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "model/load/memory_plan.h"
 #include "model/load/silent_heads.h"
+#include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
 #include "results/results_json.h"
 #include "util/error.h"
@@ -109,6 +110,7 @@ void addInfoCommand(CLI::App& app) {
         {"device", devices.describe()},
         {"blas_threads", blasThreading()},
         {"blas_core", blasCore()},
+        {"f32_gemm", float32GemmBackend()},
         {"memory", memory},
         {"rope", ropeName(c.rope_layout)},
         {"rope_theta", c.rope_theta},

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "model/onednn_gemm.h"
+
 namespace hs {
 
 namespace {
@@ -17,10 +19,10 @@ at::Tensor mlpActivation(const at::Tensor& x, const std::string& a) {
 }  // namespace
 
 at::Tensor mlpForward(const ModelConfig& c, const LayerWeights& lw, const at::Tensor& x) {
-  at::Tensor hidden = at::linear(x, lw.w_up, lw.b_up);  // [..., d_mlp]
-  hidden = c.mlp == MlpKind::SwiGLU ? mlpActivation(at::linear(x, lw.w_gate), c.activation) * hidden
+  at::Tensor hidden = affine(x, lw.w_up, lw.b_up);  // [..., d_mlp]
+  hidden = c.mlp == MlpKind::SwiGLU ? mlpActivation(affine(x, lw.w_gate), c.activation) * hidden
                                     : mlpActivation(hidden, c.activation);  // [..., d_mlp]
-  return at::linear(hidden, lw.w_down, lw.b_down);                          // [..., d_model]
+  return affine(hidden, lw.w_down, lw.b_down);                              // [..., d_model]
 }
 
 }  // namespace hs

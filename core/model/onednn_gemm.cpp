@@ -3,6 +3,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "model/huge_page_tensor.h"
 #include "util/error.h"
 
@@ -11,6 +16,28 @@
 #endif
 
 namespace hs {
+
+namespace {
+
+bool wantsAtenGemm() {
+  const char* v = std::getenv("HEADSCOPE_GEMM");
+  return v && std::string(v) == "aten";
+}
+
+// The checks a oneDNN product makes of its operands: x [rows, in] and w [out, in] of `dtype` on the CPU,
+// w's rows contiguous, b [out] float32 or undefined.
+void expectOperands(const char* who, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                    at::ScalarType dtype) {
+  if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1) || x.scalar_type() != dtype ||
+      w.scalar_type() != dtype || !x.device().is_cpu() || !w.device().is_cpu() || w.stride(1) != 1)
+    fail(who, ": expected ", dtype, " CPU x [rows, in] and w [out, in] with contiguous rows, got ", x.sizes(),
+         " ", x.scalar_type(), " and ", w.sizes(), " ", w.scalar_type());
+  if (b.defined() &&
+      (b.dim() != 1 || b.size(0) != w.size(0) || b.scalar_type() != at::kFloat || !b.device().is_cpu()))
+    fail(who, ": expected a float32 CPU bias [", w.size(0), "], got ", b.sizes(), " ", b.scalar_type());
+}
+
+}  // namespace
 
 #ifdef HEADSCOPE_ONEDNN
 
@@ -26,45 +53,100 @@ dnnl::stream& cpuStream() {
   return s;
 }
 
-}  // namespace
-
-bool onednnBf16GemmAvailable() {
-  static const bool ok = [] {
-    try {
-      const at::Tensor x = at::rand({3, 5}).to(at::kBFloat16);  // [rows, in]
-      const at::Tensor w = at::rand({4, 5}).to(at::kBFloat16);  // [out, in]
-      const at::Tensor y = onednnLinearBf16ToFloat(x, w);       // [rows, out]
-      return at::allclose(y, at::mm(x.to(at::kFloat), w.to(at::kFloat).t()), 1e-5, 1e-5);
-    } catch (const std::exception&) {
-      return false;  // no bf16 matmul on this CPU: the caller falls back
-    }
-  }();
-  return ok;
-}
-
-at::Tensor onednnLinearBf16ToFloat(const at::Tensor& x, const at::Tensor& w) {
+// x [rows, in] · wᵀ (+ b) with x and w of `type`, into a new float32 [rows, out].
+at::Tensor matmulToFloat(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                         dnnl::memory::data_type type) {
   using dnnl::memory;
-  if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1) || x.scalar_type() != at::kBFloat16 ||
-      w.scalar_type() != at::kBFloat16 || !x.device().is_cpu() || !w.device().is_cpu() || w.stride(1) != 1)
-    fail("onednnLinearBf16ToFloat: expected bf16 CPU x [rows, in] and w [out, in] with contiguous rows, got ",
-         x.sizes(), " ", x.scalar_type(), " and ", w.sizes(), " ", w.scalar_type());
   const at::Tensor xc = x.contiguous();  // [rows, in]
   const int64_t rows = xc.size(0), in = xc.size(1), out = w.size(0);
   at::Tensor y = emptyOnHugePages({rows, out}, at::kFloat);  // [rows, out]
   if (rows == 0 || out == 0) return y;
-  // oneDNN's OpenMP runtime uses the calling thread's OpenMP thread count: the one ATen set.
-  at::init_num_threads();
+  // oneDNN's OpenMP runtime uses the calling thread's OpenMP thread count: set it to ATen's once per thread,
+  // as ATen's own parallel ops do (at::init_num_threads on every call would also rebuild ATen's pthreadpool,
+  // whose new threads spin: that made a GPT-2-sized forward 5× slower).
+  at::internal::lazy_init_num_threads();
   dnnl::engine& engine = cpuEngine();
   dnnl::stream& stream = cpuStream();
-  const memory::desc src({rows, in}, memory::data_type::bf16, memory::dims{in, 1});
-  const memory::desc wei({in, out}, memory::data_type::bf16, memory::dims{1, w.stride(0)});  // wᵀ, a view
+  const memory::desc src({rows, in}, type, memory::dims{in, 1});
+  const memory::desc wei({in, out}, type, memory::dims{1, w.stride(0)});  // wᵀ, a view
   const memory::desc dst({rows, out}, memory::data_type::f32, memory::dims{out, 1});
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), engine);  // oneDNN caches these
+  const at::Tensor bc = b.defined() ? b.contiguous() : at::Tensor();  // [out]
+  const memory::desc bias =
+      bc.defined() ? memory::desc({1, out}, memory::data_type::f32, memory::dims{out, 1}) : memory::desc();
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, bias, dst), engine);  // cached by oneDNN
   const dnnl::matmul mm(pd);
   memory ms(src, engine, xc.data_ptr()), mw(wei, engine, w.data_ptr()), md(dst, engine, y.data_ptr());
-  mm.execute(stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}};
+  if (bc.defined()) args.emplace(DNNL_ARG_BIAS, memory(bias, engine, bc.data_ptr()));
+  mm.execute(stream, args);
   stream.wait();
   return y;
+}
+
+// Whether oneDNN computes `type` products on this CPU, checked once against ATen's on a small case.
+bool runsHere(at::ScalarType dtype) {
+  try {
+    const at::Tensor x = at::rand({3, 5}).to(dtype);  // [rows, in]
+    const at::Tensor w = at::rand({4, 5}).to(dtype);  // [out, in]
+    const at::Tensor b = at::rand({4});               // [out]
+    const at::Tensor y = dtype == at::kFloat ? onednnLinearFloat(x, w, b) : onednnLinearBf16ToFloat(x, w);
+    const at::Tensor ref = at::mm(x.to(at::kFloat), w.to(at::kFloat).t());  // [rows, out]
+    return at::allclose(y, dtype == at::kFloat ? ref + b : ref, 1e-5, 1e-5);
+  } catch (const std::exception&) {
+    return false;  // no such matmul on this CPU: the caller falls back
+  }
+}
+
+const char* isaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
+  }
+}
+
+}  // namespace
+
+bool onednnBf16GemmAvailable() {
+  static const bool ok = runsHere(at::kBFloat16);
+  return ok;
+}
+
+bool onednnFloatGemmAvailable() {
+  static const bool ok = !wantsAtenGemm() && runsHere(at::kFloat);
+  return ok;
+}
+
+at::Tensor onednnLinearBf16ToFloat(const at::Tensor& x, const at::Tensor& w) {
+  expectOperands("onednnLinearBf16ToFloat", x, w, at::Tensor(), at::kBFloat16);
+  return matmulToFloat(x, w, at::Tensor(), dnnl::memory::data_type::bf16);
+}
+
+at::Tensor onednnLinearFloat(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  expectOperands("onednnLinearFloat", x, w, b, at::kFloat);
+  return matmulToFloat(x, w, b, dnnl::memory::data_type::f32);
+}
+
+std::string float32GemmBackend() {
+  if (!onednnFloatGemmAvailable()) return "ATen (BLAS)";
+  const dnnl::version_t* v = dnnl::version();
+  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (", isaName(dnnl::get_effective_cpu_isa()),
+             ")");
 }
 
 #else
@@ -73,10 +155,34 @@ bool onednnBf16GemmAvailable() {
   return false;
 }
 
+bool onednnFloatGemmAvailable() {
+  return false;
+}
+
 at::Tensor onednnLinearBf16ToFloat(const at::Tensor&, const at::Tensor&) {
   fail("onednnLinearBf16ToFloat: this build has no oneDNN (configure with libdnnl-dev installed)");
 }
 
+at::Tensor onednnLinearFloat(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  fail("onednnLinearFloat: this build has no oneDNN (configure with libdnnl-dev installed)");
+}
+
+std::string float32GemmBackend() {
+  return "ATen (BLAS)";
+}
+
 #endif
+
+at::Tensor affine(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const bool grad = at::GradMode::is_enabled() &&
+                    (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()));
+  const bool onednn = !grad && x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+                      (!b.defined() || b.scalar_type() == at::kFloat) && w.device().is_cpu() &&
+                      x.device().is_cpu() && w.dim() == 2 && w.stride(1) == 1 && onednnFloatGemmAvailable();
+  if (!onednn) return at::linear(x, w, b);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  return onednnLinearFloat(x.reshape({-1, x.size(-1)}), w, b).view(shape);  // [..., out]
+}
 
 }  // namespace hs

@@ -77,6 +77,9 @@ at::Tensor linearFloat32(const at::Tensor& x, const at::Tensor& w, const at::Ten
   at::Tensor y;  // [rows, out] float32
   if (w.scalar_type() == at::kFloat && grad) {
     y = at::linear(x2.to(at::kFloat), w);
+  } else if (w.scalar_type() == at::kFloat && !grad && w.device().is_cpu() && w.stride(1) == 1 &&
+             onednnFloatGemmAvailable()) {
+    y = onednnLinearFloat(x2.to(at::kFloat), w, at::Tensor());  // [rows, out] (onednn_gemm.h)
   } else if (w.scalar_type() == at::kFloat) {
     y = emptyResult();
     at::mm_out(y, x2.to(at::kFloat), w.t());
@@ -505,12 +508,13 @@ RunResult Transformer::run(const RunRequest& req) const {
     const int64_t q0 = l == c.n_layers - 1 ? tailFrom : 0, Pq = P - q0;
 
     // ---- attention: projections, q/k norm, RoPE ----
+    // (affine: at::linear, with float32 products on the CPU through oneDNN, onednn_gemm.h)
     const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
     const at::Tensor attnIn =
         preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(dt);  // [batch, pos, d_model]
-    at::Tensor q = at::linear(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);  // [batch, q_pos, head·d_head]
-    at::Tensor k = at::linear(attnIn, lw.wk, lw.bk);                    // [batch, pos, kv_head·d_head]
-    at::Tensor v = at::linear(attnIn, lw.wv, lw.bv);                    // [batch, pos, kv_head·d_head]
+    at::Tensor q = affine(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);      // [batch, q_pos, head·d_head]
+    at::Tensor k = affine(attnIn, lw.wk, lw.bk);                        // [batch, pos, kv_head·d_head]
+    at::Tensor v = affine(attnIn, lw.wv, lw.bv);                        // [batch, pos, kv_head·d_head]
     if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
       q = rms(q, lw.q_norm_w);
       k = rms(k, lw.k_norm_w);
@@ -619,7 +623,7 @@ RunResult Transformer::run(const RunRequest& req) const {
           hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, q_pos, head, d_model]
       if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
     }
-    if (!attn.defined()) attn = at::linear(zSite.reshape({B, Pq, H * dh}), lw.wo, lw.bo);
+    if (!attn.defined()) attn = affine(zSite.reshape({B, Pq, H * dh}), lw.wo, lw.bo);
     attn = hook(attnOut(l), attn);                                        // [batch, q_pos, d_model]
     if (postNorms) attn = norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
 
@@ -628,11 +632,11 @@ RunResult Transformer::run(const RunRequest& req) const {
     const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, q_pos, d_model]
     const at::Tensor mlpIn =
         preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, q_pos, d_model]
-    at::Tensor hidden = at::linear(mlpIn, lw.w_up, lw.b_up);              // [batch, q_pos, d_mlp]
-    hidden = c.mlp == MlpKind::SwiGLU ? activate(at::linear(mlpIn, lw.w_gate), c.activation) * hidden
-                                      : activate(hidden, c.activation);          // [batch, q_pos, d_mlp]
-    at::Tensor mlp = hook(mlpOut(l), at::linear(hidden, lw.w_down, lw.b_down));  // [batch, q_pos, d_model]
-    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());            // OLMo-2, Gemma
+    at::Tensor hidden = affine(mlpIn, lw.w_up, lw.b_up);                  // [batch, q_pos, d_mlp]
+    hidden = c.mlp == MlpKind::SwiGLU ? activate(affine(mlpIn, lw.w_gate), c.activation) * hidden
+                                      : activate(hidden, c.activation);      // [batch, q_pos, d_mlp]
+    at::Tensor mlp = hook(mlpOut(l), affine(hidden, lw.w_down, lw.b_down));  // [batch, q_pos, d_model]
+    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());        // OLMo-2, Gemma
 
     // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
     x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, q_pos, d_model]

@@ -73,18 +73,31 @@ class TestCli : public QObject {
     }
   }
 
+  // Float32 products go through oneDNN where the build has it, through ATen's BLAS with HEADSCOPE_GEMM=aten
+  // (onednn_gemm.h): both match the reference, and `info` says which ran.
   void logitsMatchReference_data() {
     QTest::addColumn<QStringList>("modelArgs");
-    QTest::newRow("llama2c") << QStringList{stories("stories260K.bin"), "--tokenizer", stories("tok512.bin")};
-    QTest::newRow("gguf") << QStringList{stories("stories260K.gguf")};
+    QTest::addColumn<QString>("gemm");
+    const QStringList bin{stories("stories260K.bin"), "--tokenizer", stories("tok512.bin")};
+    QTest::newRow("llama2c") << bin << "";
+    QTest::newRow("gguf") << QStringList{stories("stories260K.gguf")} << "";
+    QTest::newRow("llama2c, ATen GEMM") << bin << "aten";
   }
   void logitsMatchReference() {
     QFETCH(QStringList, modelArgs);
+    QFETCH(QString, gemm);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    if (!gemm.isEmpty()) env.insert("HEADSCOPE_GEMM", gemm);
+    const CliResult info = runCli({"info", modelArgs.front()}, env);
+    QVERIFY2(info.exitCode == 0, info.err.c_str());
+    const std::string backend = info.parsed()["f32_gemm"].get<std::string>();
+    QVERIFY2(gemm == "aten" ? backend == "ATen (BLAS)" : !backend.empty(), backend.c_str());
     const json ref = reference();  // kept alive: a range over a member of a temporary would dangle
     for (const auto& c : ref["cases"]) {
       const CliResult r =
           runCli(QStringList{"logits"} + modelArgs +
-                 QStringList{"--text", QString::fromStdString(c["prompt"].get<std::string>())});
+                     QStringList{"--text", QString::fromStdString(c["prompt"].get<std::string>())},
+                 env);
       QVERIFY2(r.exitCode == 0, r.err.c_str());
       const json j = r.parsed();
       QCOMPARE(j["ids"], c["token_ids"]);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixtures.h"
+#include "model/onednn_gemm.h"
 #include "model/rope.h"
 #include "model/thread_policy.h"
 #include "test_paths.h"
@@ -481,6 +482,38 @@ class TestForward : public QObject {
     const at::Tensor a = at::randn({64, 96}), b = at::randn({96, 80});
     QVERIFY(
         at::allclose(at::mm(a, b), at::mm(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat), 1e-4, 1e-4));
+  }
+
+  // Float32 projections go through oneDNN where the build has it (onednn_gemm.h): the same products as
+  // ATen's, for any row count (a sweep's variants have few rows), strided operands, bias or none, and
+  // autograd falls back to ATen's differentiable op.
+  void float32AffineMatchesDoublePrecision() {
+    if (!hs::onednnFloatGemmAvailable())
+      QSKIP("float32 products use ATen here (no oneDNN, or HEADSCOPE_GEMM=aten)");
+    const at::Tensor wFull = at::randn({80, 128});  // [out, in + 32]
+    const at::Tensor w = wFull.narrow(1, 16, 96);   // [out, in], rows strided by 128
+    const at::Tensor b = at::randn({80});
+    auto reference = [&](const at::Tensor& x, bool bias) {  // float64 x·wᵀ (+ b)
+      at::Tensor y = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());
+      return bias ? y + b.to(at::kDouble) : y;
+    };
+    for (int64_t rows : {0, 1, 7, 130})
+      for (bool bias : {false, true}) {
+        const at::Tensor x = at::randn({96, rows}).t();  // [rows, in], not contiguous
+        const at::Tensor y = hs::affine(x, w, bias ? b : at::Tensor());
+        QCOMPARE(y.sizes(), at::IntArrayRef({rows, 80}));
+        QVERIFY2(at::allclose(y.to(at::kDouble), reference(x, bias), 1e-5, 1e-4),
+                 qPrintable(QString("rows %1, bias %2").arg(rows).arg(bias)));
+      }
+    const at::Tensor x3 = at::randn({2, 5, 96});  // [batch, pos, in]
+    const at::Tensor y3 = hs::affine(x3, w, b);
+    QCOMPARE(y3.sizes(), at::IntArrayRef({2, 5, 80}));
+    QVERIFY(at::allclose(y3.to(at::kDouble), reference(x3, true), 1e-5, 1e-4));
+    // With gradients wanted: ATen's op, whose gradient is x's true one.
+    const at::Tensor xg = at::randn({3, 96}).requires_grad_(true);
+    hs::affine(xg, w, b).sum().backward();
+    QVERIFY(xg.grad().defined());
+    QVERIFY(at::allclose(xg.grad(), w.sum(0).expand({3, 96}), 1e-5, 1e-5));
   }
 
   void inputErrorsNameWhatIsWrong() {
