@@ -65,6 +65,7 @@ void addInfoCommand(CLI::App& app) {
       dtype = dtypeName(plan.dtype);
       memory["devices"] = needsJson(plan.devices);
       if (!plan.note.empty()) notes.push_back(plan.note);
+      if (!plan.weights_note.empty()) notes.push_back(plan.weights_note);
     } catch (const Error& e) {
       fits = false;
       dtype = args.dtype == "auto" ? c.dtype : dtypeName(parseDtype(args.dtype));

@@ -79,11 +79,15 @@ class TestMemoryPlan : public QObject {
     QCOMPARE(roomy.dtype, at::kFloat);
     QVERIFY2(has(roomy.note, "dtype auto: float32"), roomy.note.c_str());
     QVERIFY(roomy.devices.at(0).weights == uint64_t(p.n_params) * 4);
+    QVERIFY(roomy.copy_weights && roomy.weights_note.empty());
 
     const hs::MemoryPlan tight = hs::planMemory("m", p.config, p.n_params, "auto", cpu, ram(24 * GB));
     QCOMPARE(tight.dtype, at::kBFloat16);
     QVERIFY2(has(tight.note, "bfloat16 as stored") && has(tight.note, "--dtype f32"), tight.note.c_str());
     QVERIFY(tight.devices.at(0).weights == uint64_t(p.n_params) * 2);
+    // bf16 as stored, 17.5 GB of 24: the weights stay mapped (no private copy), and the note says why.
+    QVERIFY(!tight.copy_weights);
+    QVERIFY2(has(tight.weights_note, "memory-mapped pages"), tight.weights_note.c_str());
 
     // Asked for float32 on 24 GB: refused with the sizes and --dtype bf16 as the way out.
     const std::string f32 =

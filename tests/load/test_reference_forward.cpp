@@ -5,12 +5,15 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "load_test_util.h"
 #include "model/io/safetensors.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
+#include "model/load/memory_plan.h"
 #include "model/load/model_loader.h"
 
 namespace {
@@ -139,6 +142,28 @@ class TestReferenceForward : public QObject {
     // The argmax token agrees at nearly every position.
     const double agree = ours16.argmax(-1).eq(ref.logits.argmax(-1)).to(at::kDouble).mean().item<double>();
     QVERIFY2(agree >= 0.9, qPrintable(QString("argmax agreement %1").arg(agree)));
+
+    // With room to spare the weights stored as computed are the process's own 64-byte-aligned copies
+    // (MemoryPlan::copy_weights); with little room they are read in place from the mapped file, which changes
+    // no logit and is noted.
+    int unaligned = 0;
+    hs::ModelWeights w = bf16.model->weights();
+    hs::forEachWeight(w, [&](at::Tensor& t) {
+      if (t.defined() && reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 != 0) ++unaligned;
+    });
+    QCOMPARE(unaligned, 0);
+    const hs::ModelProbe probe = hs::probeModel(dir.path().toStdString());
+    const uint64_t need = hs::memoryNeeds(probe.config, probe.n_params, 2,
+                                          hs::DeviceMap::all(c10::kCPU, probe.config.n_layers), {})
+                              .at(0)
+                              .total();  // the working memory's 400 MB dominate
+    qputenv("HEADSCOPE_MEMORY_LIMIT", QByteArray::number(qulonglong(need * 3 / 2)));
+    const hs::LoadedModel mapped = hs::loadModel(dir.path().toStdString(), opts);
+    qunsetenv("HEADSCOPE_MEMORY_LIMIT");
+    const std::string notes = nlohmann::json(mapped.notes).dump();
+    QVERIFY2(notes.find("in place from the checkpoint's memory-mapped pages") != std::string::npos,
+             notes.c_str());
+    QVERIFY(at::allclose(hs::test::ourLogits(*mapped.model, ref.tokens), ours16, 1e-5, 1e-5));
   }
 
   // The windows matter and their off-by-one is checked: the same weights with the window one position

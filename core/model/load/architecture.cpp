@@ -3,8 +3,10 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
+#include "model/huge_page_tensor.h"
 #include "model/io/safetensors.h"
 #include "util/error.h"
 
@@ -387,7 +389,7 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
 }
 
 ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
-                        at::ScalarType dtype, const DeviceMap* devices) {
+                        at::ScalarType dtype, const DeviceMap* devices, bool alignCopies) {
   checkWeights(config, lookup, origin);
   const std::vector<std::string> names = lookup.names();
   const std::set<std::string> present(names.begin(), names.end());
@@ -411,7 +413,15 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
     bool aliased = false;  // some part still reads the stored bytes
     for (size_t i = 0; i < spec.slots.size(); ++i) {
       at::Tensor t = parts.at(i).to(deviceOf(spec.slots[i]), dtype).contiguous();
-      aliased = aliased || t.storage().is_alias_of(stored.storage());
+      const bool inPlace = t.storage().is_alias_of(stored.storage());
+      if (inPlace && alignCopies && t.device().is_cpu() &&
+          reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 != 0) {
+        at::Tensor copy = emptyOnHugePages(t.sizes(), t.scalar_type());  // 64-byte aligned (or page aligned)
+        copy.copy_(t);
+        t = std::move(copy);
+      } else {
+        aliased = aliased || inPlace;
+      }
       store(w, spec.slots[i], std::move(t));
     }
     if (!aliased) lookup.release(spec.key);

@@ -73,9 +73,12 @@ class MapLookup : public TensorLookup {
 // share storage (unembed is tok_emb) unless the map puts the head on another device than the embedding.
 // A tensor that was copied (converted, transposed or moved) has its source released right away, so a
 // memory-mapped checkpoint converted to float32 costs the float32 copy, not both.
-// `origin` names the checkpoint (folder or file) in error messages.
+// `origin` names the checkpoint (folder or file) in error messages. With `alignCopies`, a CPU tensor that
+// would still read the stored (mapped) bytes from an address that is not 64-byte aligned is copied into
+// aligned memory and its source released (MemoryPlan::copy_weights); without, it is used in place.
 ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const std::string& origin,
-                        at::ScalarType dtype = at::kFloat, const DeviceMap* devices = nullptr);
+                        at::ScalarType dtype = at::kFloat, const DeviceMap* devices = nullptr,
+                        bool alignCopies = false);
 
 // The checks of mapWeights (every key accounted for, every shape) from the shapes alone, reading no tensor
 // data where the format has a header. Returns the number of parameters the model will hold (a tied

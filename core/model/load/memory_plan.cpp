@@ -236,6 +236,15 @@ MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long n
     needs = memoryNeeds(c, nParams, c10::elementSize(plan.dtype), map, budget);
   }
   plan.devices = needs;
+  std::vector<DeviceNeed> cpuNeeds;
+  for (const DeviceNeed& n : needs)
+    if (n.device.is_cpu()) cpuNeeds.push_back(n);
+  plan.copy_weights = fits(cpuNeeds, 0.5);
+  if (!plan.copy_weights && plan.dtype == stored)
+    plan.weights_note =
+        "CPU weights used in place from the checkpoint's memory-mapped pages, since a copy of "
+        "them would not fit comfortably (" +
+        describeNeeds(cpuNeeds) + "); the products read unaligned weights more slowly";
   if (fits(needs, 1.0)) return plan;
 
   // Refused: say what it needs, what there is, and what would make it fit.

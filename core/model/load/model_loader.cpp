@@ -217,17 +217,18 @@ Source openSource(const std::string& path) {
 }
 
 // Reads and converts the weights the plan agreed to, each straight onto its device.
-ModelWeights readWeights(const Source& src, at::ScalarType dtype, const DeviceMap& devices) {
+ModelWeights readWeights(const Source& src, const MemoryPlan& plan, const DeviceMap& devices) {
   if (src.ckpt) {
     SafetensorsLookup lookup(src.ckpt);
     return withContext(src.configPath.string(), [&] {
-      return mapWeights(src.probe.config, lookup, src.weights.string(), dtype, &devices);
+      return mapWeights(src.probe.config, lookup, src.weights.string(), plan.dtype, &devices,
+                        plan.copy_weights);
     });
   }
   const std::string& path = src.probe.path;
   const RawCheckpoint raw = src.probe.format == "gguf" ? readGgufModel(path) : readLlama2c(path);
   MapLookup lookup(raw);
-  return mapWeights(raw.config, lookup, raw.path, dtype, &devices);
+  return mapWeights(raw.config, lookup, raw.path, plan.dtype, &devices, plan.copy_weights);
 }
 
 }  // namespace
@@ -338,7 +339,7 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
   const DeviceMap devices = parseDeviceMap(options.device, options.gpu_layers, out.config.n_layers);
   const MemoryPlan plan = planMemory(path, out.config, src.probe.n_params, options.dtype, devices,
                                      options.check_memory ? currentMemoryBudget() : MemoryBudget{});
-  out.model = std::make_shared<Transformer>(out.config, readWeights(src, plan.dtype, devices));
+  out.model = std::make_shared<Transformer>(out.config, readWeights(src, plan, devices));
 
   attachTokenizer(out, options.tokenizer);
 
@@ -348,6 +349,7 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
         hs::cat(silent.size(), " of ", out.config.n_layers * out.config.n_heads,
                 " heads write nothing (all-zero W_O columns, e.g. pruned): ", headsText(silent, ", ")));
   if (!plan.note.empty()) out.notes.push_back(plan.note);
+  if (!plan.weights_note.empty()) out.notes.push_back(plan.weights_note);
   if (!devices.single() || devices.usesCuda()) out.notes.push_back("devices: " + devices.describe());
   requireComputeDtype(out.model->dtype(), out.model->device());  // e.g. "auto" on a float16 checkpoint
   return out;
