@@ -51,7 +51,8 @@ LoadedModel loadForCli(const ModelArgs& args) {
   progress("loading " + args.model);
   LoadedModel m = loadModel(args.model, opts);
   for (const auto& n : m.notes)
-    if (n.rfind("dtype auto:", 0) == 0 || n.rfind("devices:", 0) == 0) progress(n);
+    if (n.rfind("dtype auto:", 0) == 0 || n.rfind("weights:", 0) == 0 || n.rfind("devices:", 0) == 0)
+      progress(n);
   return m;
 }
 

@@ -320,6 +320,32 @@ class TestCli : public QObject {
         runCli({"logits", stories("stories260K.bin"), "--ids", "1,403,407", "--dtype", "bf16"});
     QVERIFY2(bf16.exitCode == 0, bf16.err.c_str());
   }
+
+  // With room, weights stored as computed are copied into aligned memory; when a copy would not fit
+  // comfortably they are read in place from the mapped file: the same logits, and stderr says why.
+  void weightsInPlaceAreNoted() {
+    const QStringList args{"logits", stories("stories260K.bin"), "--ids", "1,403,407"};
+    const CliResult roomy = runCli(args);
+    QVERIFY2(roomy.exitCode == 0, roomy.err.c_str());
+    QVERIFY2(roomy.err.find("weights: used in place") == std::string::npos, roomy.err.c_str());
+    const CliResult info = runCli({"info", stories("stories260K.bin")});
+    QVERIFY2(info.exitCode == 0, info.err.c_str());
+    const json need = info.parsed()["memory"]["devices"][0];
+    const auto total = need["weights_bytes"].get<uint64_t>() + need["working_bytes"].get<uint64_t>();
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("HEADSCOPE_MEMORY_LIMIT", QString::number(total * 3 / 2));  // fits, but not twice
+    const CliResult tight = runCli(args, env);
+    QVERIFY2(tight.exitCode == 0, tight.err.c_str());
+    QVERIFY2(tight.err.find("weights: used in place from the checkpoint's memory-mapped pages") !=
+                 std::string::npos,
+             tight.err.c_str());
+    const auto a = tight.parsed()["last_logits"].get<std::vector<double>>();
+    const auto b = roomy.parsed()["last_logits"].get<std::vector<double>>();
+    QCOMPARE(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      QVERIFY2(std::abs(a[i] - b[i]) <= 1e-5,
+               qPrintable(QString("logit %1: %2 vs %3").arg(i).arg(a[i]).arg(b[i])));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -242,9 +242,9 @@ MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long n
   plan.copy_weights = fits(cpuNeeds, 0.5);
   if (!plan.copy_weights && plan.dtype == stored)
     plan.weights_note =
-        "CPU weights used in place from the checkpoint's memory-mapped pages, since a copy of "
-        "them would not fit comfortably (" +
-        describeNeeds(cpuNeeds) + "); the products read unaligned weights more slowly";
+        "weights: used in place from the checkpoint's memory-mapped pages, since a copy would not fit "
+        "comfortably (" +
+        describeNeeds(cpuNeeds) + "); products read weights the file does not align to 64 bytes more slowly";
   if (fits(needs, 1.0)) return plan;
 
   // Refused: say what it needs, what there is, and what would make it fit.
