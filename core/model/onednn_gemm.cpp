@@ -17,6 +17,8 @@
 
 namespace hs {
 
+#ifdef HEADSCOPE_ONEDNN
+
 namespace {
 
 bool wantsAtenGemm() {
@@ -36,12 +38,6 @@ void expectOperands(const char* who, const at::Tensor& x, const at::Tensor& w, c
       (b.dim() != 1 || b.size(0) != w.size(0) || b.scalar_type() != at::kFloat || !b.device().is_cpu()))
     fail(who, ": expected a float32 CPU bias [", w.size(0), "], got ", b.sizes(), " ", b.scalar_type());
 }
-
-}  // namespace
-
-#ifdef HEADSCOPE_ONEDNN
-
-namespace {
 
 dnnl::engine& cpuEngine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);  // engines and primitives are thread-safe
