@@ -1,9 +1,8 @@
 #pragma once
 // Matrix products on the CPU through oneDNN (the library Debian's libtorch itself computes bf16 GEMMs with):
 //  - bf16 × bf16 → float32: ATen's bf16 GEMM accumulates in float32 but rounds its result to bf16; the
-//  float32
-//    unembedding needs the unrounded result, and one oneDNN matmul with a float32 destination gives it in the
-//    time of one bf16 GEMM (two compensating ATen GEMMs, the fallback, take twice that);
+//    float32 unembedding needs the unrounded result, and one oneDNN matmul with a float32 destination gives
+//    it in the time of one bf16 GEMM (two compensating ATen GEMMs, the fallback, take twice that);
 //  - float32 × float32: Debian's libtorch computes these with OpenBLAS, whose GEMM took 2.3-4.4× oneDNN's on
 //    this project's AVX-512 machine (bench/ and docs/performance.md), most of all for products of few rows
 //    (a patching sweep's variants). `affine` below routes a float32 model's projections through oneDNN.
