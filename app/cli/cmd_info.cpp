@@ -64,8 +64,8 @@ void addInfoCommand(CLI::App& app) {
       const MemoryPlan plan = planMemory(probe.path, c, probe.n_params, args.dtype, devices, budget);
       dtype = dtypeName(plan.dtype);
       memory["devices"] = needsJson(plan.devices);
-      if (!plan.note.empty()) notes.push_back(plan.note);
-      if (!plan.weights_note.empty()) notes.push_back(plan.weights_note);
+      for (const std::string& n : plan.notes())
+        notes.push_back(n);
     } catch (const Error& e) {
       fits = false;
       dtype = args.dtype == "auto" ? c.dtype : dtypeName(parseDtype(args.dtype));

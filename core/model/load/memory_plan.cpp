@@ -211,6 +211,13 @@ std::vector<DeviceNeed> memoryNeeds(const ModelConfig& c, long long nParams, siz
   return out;
 }
 
+std::vector<std::string> MemoryPlan::notes() const {
+  std::vector<std::string> out;
+  for (const std::string* n : {&note, &weights_note})
+    if (!n->empty()) out.push_back(*n);
+  return out;
+}
+
 MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long nParams,
                       const std::string& requestedDtype, const DeviceMap& map, const MemoryBudget& budget) {
   MemoryPlan plan;

@@ -52,6 +52,9 @@ struct MemoryPlan {
   // mapped, where the kernel can drop and reread them under memory pressure, and weights_note says so.
   bool copy_weights = true;
   std::string weights_note;  // "" when copy_weights or when every weight is converted anyway
+
+  // The notes a user sees (LoadedModel::notes, `info`): note and weights_note, those that are not empty.
+  std::vector<std::string> notes() const;
 };
 
 // Bytes of the weights at `elementBytes` per value, split as the map places them, and the working memory.

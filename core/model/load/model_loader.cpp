@@ -348,8 +348,8 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
     out.notes.push_back(
         hs::cat(silent.size(), " of ", out.config.n_layers * out.config.n_heads,
                 " heads write nothing (all-zero W_O columns, e.g. pruned): ", headsText(silent, ", ")));
-  if (!plan.note.empty()) out.notes.push_back(plan.note);
-  if (!plan.weights_note.empty()) out.notes.push_back(plan.weights_note);
+  for (const std::string& n : plan.notes())
+    out.notes.push_back(n);
   if (!devices.single() || devices.usesCuda()) out.notes.push_back("devices: " + devices.describe());
   requireComputeDtype(out.model->dtype(), out.model->device());  // e.g. "auto" on a float16 checkpoint
   return out;
