@@ -79,6 +79,37 @@ at::Tensor matmulToFloat(const at::Tensor& x, const at::Tensor& w, const at::Ten
   return y;
 }
 
+// a [..., m, k] · b [..., k, n], float32 with equal batch dims, into a new contiguous [..., m, n]; each
+// operand is read through its strides where oneDNN can (one of its last two dims dense), else copied.
+at::Tensor batchedMatmulFloat(const at::Tensor& a, const at::Tensor& b) {
+  using dnnl::memory;
+  auto readable = [](const at::Tensor& t) {
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.stride(d) == 0 && t.size(d) > 1) return t.contiguous();  // expanded: oneDNN takes no zero stride
+    return t.stride(-1) == 1 || t.stride(-2) == 1 ? t : t.contiguous();
+  };
+  const at::Tensor ar = readable(a), br = readable(b);
+  std::vector<int64_t> shape = ar.sizes().vec();
+  shape.back() = br.size(-1);
+  at::Tensor y = at::empty(shape, ar.options());  // [..., m, n]
+  if (y.numel() == 0) return y;
+  if (ar.size(-1) == 0) return y.zero_();
+  at::internal::lazy_init_num_threads();
+  dnnl::engine& engine = cpuEngine();
+  dnnl::stream& stream = cpuStream();
+  auto desc = [](const at::Tensor& t) {
+    return memory::desc(memory::dims(t.sizes().begin(), t.sizes().end()), memory::data_type::f32,
+                        memory::dims(t.strides().begin(), t.strides().end()));
+  };
+  const memory::desc src = desc(ar), wei = desc(br), dst = desc(y);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), engine);  // cached by oneDNN
+  const dnnl::matmul mm(pd);
+  memory ms(src, engine, ar.data_ptr()), mw(wei, engine, br.data_ptr()), md(dst, engine, y.data_ptr());
+  mm.execute(stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
+  stream.wait();
+  return y;
+}
+
 // Whether oneDNN computes `type` products on this CPU, checked once against ATen's on a small case.
 bool runsHere(at::ScalarType dtype) {
   try {
@@ -179,6 +210,18 @@ at::Tensor affine(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = w.size(0);
   return onednnLinearFloat(x.reshape({-1, x.size(-1)}), w, b).view(shape);  // [..., out]
+}
+
+at::Tensor batchedMatmul(const at::Tensor& a, const at::Tensor& b) {
+  const bool grad = at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
+  const bool onednn = !grad && a.dim() >= 3 && a.dim() == b.dim() && a.scalar_type() == at::kFloat &&
+                      b.scalar_type() == at::kFloat && a.device().is_cpu() && b.device().is_cpu() &&
+                      a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2) &&
+                      a.size(-1) == b.size(-2) && onednnFloatGemmAvailable();
+#ifdef HEADSCOPE_ONEDNN
+  if (onednn) return batchedMatmulFloat(a, b);
+#endif
+  return at::matmul(a, b);
 }
 
 }  // namespace hs

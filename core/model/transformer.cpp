@@ -558,17 +558,17 @@ RunResult Transformer::run(const RunRequest& req) const {
       const at::Tensor kCached = kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
       const at::Tensor qAll =
           qGrouped.transpose(0, 1).reshape({KV, B * G * Pq, dh});  // [kv_head, rows, d_head]
-      const at::Tensor cached = at::matmul(qAll, kCached.transpose(-1, -2))
+      const at::Tensor cached = batchedMatmul(qAll, kCached.transpose(-1, -2))
                                     .view({KV, B, G * Pq, T0})
                                     .transpose(0, 1);  // [batch, kv_head, group·q_pos, cached]
-      const at::Tensor fresh =
-          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·q_pos, pos]
+      const at::Tensor fresh = batchedMatmul(
+          qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·q_pos, pos]
       scores = at::cat({cached, fresh}, -1).view({B, H, Pq, T}) * scale;
     } else {
-      scores =
-          at::matmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·q_pos, k_pos]
-              .view({B, H, Pq, T}) *
-          scale;
+      scores = batchedMatmul(qGrouped,
+                             keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·q_pos, k_pos]
+                   .view({B, H, Pq, T}) *
+               scale;
     }
     scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
     const at::Tensor mask =
@@ -599,14 +599,14 @@ RunResult Transformer::run(const RunRequest& req) const {
       const at::Tensor pCached =
           p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * Pq, T0});  // [kv_head, rows, cached]
       const at::Tensor vCached = kv->v[l].to(dt).to(at::kFloat)[0];           // [kv_head, cached, d_head]
-      const at::Tensor zCached = at::matmul(pCached, vCached)
+      const at::Tensor zCached = batchedMatmul(pCached, vCached)
                                      .view({KV, B, G * Pq, dh})
                                      .transpose(0, 1);  // [batch, kv_head, group·q_pos, d_head]
       const at::Tensor zFresh =
-          at::matmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·q_pos, d_head]
-      z = (zCached + zFresh).reshape({B, H, Pq, dh}).to(dt);       // [batch, head, q_pos, d_head]
+          batchedMatmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·q_pos, d_head]
+      z = (zCached + zFresh).reshape({B, H, Pq, dh}).to(dt);          // [batch, head, q_pos, d_head]
     } else if (!z.defined()) {
-      z = at::matmul(probs.reshape({B, KV, G * Pq, T}), values.to(at::kFloat))
+      z = batchedMatmul(probs.reshape({B, KV, G * Pq, T}), values.to(at::kFloat))
               .view({B, H, Pq, dh})
               .to(dt);  // [batch, head, q_pos, d_head]
     }

@@ -516,6 +516,38 @@ class TestForward : public QObject {
     QVERIFY(at::allclose(xg.grad(), w.sum(0).expand({3, 96}), 1e-5, 1e-5));
   }
 
+  // Attention's batched products (q·kᵀ and pattern·v) in the layouts the forward hands them over.
+  void float32BatchedMatmulMatchesDoublePrecision() {
+    if (!hs::onednnFloatGemmAvailable())
+      QSKIP("float32 products use ATen here (no oneDNN, or HEADSCOPE_GEMM=aten)");
+    auto check = [](const at::Tensor& a, const at::Tensor& b, const char* what) {
+      const at::Tensor y = hs::batchedMatmul(a, b);
+      const at::Tensor ref = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
+      QVERIFY2(y.sizes() == ref.sizes(), what);
+      QVERIFY2(y.scalar_type() == at::kFloat, what);
+      QVERIFY2(at::allclose(y.to(at::kDouble), ref, 1e-5, 1e-4), what);
+    };
+    const at::Tensor q = at::randn({2, 3, 7, 16});  // [batch, head, q_pos, d_head]
+    const at::Tensor k = at::randn({2, 3, 9, 16});  // [batch, head, k_pos, d_head]
+    check(q, k.transpose(-1, -2), "scores: keys transposed (a view)");
+    check(q.transpose(1, 2).contiguous().transpose(1, 2), k.transpose(-1, -2), "queries with strided batch");
+    const at::Tensor p = at::randn({2, 3, 7, 12});  // [batch, head, q_pos, cached + fresh]
+    check(p.narrow(-1, 3, 9), k, "pattern narrowed to the fresh keys");
+    check(p.narrow(-1, 0, 3).transpose(0, 1).reshape({3, 14, 3}), at::randn({3, 3, 16}), "3-D, cached keys");
+    check(at::randn({2, 3, 1, 16}), at::randn({2, 3, 16, 1}), "one query, one key");
+    check(at::randn({5, 16, 4}).transpose(-1, -2), at::randn({5, 16, 6}), "both operands column-major");
+    check(at::randn({2, 4, 6}).slice(-1, 0, 6, 2), at::randn({2, 3, 5}), "every other column (no dense dim)");
+    check(at::randn({2, 1, 16}).expand({2, 4, 16}), at::randn({2, 16, 3}), "expanded rows");
+    check(at::randn({0, 3, 4}), at::randn({0, 4, 2}), "empty batch");
+    check(at::randn({2, 3, 0}), at::randn({2, 0, 5}), "empty inner dimension");
+    // With gradients wanted: ATen's op and its gradient.
+    const at::Tensor ag = at::randn({2, 3, 4}).requires_grad_(true);
+    const at::Tensor bg = at::randn({2, 4, 5});
+    hs::batchedMatmul(ag, bg).sum().backward();
+    QVERIFY(ag.grad().defined());
+    QVERIFY(at::allclose(ag.grad(), bg.sum(-1).unsqueeze(1).expand({2, 3, 4}), 1e-5, 1e-5));
+  }
+
   void inputErrorsNameWhatIsWrong() {
     const Transformer model = tinyLlama();
     auto message = [&](const RunRequest& req) -> std::string {
