@@ -14,7 +14,10 @@
 //  - fast: hs::patchingSweep, all 144 heads, clean and corrupt runs included (median of --runs);
 //  - naive: hs::patchingSweepNaive with --full-naive; otherwise the same loop (one patched full
 //    forward, last-position logits only) timed over --naive-heads heads spread over the layers and
-//    extrapolated to 144 heads, plus its clean and corrupt runs ("naive_extrapolated": true);
+//    extrapolated to 144 heads, plus its clean and corrupt runs ("naive_extrapolated": true). The
+//    extrapolated loop is timed in --runs rounds, each one fast sweep then the heads' forwards, and the
+//    speedup is the median of the rounds' ratios (a drift in the machine's speed slows both sides of a
+//    round alike); with --full-naive, the full loop's time over the fast sweep's median;
 //  - python: the same naive loop in plain PyTorch over the same heads, extrapolated alike;
 //  - attribution: hs::attributionPatching (the batched clean and corrupt forward, then a forward and
 //    backward of the positions from the patched one on), its Spearman ρ with the exact grid, and its
@@ -184,12 +187,10 @@ int main(int argc, char** argv) {
       if (spec.distractor == spec.target) spec.distractor = (spec.target + 1) % c.vocab_size;
     }
 
-    // Warm-up, then the fast sweep.
+    // Warm-up; the fast sweep is timed below, in rounds with the naive loop.
     hs::HeadGrid fast = hs::patchingSweep(model, spec);
     std::vector<double> tFast;
-    for (int i = 0; i < runs; ++i)
-      tFast.push_back(seconds([&] { fast = hs::patchingSweep(model, spec); }));
-    const double fastS = median(tFast);
+    auto timeFast = [&] { tFast.push_back(seconds([&] { fast = hs::patchingSweep(model, spec); })); };
     // Where the fast sweep's time goes: one plain forward (the sweep batches two: clean and corrupt) and
     // the moments its progress reports arrive (one per batched forward of variants).
     const double oneForward = seconds([&] {
@@ -218,7 +219,10 @@ int main(int argc, char** argv) {
     }
     double naiveS = 0, naivePerForward = 0, naiveSetup = 0, naiveVsFast = 0;
     std::vector<double> naiveValues;
+    std::vector<double> roundSpeedups;  // per round: the naive loop's time over the fast sweep's
     if (fullNaive) {
+      for (int i = 0; i < runs; ++i)
+        timeFast();
       hs::HeadGrid naive;
       naiveS = seconds([&] { naive = hs::patchingSweepNaive(model, spec); });
       naivePerForward = naiveS / nHeads;
@@ -246,24 +250,33 @@ int main(int argc, char** argv) {
         metric(r.logits);                              // the clean metric, as the sweep computes it
         base = metric(model.run(corrupt).logits);
       });
+      // Rounds of one fast sweep and the subset's naive forwards, so that a machine whose speed drifts
+      // (other tenants, clocks) slows both sides of each round's ratio alike.
       std::vector<double> t;
-      for (auto [l, h] : subset) {
-        hs::RunRequest r = corrupt;
-        hs::Intervention iv;
-        iv.site = hs::attnZ(l);
-        iv.heads = {h};
-        iv.positions = {-1};
-        iv.op = hs::InterventionOp::Replace;
-        iv.tensor = cleanZ[l][0][-1].narrow(0, h, 1);  // [1, d_head]
-        r.interventions = {iv};
-        double v = 0;
-        t.push_back(seconds([&] { v = metric(model.run(r).logits) - base; }));
-        naiveValues.push_back(v);
-        naiveVsFast = std::max(naiveVsFast, std::abs(v - fast.values(l, h)));
+      for (int round = 0; round < runs; ++round) {
+        timeFast();
+        std::vector<double> tRound;
+        for (auto [l, h] : subset) {
+          hs::RunRequest r = corrupt;
+          hs::Intervention iv;
+          iv.site = hs::attnZ(l);
+          iv.heads = {h};
+          iv.positions = {-1};
+          iv.op = hs::InterventionOp::Replace;
+          iv.tensor = cleanZ[l][0][-1].narrow(0, h, 1);  // [1, d_head]
+          r.interventions = {iv};
+          double v = 0;
+          tRound.push_back(seconds([&] { v = metric(model.run(r).logits) - base; }));
+          if (round == 0) naiveValues.push_back(v);
+          naiveVsFast = std::max(naiveVsFast, std::abs(v - fast.values(l, h)));
+        }
+        roundSpeedups.push_back((naiveSetup + median(tRound) * nHeads) / tFast.back());
+        t.insert(t.end(), tRound.begin(), tRound.end());
       }
       naivePerForward = median(t);
       naiveS = naiveSetup + naivePerForward * nHeads;
     }
+    const double fastS = median(tFast);
 
     // Attribution patching.
     hs::HeadGrid attrib = hs::attributionPatching(model, spec);
@@ -307,7 +320,10 @@ int main(int argc, char** argv) {
     report["naive_per_forward_s"] = naivePerForward;
     report["naive_extrapolated"] = !fullNaive;
     report["naive_heads_timed"] = k;
-    report["speedup_fast_vs_naive"] = naiveS / fastS;
+    // The median of the rounds' ratios (extrapolated naive loop); with --full-naive, the one full loop's
+    // time over the fast sweep's median.
+    report["speedup_fast_vs_naive"] = roundSpeedups.empty() ? naiveS / fastS : median(roundSpeedups);
+    report["speedup_rounds"] = roundSpeedups;
     report["max_abs_diff_fast_vs_naive"] = naiveVsFast;
     report["max_abs_grid_value"] = fast.values.cwiseAbs().maxCoeff();
     report["attribution_s"] = median(tAttrib);
