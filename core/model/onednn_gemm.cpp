@@ -213,11 +213,15 @@ at::Tensor affine(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 }
 
 at::Tensor batchedMatmul(const at::Tensor& a, const at::Tensor& b) {
+  // Below this many multiply-adds per batch entry (m·k·n) ATen's own loop is faster than a oneDNN call: a
+  // patching sweep's variants score one query against their one fresh key, in batches of rows × heads.
+  constexpr int64_t kTinyProduct = 400;
   const bool grad = at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
   const bool onednn = !grad && a.dim() >= 3 && a.dim() == b.dim() && a.scalar_type() == at::kFloat &&
                       b.scalar_type() == at::kFloat && a.device().is_cpu() && b.device().is_cpu() &&
                       a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2) &&
-                      a.size(-1) == b.size(-2) && onednnFloatGemmAvailable();
+                      a.size(-1) == b.size(-2) && a.size(-2) * a.size(-1) * b.size(-1) >= kTinyProduct &&
+                      onednnFloatGemmAvailable();
 #ifdef HEADSCOPE_ONEDNN
   if (onednn) return batchedMatmulFloat(a, b);
 #endif
