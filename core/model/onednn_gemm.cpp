@@ -213,6 +213,7 @@ at::Tensor affine(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 }
 
 at::Tensor batchedMatmul(const at::Tensor& a, const at::Tensor& b) {
+#ifdef HEADSCOPE_ONEDNN
   // Below this many multiply-adds per batch entry (m·k·n) ATen's own loop is faster than a oneDNN call: a
   // patching sweep's variants score one query against their one fresh key, in batches of rows × heads.
   constexpr int64_t kTinyProduct = 400;
@@ -222,8 +223,13 @@ at::Tensor batchedMatmul(const at::Tensor& a, const at::Tensor& b) {
                       a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2) &&
                       a.size(-1) == b.size(-2) && a.size(-2) * a.size(-1) * b.size(-1) >= kTinyProduct &&
                       onednnFloatGemmAvailable();
-#ifdef HEADSCOPE_ONEDNN
-  if (onednn) return batchedMatmulFloat(a, b);
+  if (onednn) {
+    try {
+      return batchedMatmulFloat(a, b);
+    } catch (const dnnl::error&) {
+      // a layout this oneDNN has no kernel for: ATen computes it
+    }
+  }
 #endif
   return at::matmul(a, b);
 }
