@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
       folder = a;
     }
   }
-  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
+  const int threads =
+      hs::applyThreadPolicy(/*followLoad=*/false).threads;  // the CPU count, fixed (model/thread_policy.h)
 
   bool temp = false;
   if (folder.empty()) {

@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
+  const int threads =
+      hs::applyThreadPolicy(/*followLoad=*/false).threads;  // the CPU count, fixed (model/thread_policy.h)
 
   nlohmann::json report;
   std::string tmpDir;

@@ -178,7 +178,8 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
-  const int threads = hs::applyThreadPolicy().threads;  // as the CLI and GUI do (model/thread_policy.h)
+  const int threads =
+      hs::applyThreadPolicy(/*followLoad=*/false).threads;  // the CPU count, fixed (model/thread_policy.h)
   std::string shape = "llama-3.2-1b", data;
   int runs = 3, rounds = 2, tokens = 128, naiveHeads = 8;
   bool withSweep = true;

@@ -92,6 +92,7 @@ void addInfoCommand(CLI::App& app) {
     }
     if (m.tokenizer) tokenizer = m.tokenizer->kind();
 
+    const ThreadPolicy policy = followLoad();
     nlohmann::json j = {
         {"architecture", toString(c.arch)},
         {"model_type", c.model_type},
@@ -109,6 +110,8 @@ void addInfoCommand(CLI::App& app) {
         {"stored_dtype", c.dtype},
         {"stored_bytes", probe.stored_bytes},
         {"device", devices.describe()},
+        {"threads", policy.threads},
+        {"threads_source", policy.source},
         {"blas_threads", blasThreading()},
         {"blas_core", blasCore()},
         {"f32_gemm", float32GemmBackend()},

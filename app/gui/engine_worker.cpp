@@ -19,6 +19,7 @@
 #include "model/io/mapped_file.h"
 #include "model/load/model_loader.h"
 #include "model/load/silent_heads.h"
+#include "model/thread_policy.h"
 #include "results/results_json.h"
 #include "util/error.h"
 #include "util/error_text.h"
@@ -41,6 +42,8 @@ template <typename F>
 void EngineWorker::job(const QString& name, F&& body) {
   cancel_ = false;
   Q_EMIT busy(true);
+  followLoad(
+      true);  // this thread's pools sized to the CPUs other processes leave free (model/thread_policy.h)
   try {
     // No gradients by default, but not InferenceMode: tensors made under it (the loaded weights, task
     // embeddings, means) can never enter an autograd graph, and SITE and LTV train through the model.

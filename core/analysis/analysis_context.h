@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "model/thread_policy.h"
 #include "util/cancelled.h"
 
 namespace hs {
@@ -28,8 +29,10 @@ struct AnalysisContext {
   void reportPoint(const std::string& curve, int step, double value) const {
     if (point) point(curve, step, value);
   }
-  // Call between forward passes.
+  // Call between forward passes, on the computing thread: honours cancellation, and the thread policy
+  // follows the machine's load (model/thread_policy.h; a no-op where HEADSCOPE_THREADS fixes the count).
   void checkCancelled() const {
+    followLoad();
     if (cancelled && cancelled()) throw Cancelled();
   }
 };
