@@ -1,19 +1,18 @@
 #include "model/thread_policy.h"
 
 #include <ATen/Parallel.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <sched.h>
-#include <sys/sysinfo.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <fstream>
+#include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,11 +21,12 @@ namespace hs {
 
 namespace {
 
-// The policy's state: whether it follows the load, and the pools' size as last set.
+// The policy's state: whether it follows the load, the pools' size as last set, the load meter.
 std::mutex policyMutex;
 ThreadPolicy current;
 bool following = false;
-std::chrono::steady_clock::time_point lastSample{};
+std::unique_ptr<CpuLoadMeter> meter;
+std::chrono::steady_clock::time_point lastReading{};
 
 void setPools(int threads) {
   try {
@@ -39,67 +39,81 @@ void setPools(int threads) {
     set(threads);
 }
 
-// The 4th field of /proc/loadavg, "running/total": the kernel's runnable tasks (this thread included).
-int runnableTasks(const std::string& proc) {
-  FILE* f = std::fopen((proc + "/loadavg").c_str(), "r");
-  if (!f) return -1;
-  double a, b, c;
-  int running = -1, total = 0;
-  if (std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) running = -1;
-  std::fclose(f);
-  return running;
-}
-
-// This process's threads in state R (running or runnable), from each task's stat: "tid (comm) S ...",
-// where comm may itself hold spaces and parentheses, so the state follows the last ')'.
-int ownRunnableThreads(const std::string& proc) {
-  const std::string dir = proc + "/self/task";
-  DIR* d = opendir(dir.c_str());
-  if (!d) return -1;
-  int running = 0;
-  while (const dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    FILE* f = std::fopen((dir + "/" + e->d_name + "/stat").c_str(), "r");
-    if (!f) continue;  // the thread ended meanwhile
-    char buf[512];
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    const char* close = std::strrchr(buf, ')');
-    if (close && close[1] == ' ' && close[2] == 'R') ++running;
-  }
-  closedir(d);
-  return running;
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace
 
-int availableCpus() {
+std::vector<int> affinityCpus() {
+  std::vector<int> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+int availableCpus() {
+  const auto cpus = affinityCpus();
+  if (!cpus.empty()) return static_cast<int>(cpus.size());
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-double otherRunnableTasks(const std::string& proc, int samples, int gapUs) {
-  std::vector<double> others;
-  for (int i = 0; i < std::max(1, samples); ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::microseconds(gapUs));
-    const int all = runnableTasks(proc);
-    const int own = ownRunnableThreads(proc);
-    if (all < 0 || own < 0) return -1;
-    others.push_back(std::max(0, all - own));
+CpuLoadMeter::CpuLoadMeter(std::string proc, std::vector<int> cpus)
+    : proc_(std::move(proc)), cpus_(std::move(cpus)) {}
+
+double CpuLoadMeter::read() {
+  // Per CPU: "cpuN user nice system idle iowait irq softirq steal guest guest_nice" (guest time is in user).
+  std::istringstream stat(readFile(proc_ + "/stat"));
+  long long busy = 0, total = 0;
+  int seen = 0;
+  for (std::string line; std::getline(stat, line);) {
+    int cpu = -1;
+    long long v[8] = {};
+    if (std::sscanf(line.c_str(), "cpu%d %lld %lld %lld %lld %lld %lld %lld %lld", &cpu, &v[0], &v[1], &v[2],
+                    &v[3], &v[4], &v[5], &v[6], &v[7]) != 9 ||
+        std::find(cpus_.begin(), cpus_.end(), cpu) == cpus_.end())
+      continue;
+    busy += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    total += v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+    ++seen;
   }
-  std::nth_element(others.begin(), others.begin() + others.size() / 2, others.end());
-  return others[others.size() / 2];
+  // "pid (comm) S ppid ... utime stime ...": comm may hold spaces and parentheses, so fields are counted from
+  // the last ')'; utime and stime are the 12th and 13th after it.
+  const std::string self = readFile(proc_ + "/self/stat");
+  const size_t close = self.rfind(')');
+  long long own = -1;
+  if (close != std::string::npos) {
+    std::istringstream fields(self.substr(close + 1));
+    std::string skipped;
+    for (int i = 0; i < 11; ++i)
+      fields >> skipped;
+    long long utime = 0, stime = 0;
+    if (fields >> utime >> stime) own = utime + stime;
+  }
+  if (seen == 0 || own < 0) {
+    busy_ = total_ = own_ = -1;
+    return -1;
+  }
+  double others = -1;
+  if (total_ >= 0 && total > total_) {
+    const double ticksPerCpu = static_cast<double>(total - total_) / seen;
+    others = std::clamp(static_cast<double>((busy - busy_) - (own - own_)) / ticksPerCpu, 0.0,
+                        static_cast<double>(seen));
+  }
+  busy_ = busy, total_ = total, own_ = own;
+  return others;
 }
 
-int threadsUnderLoad(int cpus, int online, double others) {
+int threadsUnderLoad(int cpus, double busy) {
   cpus = std::max(1, cpus);
-  online = std::max(cpus, online);
-  // Other tasks spread over the machine's CPUs; the share that falls on ours.
-  const double busy = std::max(0.0, others) * cpus / online;
-  const int free = static_cast<int>(std::lround(cpus - busy));
+  const int free = static_cast<int>(std::lround(cpus - std::max(0.0, busy)));
   return std::clamp(free, 1, cpus);
 }
 
@@ -127,14 +141,21 @@ ThreadPolicy applyThreadPolicy(bool followLoadFlag) {
 ThreadPolicy followLoad(bool force) {
   std::lock_guard lock(policyMutex);
   if (!following) return current;
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && now - lastSample < std::chrono::milliseconds(kLoadSamplePeriodMs)) return current;
-  lastSample = now;
-  const double others = otherRunnableTasks();
+  using namespace std::chrono;
+  const auto since = steady_clock::now() - lastReading;
+  if (!force && since < milliseconds(kLoadSamplePeriodMs)) return current;
+  if (!meter) meter = std::make_unique<CpuLoadMeter>("/proc", affinityCpus());
+  double others = -1;
+  if (!force && since <= milliseconds(kLoadWindowMaxMs)) others = meter->read();  // since the last reading
+  if (others < 0) {                                                               // a fresh window
+    meter->read();
+    std::this_thread::sleep_for(milliseconds(100));
+    others = meter->read();
+  }
+  lastReading = steady_clock::now();
   if (others < 0) return current;  // no procfs: the CPU count stands
-  const int online = std::max(current.cpus, get_nprocs());
-  current.busy = others * current.cpus / online;
-  const int threads = threadsUnderLoad(current.cpus, online, others);
+  current.busy = others;
+  const int threads = threadsUnderLoad(current.cpus, others);
   current.source = threads < current.cpus ? "CPUs left free by other processes" : "CPUs available";
   // Also when unchanged: the calling thread may be one whose OpenMP pool size was never set.
   current.threads = threads;

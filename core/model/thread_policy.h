@@ -7,10 +7,11 @@
 //
 // On a machine whose cores are also busy with other work, fewer threads are faster: OpenMP's barriers wait
 // for the thread the kernel descheduled (2 threads beside one busy process on 2 cores ran the analyses
-// 2.2-2.5x slower than 1 thread; docs/performance.md). So unless HEADSCOPE_THREADS fixes the count, the
-// policy follows the load: the pools get the CPUs that other processes leave free, sampled from /proc at
-// the start and again between forward passes (followLoad, at most once per kLoadSamplePeriodMs).
+// 2-3x slower than 1 thread; docs/performance.md). So unless HEADSCOPE_THREADS fixes the count, the policy
+// follows the load: the pools get the CPUs that other processes leave free (CpuLoadMeter), measured over
+// 100 ms at the start and again between forward passes (followLoad, at most once per kLoadSamplePeriodMs).
 #include <string>
+#include <vector>
 
 namespace hs {
 
@@ -26,20 +27,39 @@ struct ThreadPolicy {
 // thread count with their figures).
 ThreadPolicy applyThreadPolicy(bool followLoad = true);
 
-// When the policy follows the load (applyThreadPolicy(true) without HEADSCOPE_THREADS): samples the load,
-// at most once per kLoadSamplePeriodMs (every call when `force`), and re-sizes both pools of the calling
+// When the policy follows the load (applyThreadPolicy(true) without HEADSCOPE_THREADS): measures the load,
+// at most once per kLoadSamplePeriodMs over the time since the last reading (over a fresh 100 ms when
+// `force` or when that reading is older than kLoadWindowMaxMs), and re-sizes both pools of the calling
 // thread to threadsUnderLoad. A no-op otherwise. Call it on the thread that computes, between forwards.
 ThreadPolicy followLoad(bool force = false);
 inline constexpr int kLoadSamplePeriodMs = 2000;
+inline constexpr int kLoadWindowMaxMs = 10000;
 
-// Runnable tasks of other processes now: the kernel's running count (`proc`/loadavg) minus this process's
-// running threads (`proc`/self/task/*/stat), the median of `samples` readings `gapUs` microseconds apart.
-// -1 when `proc` cannot be read. `proc` is procfs's root; tests pass a fake one.
-double otherRunnableTasks(const std::string& proc = "/proc", int samples = 9, int gapUs = 1000);
+// CPU time that other processes take on the CPUs this process may run on, from procfs: between two
+// readings, the busy ticks of those CPUs (`proc`/stat: user, nice, system, irq, softirq, steal) minus this
+// process's own (`proc`/self/stat: utime + stime), per tick that passed on each CPU. Only the CPUs of the
+// affinity mask count, so the busy cores of a cluster node's other jobs (Slurm's cpusets) are not ours to
+// leave free; time a hypervisor steals counts as taken.
+class CpuLoadMeter {
+ public:
+  // `proc` is procfs's root (tests pass a fake one); `cpus` the CPU numbers to watch.
+  CpuLoadMeter(std::string proc, std::vector<int> cpus);
+  // Reads the counters. Returns the CPUs' worth of time (0 .. cpus) other processes took since the previous
+  // reading; -1 on the first reading, when no tick passed, or when procfs cannot be read.
+  double read();
 
-// The threads for a process that may run on `cpus` of the machine's `online` CPUs when `others` runnable
-// tasks of other processes share them evenly: the CPUs they leave free, at least 1, at most `cpus`.
-int threadsUnderLoad(int cpus, int online, double others);
+ private:
+  std::string proc_;
+  std::vector<int> cpus_;
+  long long busy_ = -1, total_ = -1, own_ = -1;  // the previous reading's sums, in ticks
+};
+
+// The CPU numbers of this process's affinity mask.
+std::vector<int> affinityCpus();
+
+// The threads for a process that may run on `cpus` CPUs when other processes keep `busy` CPUs' worth of
+// them busy: the CPUs they leave free, rounded, at least 1, at most `cpus`.
+int threadsUnderLoad(int cpus, double busy);
 
 // How the loaded OpenBLAS runs its threads: "openmp" (one pool with libtorch's: what our programs load,
 // CMakeLists.txt), "pthreads" (a second pool), "sequential", or "" when the BLAS is not OpenBLAS.

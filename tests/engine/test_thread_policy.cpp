@@ -1,9 +1,8 @@
-// The thread policy (model/thread_policy.h): the CPUs other processes keep busy are read from procfs (a fake
-// one with known contents, then the real one beside busy child processes), and the pools shrink to what
-// they leave free, unless HEADSCOPE_THREADS fixes the count.
+// The thread policy (model/thread_policy.h): the CPU time other processes take is read from procfs (a fake
+// one with known contents, then the real one beside busy child processes), and the pools shrink to the
+// CPUs they leave free, unless HEADSCOPE_THREADS fixes the count.
 #include <ATen/Parallel.h>
 #include <signal.h>
-#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <QtTest>
@@ -48,45 +47,66 @@ class TestThreadPolicy : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void threadsAreTheCpusOthersLeaveFree() {
-    QCOMPARE(threadsUnderLoad(2, 2, 0), 2);
-    QCOMPARE(threadsUnderLoad(2, 2, 1), 1);  // one busy process on 2 cores: 1 thread
-    QCOMPARE(threadsUnderLoad(2, 2, 5), 1);  // never fewer than 1
-    QCOMPARE(threadsUnderLoad(16, 16, 1), 15);
-    QCOMPARE(threadsUnderLoad(16, 16, 0.4), 16);  // a process busy part of the time rounds away
-    QCOMPARE(threadsUnderLoad(4, 64, 32), 2);     // 4 of 64 CPUs: half the machine busy → 2 of ours
-    QCOMPARE(threadsUnderLoad(4, 64, 8), 4);      // the load falls mostly on CPUs we may not use
-    QCOMPARE(threadsUnderLoad(8, 4, 0), 8);       // online below our count (hot-unplug): ours stands
+    QCOMPARE(threadsUnderLoad(2, 0), 2);
+    QCOMPARE(threadsUnderLoad(2, 1), 1);     // one busy process on 2 cores: 1 thread
+    QCOMPARE(threadsUnderLoad(2, 0.67), 1);  // ... which got 2/3 of a core beside our 2 threads
+    QCOMPARE(threadsUnderLoad(2, 0.3), 2);   // a process busy part of the time rounds away
+    QCOMPARE(threadsUnderLoad(2, 5), 1);     // never fewer than 1
+    QCOMPARE(threadsUnderLoad(16, 1), 15);
+    QCOMPARE(threadsUnderLoad(0, 0), 1);
   }
 
-  // loadavg's running count minus this process's threads in state R; comm may hold ") R".
+  // Two readings of a fake procfs: the watched CPUs' busy ticks minus this process's, per tick per CPU.
   void readsAFakeProcfs() {
     QTemporaryDir dir;
     const QString root = dir.path();
-    writeFile(root + "/loadavg", "0.50 0.40 0.30 6/200 1234\n");
-    writeFile(root + "/self/task/100/stat", "100 (headscope) R 1 100 100 0 -1\n");
-    writeFile(root + "/self/task/101/stat", "101 (evil) R x) S 1 100 100 0 -1\n");  // sleeping
-    writeFile(root + "/self/task/102/stat", "102 (omp worker) R 1 100 100 0 -1\n");
-    writeFile(root + "/self/task/103/stat", "103 (qt) D 1 100 100 0 -1\n");
-    QCOMPARE(otherRunnableTasks(root.toStdString(), 3, 0), 4.0);
+    // cpu: user nice system idle iowait irq softirq steal guest guest_nice
+    writeFile(root + "/stat",
+              "cpu  900 0 90 2000 0 0 0 0 0 0\n"
+              "cpu0 100 0 10 1000 5 0 0 0 0 0\n"
+              "cpu1 200 0 20 1000 5 0 0 0 0 0\n"
+              "cpu2 600 0 60 0 0 0 0 0 0 0\n"
+              "intr 12345\n");
+    // comm may hold ") R 1 2" (the fields count from the last ')'); utime 40, stime 10.
+    writeFile(root + "/self/stat", "77 (evil) 1 2 3) R 1 77 77 0 -1 4194560 10 0 0 0 40 10 0 0 20 0 3\n");
+    CpuLoadMeter meter(root.toStdString(), {0, 1});
+    QCOMPARE(meter.read(), -1.0);  // the first reading has nothing to compare with
+    // 100 ticks pass on cpu0 and cpu1: 80 + 90 busy (5 softirq on cpu0; 5 irq and 10 steal on cpu1), of them
+    // 70 ours → 100 ticks of others over 100 ticks per CPU = one CPU's worth. cpu2 (not ours) is ignored.
+    writeFile(root + "/stat",
+              "cpu  900 0 90 2000 0 0 0 0 0 0\n"
+              "cpu0 170 0 15 1015 10 0 5 0 0 0\n"
+              "cpu1 270 0 25 1010 5 5 0 10 0 0\n"
+              "cpu2 999 0 60 0 0 0 0 0 0 0\n");
+    writeFile(root + "/self/stat", "77 (evil) 1 2 3) R 1 77 77 0 -1 4194560 10 0 0 0 100 20 0 0 20 0 3\n");
+    QCOMPARE(meter.read(), 1.0);
+    QCOMPARE(meter.read(), -1.0);  // no tick passed
 
-    writeFile(root + "/loadavg", "1 2\n");  // malformed
-    QCOMPARE(otherRunnableTasks(root.toStdString(), 1, 0), -1.0);
-    QCOMPARE(otherRunnableTasks((root + "/missing").toStdString(), 1, 0), -1.0);
+    writeFile(root + "/self/stat", "77 (truncated\n");
+    QCOMPARE(meter.read(), -1.0);
+    QCOMPARE(CpuLoadMeter((root + "/missing").toStdString(), {0}).read(), -1.0);
+    QCOMPARE(CpuLoadMeter(root.toStdString(), {5}).read(), -1.0);  // none of the watched CPUs listed
   }
 
-  // Busy child processes are always runnable, so the real procfs counts at least them, whatever else runs.
-  void countsBusyProcessesOfTheMachine() {
-    BusyChildren busy(2);
-    QCOMPARE(static_cast<int>(busy.pids.size()), 2);
-    QVERIFY2(otherRunnableTasks() >= 2.0, qPrintable(QString::number(otherRunnableTasks())));
+  // Busy child processes (on our CPUs: they inherit the affinity mask) take the CPUs' time while this
+  // process sleeps, whatever else runs there.
+  void measuresBusyProcessesOnOurCpus() {
+    const std::vector<int> cpus = affinityCpus();
+    QVERIFY(!cpus.empty());
+    CpuLoadMeter meter("/proc", cpus);
+    BusyChildren busy(static_cast<int>(cpus.size()));
+    meter.read();
+    QTest::qSleep(300);
+    const double others = meter.read();
+    QVERIFY2(others >= 0.75 * cpus.size(), qPrintable(QString::number(others)));
   }
 
   void poolsFollowTheLoadUnlessFixed() {
     const QByteArray saved = qgetenv("HEADSCOPE_THREADS");
     qunsetenv("HEADSCOPE_THREADS");
     {
-      // As many busy processes as the machine has CPUs: none of ours is free, the pools get 1 thread.
-      BusyChildren busy(get_nprocs());
+      // As many busy processes as we have CPUs: none is free, the pools get 1 thread.
+      BusyChildren busy(availableCpus());
       const ThreadPolicy p = applyThreadPolicy();
       QCOMPARE(p.threads, 1);
       QCOMPARE(at::get_num_threads(), 1);
@@ -98,7 +118,7 @@ class TestThreadPolicy : public QObject {
     QCOMPARE(fixed.threads, availableCpus());
     QCOMPARE(at::get_num_threads(), availableCpus());
     {
-      BusyChildren busy(get_nprocs());
+      BusyChildren busy(availableCpus());
       QCOMPARE(followLoad(true).threads, availableCpus());
     }
     // HEADSCOPE_THREADS fixes the count even when the policy was asked to follow the load.
