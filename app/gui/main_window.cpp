@@ -21,6 +21,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -309,7 +310,13 @@ void MainWindow::buildUi() {
   modelLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   modelLabel_->setMinimumWidth(220);
   modelLabel_->setWordWrap(true);
-  modelDock->setWidget(modelLabel_);
+  // Scrolls when a model's notes are longer than the dock is tall, instead of clipping them.
+  auto* modelScroll = new QScrollArea;
+  modelScroll->setWidget(modelLabel_);
+  modelScroll->setWidgetResizable(true);
+  modelScroll->setFrameShape(QFrame::NoFrame);
+  modelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  modelDock->setWidget(modelScroll);
   addDockWidget(Qt::LeftDockWidgetArea, modelDock);
 
   auto* taskDockWidget = new QDockWidget("Task", this);
