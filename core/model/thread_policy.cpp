@@ -59,10 +59,38 @@ std::vector<int> affinityCpus() {
   return cpus;
 }
 
+double cgroupCpuLimit(const std::string& proc, const std::string& cgroupRoot) {
+  const auto number = [](const std::string& text, double& value) {
+    std::istringstream in(text);
+    return static_cast<bool>(in >> value);
+  };
+  // Lines "id:controllers:path"; "0::path" is the v2 hierarchy, a v1 line lists "cpu" among its controllers.
+  std::istringstream lines(readFile(proc + "/self/cgroup"));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    double quota = 0, period = 0;
+    if (controllers.empty()) {  // v2: "max 100000" or "150000 100000"
+      std::istringstream max(readFile(cgroupRoot + path + "/cpu.max"));
+      if (max >> quota >> period && quota > 0 && period > 0) return quota / period;
+      continue;
+    }
+    if (("," + controllers + ",").find(",cpu,") == std::string::npos) continue;
+    for (const std::string& dir : {cgroupRoot + "/" + controllers + path, cgroupRoot + "/cpu" + path})
+      if (number(readFile(dir + "/cpu.cfs_quota_us"), quota) &&
+          number(readFile(dir + "/cpu.cfs_period_us"), period))
+        return quota > 0 && period > 0 ? quota / period : 0;  // v1: quota -1 = none
+  }
+  return 0;
+}
+
 int availableCpus() {
   const auto cpus = affinityCpus();
-  if (!cpus.empty()) return static_cast<int>(cpus.size());
-  return std::max(1u, std::thread::hardware_concurrency());
+  const int n = cpus.empty() ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+                             : static_cast<int>(cpus.size());
+  const double limit = cgroupCpuLimit();
+  return limit > 0 ? std::clamp(static_cast<int>(std::ceil(limit - 1e-9)), 1, n) : n;
 }
 
 CpuLoadMeter::CpuLoadMeter(std::string proc, std::vector<int> cpus)
@@ -111,10 +139,10 @@ double CpuLoadMeter::read() {
   return others;
 }
 
-int threadsUnderLoad(int cpus, double busy) {
+int threadsUnderLoad(int cpus, double busy, int cap) {
   cpus = std::max(1, cpus);
   const int free = static_cast<int>(std::lround(cpus - std::max(0.0, busy)));
-  return std::clamp(free, 1, cpus);
+  return std::clamp(free, 1, cap > 0 ? std::min(cpus, cap) : cpus);
 }
 
 ThreadPolicy applyThreadPolicy(bool followLoadFlag) {
@@ -144,7 +172,8 @@ ThreadPolicy followLoad(bool force) {
   using namespace std::chrono;
   const auto since = steady_clock::now() - lastReading;
   if (!force && since < milliseconds(kLoadSamplePeriodMs)) return current;
-  if (!meter) meter = std::make_unique<CpuLoadMeter>("/proc", affinityCpus());
+  const std::vector<int> watched = affinityCpus();
+  if (!meter) meter = std::make_unique<CpuLoadMeter>("/proc", watched);
   double others = -1;
   if (!force && since <= milliseconds(kLoadWindowMaxMs)) others = meter->read();  // since the last reading
   if (others < 0) {                                                               // a fresh window
@@ -155,7 +184,9 @@ ThreadPolicy followLoad(bool force) {
   lastReading = steady_clock::now();
   if (others < 0) return current;  // no procfs: the CPU count stands
   current.busy = others;
-  const int threads = threadsUnderLoad(current.cpus, others);
+  // A cgroup quota (current.cpus below the mask) lets the process use any of the mask's CPUs, up to the
+  // quota.
+  const int threads = threadsUnderLoad(std::max<int>(1, watched.size()), others, current.cpus);
   current.source = threads < current.cpus ? "CPUs left free by other processes" : "CPUs available";
   // Also when unchanged: the calling thread may be one whose OpenMP pool size was never set.
   current.threads = threads;

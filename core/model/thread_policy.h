@@ -2,8 +2,8 @@
 // One thread policy for HeadScope's programs (CLI and GUI call it first thing; tests set the same through
 // CTest's environment). libtorch computes with two pools that know nothing of each other: ATen's intra-op
 // pool (OpenMP) and OpenBLAS's own pthreads, which at::set_num_threads does not reach and which starts one
-// thread per CPU. Each is sized here to the CPUs this process may run on (sched_getaffinity, so a container
-// or `taskset` limit counts), or to HEADSCOPE_THREADS when set, never more.
+// thread per CPU. Each is sized here to the CPUs this process may run on (sched_getaffinity, so a cpuset or
+// `taskset` limit counts, and a cgroup CPU quota), or to HEADSCOPE_THREADS when set, never more.
 //
 // On a machine whose cores are also busy with other work, fewer threads are faster: OpenMP's barriers wait
 // for the thread the kernel descheduled (2 threads beside one busy process on 2 cores ran the analyses
@@ -58,8 +58,13 @@ class CpuLoadMeter {
 std::vector<int> affinityCpus();
 
 // The threads for a process that may run on `cpus` CPUs when other processes keep `busy` CPUs' worth of
-// them busy: the CPUs they leave free, rounded, at least 1, at most `cpus`.
-int threadsUnderLoad(int cpus, double busy);
+// them busy: the CPUs they leave free, rounded, at least 1, at most `cpus` and, when `cap` > 0, `cap`.
+int threadsUnderLoad(int cpus, double busy, int cap = 0);
+
+// The CPU bandwidth limit of this process's cgroup, in CPUs (v2 `cpu.max` "quota period", v1
+// `cpu.cfs_quota_us` / `cpu.cfs_period_us`: what `docker --cpus` and Kubernetes CPU limits set); 0 without
+// one. `proc` and `cgroupRoot` are procfs's and the cgroup mount's roots (tests pass fake ones).
+double cgroupCpuLimit(const std::string& proc = "/proc", const std::string& cgroupRoot = "/sys/fs/cgroup");
 
 // How the loaded OpenBLAS runs its threads: "openmp" (one pool with libtorch's: what our programs load,
 // CMakeLists.txt), "pthreads" (a second pool), "sequential", or "" when the BLAS is not OpenBLAS.
@@ -69,7 +74,8 @@ const char* blasThreading();
 // "Cooperlake" or "Haswell"; "" when the BLAS is not OpenBLAS. Benchmarks report it with their figures.
 std::string blasCore();
 
-// The CPUs this process may run on (at least 1).
+// The CPUs this process may run on (its affinity mask), capped by its cgroup's CPU limit rounded up; at
+// least 1.
 int availableCpus();
 
 }  // namespace hs

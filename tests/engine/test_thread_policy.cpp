@@ -54,6 +54,38 @@ class TestThreadPolicy : public QObject {
     QCOMPARE(threadsUnderLoad(2, 5), 1);     // never fewer than 1
     QCOMPARE(threadsUnderLoad(16, 1), 15);
     QCOMPARE(threadsUnderLoad(0, 0), 1);
+    // A cgroup quota of 2 CPUs on a 64-CPU mask: the other 40 busy CPUs leave more than 2 free.
+    QCOMPARE(threadsUnderLoad(64, 40, 2), 2);
+    QCOMPARE(threadsUnderLoad(64, 63.4, 2), 1);
+  }
+
+  // cgroup v2 (`cpu.max`) and v1 (cfs quota and period) CPU limits, read from fake mounts.
+  void readsTheCgroupCpuLimit() {
+    QTemporaryDir dir;
+    const QString proc = dir.path() + "/proc", cg = dir.path() + "/cgroup";
+    writeFile(proc + "/self/cgroup", "0::/job.slice/run\n");
+    writeFile(cg + "/job.slice/run/cpu.max", "150000 100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 1.5);
+    writeFile(cg + "/job.slice/run/cpu.max", "max 100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+
+    // Hybrid (v2 without the cpu controller, v1 "cpu,cpuacct" mounted under that name).
+    writeFile(proc + "/self/cgroup", "12:memory:/slurm/job1\n4:cpu,cpuacct:/slurm/job1\n0::/\n");
+    writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_quota_us", "400000\n");
+    writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_period_us", "100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 4.0);
+    writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_quota_us", "-1\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+    // "cpuacct" alone is not the cpu controller; a missing or malformed file means no limit.
+    writeFile(proc + "/self/cgroup", "2:cpuacct:/a\n1:cpu:/b\n");
+    writeFile(cg + "/cpuacct/a/cpu.cfs_quota_us", "100000\n");
+    writeFile(cg + "/cpuacct/a/cpu.cfs_period_us", "100000\n");
+    writeFile(cg + "/cpu/b/cpu.cfs_quota_us", "300000\n");
+    writeFile(cg + "/cpu/b/cpu.cfs_period_us", "100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 3.0);
+    writeFile(cg + "/cpu/b/cpu.cfs_period_us", "x\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+    QCOMPARE(cgroupCpuLimit((proc + "/none").toStdString(), cg.toStdString()), 0.0);
   }
 
   // Two readings of a fake procfs: the watched CPUs' busy ticks minus this process's, per tick per CPU.
