@@ -23,9 +23,9 @@ SANITIZERS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_TESTS ?= .
 SANITIZE_TARGETS ?=
-# The subset CI runs (`make sanitize-ci`): the suites of every reader of untrusted input (procfs too) and the replays of
-# the regression corpus, which need only the reader libraries; the suites that run headscope-cli (hostile
-# inputs, robust I/O) and the analyses are left to `make sanitize`, which builds everything.
+# The subset CI runs (`make sanitize-ci`): the suites of every reader of untrusted input (procfs too) and the
+# replays of the regression corpus, which need only the reader libraries; the suites that run headscope-cli
+# (hostile inputs, robust I/O) and the analyses are left to `make sanitize`, which builds everything.
 SANITIZE_CI_TESTS := test_json_read test_safetensors test_llama2c test_gguf \
   test_session test_export_csv test_results_json test_load_config test_tokenizer_errors test_bytelevel_bpe \
   test_sentencepiece_tokenizers test_task_datasets test_util_error test_engine_thread_policy

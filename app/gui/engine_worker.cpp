@@ -42,8 +42,8 @@ template <typename F>
 void EngineWorker::job(const QString& name, F&& body) {
   cancel_ = false;
   Q_EMIT busy(true);
-  followLoad(
-      true);  // this thread's pools sized to the CPUs other processes leave free (model/thread_policy.h)
+  // This thread's pools sized to the CPUs other processes leave free (model/thread_policy.h).
+  followLoad(true);
   try {
     // No gradients by default, but not InferenceMode: tensors made under it (the loaded weights, task
     // embeddings, means) can never enter an autograd graph, and SITE and LTV train through the model.

@@ -9,13 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "util/system_files.h"
 
 namespace hs {
 
@@ -39,14 +40,6 @@ void setPools(int threads) {
     set(threads);
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::vector<int> affinityCpus() {
@@ -64,22 +57,17 @@ double cgroupCpuLimit(const std::string& proc, const std::string& cgroupRoot) {
     std::istringstream in(text);
     return static_cast<bool>(in >> value);
   };
-  // Lines "id:controllers:path"; "0::path" is the v2 hierarchy, a v1 line lists "cpu" among its controllers.
-  std::istringstream lines(readFile(proc + "/self/cgroup"));
-  for (std::string line; std::getline(lines, line);) {
-    const size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+  for (const auto& [controllers, path] : processCgroups(proc)) {
     double quota = 0, period = 0;
     if (controllers.empty()) {  // v2: "max 100000" or "150000 100000"
-      std::istringstream max(readFile(cgroupRoot + path + "/cpu.max"));
+      std::istringstream max(readSystemFile(cgroupRoot + path + "/cpu.max"));
       if (max >> quota >> period && quota > 0 && period > 0) return quota / period;
       continue;
     }
-    if (("," + controllers + ",").find(",cpu,") == std::string::npos) continue;
+    if (("," + controllers + ",").find(",cpu,") == std::string::npos) continue;  // v1: the cpu controller
     for (const std::string& dir : {cgroupRoot + "/" + controllers + path, cgroupRoot + "/cpu" + path})
-      if (number(readFile(dir + "/cpu.cfs_quota_us"), quota) &&
-          number(readFile(dir + "/cpu.cfs_period_us"), period))
+      if (number(readSystemFile(dir + "/cpu.cfs_quota_us"), quota) &&
+          number(readSystemFile(dir + "/cpu.cfs_period_us"), period))
         return quota > 0 && period > 0 ? quota / period : 0;  // v1: quota -1 = none
   }
   return 0;
@@ -98,7 +86,7 @@ CpuLoadMeter::CpuLoadMeter(std::string proc, std::vector<int> cpus)
 
 double CpuLoadMeter::read() {
   // Per CPU: "cpuN user nice system idle iowait irq softirq steal guest guest_nice" (guest time is in user).
-  std::istringstream stat(readFile(proc_ + "/stat"));
+  std::istringstream stat(readSystemFile(proc_ + "/stat"));
   long long busy = 0, total = 0;
   int seen = 0;
   for (std::string line; std::getline(stat, line);) {
@@ -114,7 +102,7 @@ double CpuLoadMeter::read() {
   }
   // "pid (comm) S ppid ... utime stime ...": comm may hold spaces and parentheses, so fields are counted from
   // the last ')'; utime and stime are the 12th and 13th after it.
-  const std::string self = readFile(proc_ + "/self/stat");
+  const std::string self = readSystemFile(proc_ + "/self/stat");
   const size_t close = self.rfind(')');
   long long own = -1;
   if (close != std::string::npos) {
@@ -162,6 +150,8 @@ ThreadPolicy applyThreadPolicy(bool followLoadFlag) {
   }
   setPools(p.threads);
   current = p;
+  if (following) meter = std::make_unique<CpuLoadMeter>("/proc", affinityCpus());
+  lastReading = {};
   lock.unlock();
   return following ? followLoad(true) : p;
 }
@@ -172,8 +162,6 @@ ThreadPolicy followLoad(bool force) {
   using namespace std::chrono;
   const auto since = steady_clock::now() - lastReading;
   if (!force && since < milliseconds(kLoadSamplePeriodMs)) return current;
-  const std::vector<int> watched = affinityCpus();
-  if (!meter) meter = std::make_unique<CpuLoadMeter>("/proc", watched);
   double others = -1;
   if (!force && since <= milliseconds(kLoadWindowMaxMs)) others = meter->read();  // since the last reading
   if (others < 0) {                                                               // a fresh window
@@ -186,7 +174,7 @@ ThreadPolicy followLoad(bool force) {
   current.busy = others;
   // A cgroup quota (current.cpus below the mask) lets the process use any of the mask's CPUs, up to the
   // quota.
-  const int threads = threadsUnderLoad(std::max<int>(1, watched.size()), others, current.cpus);
+  const int threads = threadsUnderLoad(meter->cpuCount(), others, current.cpus);
   current.source = threads < current.cpus ? "CPUs left free by other processes" : "CPUs available";
   // Also when unchanged: the calling thread may be one whose OpenMP pool size was never set.
   current.threads = threads;

@@ -47,6 +47,7 @@ class CpuLoadMeter {
   // Reads the counters. Returns the CPUs' worth of time (0 .. cpus) other processes took since the previous
   // reading; -1 on the first reading, when no tick passed, or when procfs cannot be read.
   double read();
+  int cpuCount() const { return static_cast<int>(cpus_.size()); }
 
  private:
   std::string proc_;

@@ -13,6 +13,7 @@
 
 #include "model/load/model_loader.h"
 #include "util/error.h"
+#include "util/system_files.h"
 
 namespace hs {
 
@@ -33,7 +34,7 @@ int64_t procKb(const char* file, const std::string& key) {
 }
 
 int64_t readNumber(const std::string& file) {
-  std::ifstream in(file);
+  std::istringstream in(readSystemFile(file));
   std::string s;
   if (!(in >> s) || s == "max") return -1;
   try {
@@ -45,11 +46,9 @@ int64_t readNumber(const std::string& file) {
 
 // cgroup v2: the limit left to this process's cgroup (memory.max − memory.current); -1 without a limit.
 int64_t cgroupRoom() {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) {
-      const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+  for (const CgroupMembership& g : processCgroups())
+    if (g.controllers.empty()) {
+      const std::string dir = "/sys/fs/cgroup" + g.path;
       const int64_t max = readNumber(dir + "/memory.max"), cur = readNumber(dir + "/memory.current");
       if (max < 0) return -1;
       return std::max<int64_t>(0, max - std::max<int64_t>(cur, 0));
