@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "model/blas_buffers.h"
 #include "model/io/mapped_file.h"
 #include "model/thread_policy.h"
 #include "util/allocator.h"
@@ -13,6 +14,12 @@
 int main(int argc, char** argv) {
   hs::tuneAllocator();
   hs::applyThreadPolicy();  // model/thread_policy.h
+  try {
+    hs::reserveBlasBuffers();  // before memory can run short (model/blas_buffers.h)
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << hs::oneLine(e.what()) << std::endl;
+    return 1;
+  }
   // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Exit);
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",

@@ -21,6 +21,7 @@
 #include "heads_tab.h"
 #include "interventions_dock.h"
 #include "main_window.h"
+#include "model/blas_buffers.h"
 #include "model/io/mapped_file.h"
 #include "model/thread_policy.h"
 #include "results/rank_stats.h"
@@ -122,6 +123,12 @@ bool asksHelpOrVersion(int argc, char** argv) {
 int main(int argc, char** argv) {
   hs::tuneAllocator();      // keep freed activations in the process (util/allocator.h)
   hs::applyThreadPolicy();  // ATen's and OpenBLAS's pools sized to the CPUs (model/thread_policy.h)
+  try {
+    hs::reserveBlasBuffers();  // before memory can run short (model/blas_buffers.h)
+  } catch (const std::exception& e) {
+    qCritical("headscope: %s", e.what());
+    return 1;
+  }
   // A model file truncated on disk while mapped reads as zeros and fails the job instead of a crash.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Recover);
   QApplication::setApplicationName("HeadScope");

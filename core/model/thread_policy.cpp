@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/blas_buffers.h"
 #include "util/system_files.h"
 
 namespace hs {
@@ -28,6 +29,7 @@ ThreadPolicy current;
 bool following = false;
 std::unique_ptr<CpuLoadMeter> meter;
 std::chrono::steady_clock::time_point lastReading{};
+constexpr const char* kAddressSpaceSource = "address-space limit (ulimit -v)";
 
 void setPools(int threads) {
   try {
@@ -148,6 +150,9 @@ ThreadPolicy applyThreadPolicy(bool followLoadFlag) {
       following = false;
     }
   }
+  // Never more threads than OpenBLAS has buffers for under an address-space limit (model/blas_buffers.h).
+  if (const int cap = blasThreadCap(); cap > 0 && p.threads > cap)
+    p.threads = cap, p.source = kAddressSpaceSource;
   setPools(p.threads);
   current = p;
   if (following) meter = std::make_unique<CpuLoadMeter>("/proc", affinityCpus());
@@ -174,8 +179,11 @@ ThreadPolicy followLoad(bool force) {
   current.busy = others;
   // A cgroup quota (current.cpus below the mask) lets the process use any of the mask's CPUs, up to the
   // quota.
-  const int threads = threadsUnderLoad(meter->cpuCount(), others, current.cpus);
-  current.source = threads < current.cpus ? "CPUs left free by other processes" : "CPUs available";
+  const int cap = blasThreadCap() > 0 ? std::min(current.cpus, blasThreadCap()) : current.cpus;
+  const int threads = threadsUnderLoad(meter->cpuCount(), others, cap);
+  current.source = threads < cap        ? "CPUs left free by other processes"
+                   : cap < current.cpus ? kAddressSpaceSource
+                                        : "CPUs available";
   // Also when unchanged: the calling thread may be one whose OpenMP pool size was never set.
   current.threads = threads;
   setPools(threads);

@@ -17,7 +17,8 @@ namespace hs {
 
 struct ThreadPolicy {
   int threads = 1;          // ATen intra-op and OpenBLAS threads
-  const char* source = "";  // "HEADSCOPE_THREADS", "CPUs available" or "CPUs left free by other processes"
+  const char* source = "";  // "HEADSCOPE_THREADS", "CPUs available", "CPUs left free by other processes" or
+                            // "address-space limit (ulimit -v)" (model/blas_buffers.h)
   int cpus = 1;             // CPUs this process may run on
   double busy = 0;          // of those, kept busy by other processes at the last sample
 };

@@ -2,67 +2,129 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
+#include <cstdlib>
 #include <sstream>
 
 #include "util/error.h"
+#include "util/system_files.h"
 
 namespace hs {
 
 namespace {
 
-// "<key>: <n> kB" from a /proc file; 0 when absent.
-uint64_t procKb(const char* file, const char* key) {
-  std::ifstream in(file);
-  std::string line;
-  const size_t n = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') {
-      std::istringstream ss(line.substr(n + 1));
-      uint64_t kb = 0;
+// A "Key:   123 kB" line of a /proc file (meminfo, self/status), in bytes; -1 when absent.
+int64_t procBytes(const std::string& file, const std::string& key) {
+  std::istringstream lines(readSystemFile(file));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(key + ":", 0) == 0) {
+      std::istringstream ss(line.substr(key.size() + 1));
+      int64_t kb = -1;
       ss >> kb;
-      return kb;
+      return kb < 0 ? -1 : kb * 1024;
     }
-  return 0;
+  return -1;
+}
+
+// The first word of a cgroup file as a number; -1 when absent or "max".
+int64_t cgroupNumber(const std::string& file) {
+  std::istringstream in(readSystemFile(file));
+  std::string s;
+  if (!(in >> s) || s == "max") return -1;
+  try {
+    return std::stoll(s);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// cgroup v2: the limit left to this process's cgroup (memory.max − memory.current); -1 without a limit.
+int64_t cgroupRoom(const std::string& proc, const std::string& root) {
+  for (const CgroupMembership& g : processCgroups(proc))
+    if (g.controllers.empty()) {
+      const std::string dir = root + g.path;
+      const int64_t max = cgroupNumber(dir + "/memory.max"), cur = cgroupNumber(dir + "/memory.current");
+      if (max < 0) return -1;
+      return std::max<int64_t>(0, max - std::max<int64_t>(cur, 0));
+    }
+  return -1;
 }
 
 }  // namespace
 
-uint64_t availableMemoryBytes() {
-  uint64_t avail = UINT64_MAX;
-  if (const uint64_t kb = procKb("/proc/meminfo", "MemAvailable"); kb > 0) avail = kb * 1024;
-  struct rlimit rl {};
-  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    const uint64_t used = procKb("/proc/self/status", "VmSize") * 1024;
-    const uint64_t cap = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
-    if (cap < avail) avail = cap;
-  }
-  return avail;
+int64_t addressSpaceRoom(const std::string& proc) {
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return -1;
+  const int64_t used = std::max<int64_t>(procBytes(proc + "/self/status", "VmSize"), 0);
+  return std::max<int64_t>(0, static_cast<int64_t>(as.rlim_cur) - used);
 }
 
-std::string memoryText(uint64_t bytes) {
-  char buf[64];
+RamRoom ramRoom(const std::string& proc, const std::string& cgroupRoot) {
+  RamRoom r;
+  auto consider = [&r](int64_t bytes, const char* source) {
+    if (bytes >= 0 && static_cast<uint64_t>(bytes) < r.bytes)
+      r.bytes = static_cast<uint64_t>(bytes), r.source = source;
+  };
+  consider(procBytes(proc + "/meminfo", "MemAvailable"), "MemAvailable");
+  consider(cgroupRoom(proc, cgroupRoot), "cgroup memory.max");
+  consider(addressSpaceRoom(proc), "RLIMIT_AS (ulimit -v)");
+  if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap)
+    consider(static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); })),
+             "HEADSCOPE_MEMORY_LIMIT");
+  return r;
+}
+
+uint64_t availableMemoryBytes() {
+  return ramRoom().bytes;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  char buf[32];
   const double b = static_cast<double>(bytes);
-  if (bytes >= (1ull << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1ull << 30));
-  else if (bytes >= (1ull << 20))
-    std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1ull << 20));
-  else if (bytes >= (1ull << 10))
-    std::snprintf(buf, sizeof buf, "%.0f KiB", b / (1ull << 10));
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+  else if (b >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
+  else if (b >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.0f kB", b / 1e3);
   else
     std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
+uint64_t parseByteSize(const std::string& text) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  std::string unit = text.substr(std::min(used, text.size()));
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  double scale = 0;
+  if (unit.empty())
+    scale = 1;
+  else if (unit == "K" || unit == "k")
+    scale = 1e3;
+  else if (unit == "M" || unit == "m")
+    scale = 1e6;
+  else if (unit == "G" || unit == "g")
+    scale = 1e9;
+  else if (unit == "T" || unit == "t")
+    scale = 1e12;
+  if (v < 0 || scale == 0)
+    fail("\"", text, "\" is not a memory size (expected e.g. 600M, 8G or a byte count)");
+  return static_cast<uint64_t>(v * scale);
+}
+
 void checkFitsInMemory(const std::string& what, uint64_t count, uint64_t bytesEach, const std::string& items,
                        const std::string& hint) {
   const uint64_t need = bytesEach > 0 && count > UINT64_MAX / bytesEach ? UINT64_MAX : count * bytesEach;
-  const uint64_t avail = availableMemoryBytes();
-  if (need > avail / 2)
-    fail(what, ": ", count, " ", items, " need about ", memoryText(need), ", more than half of the ",
-         memoryText(avail), " this process can still allocate; ", hint);
+  const RamRoom room = ramRoom();
+  if (need > room.bytes / 2)
+    fail(what, ": ", count, " ", items, " need about ", formatBytes(need), ", more than half of the ",
+         formatBytes(room.bytes), " this process can still allocate (", room.source, "); ", hint);
 }
 
 }  // namespace hs

@@ -139,13 +139,6 @@ class TestMemoryPlan : public QObject {
     }
   }
 
-  void byteSizes() {
-    QCOMPARE(hs::parseByteSize("600M"), uint64_t(600) * 1000 * 1000);
-    QCOMPARE(hs::parseByteSize("1.5G"), uint64_t(1500) * 1000 * 1000);
-    QCOMPARE(hs::parseByteSize("4096"), uint64_t(4096));
-    QVERIFY(has(errorOf([] { hs::parseByteSize("lots"); }), "\"lots\" is not a memory size"));
-  }
-
   // Loading follows the plan and says what auto chose (the Model dock and `info` show the note).
   void loaderAppliesThePlan() {
     const std::string toy = hs::resolveModelPath("toy");

@@ -4,6 +4,7 @@
 // under 1 MB. The file cases come from tests/data/regression/cases.json (make_corpus.py); the cases that
 // need a device, a FIFO, a large file or a prepared output are built here.
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -67,7 +68,8 @@ std::string cliUnderTest() {
   return env && *env ? env : hs::test::cliPath();
 }
 
-CliRun runCli(const std::vector<std::string>& args, uint64_t asCap = kAddressSpaceCap) {
+CliRun runCli(const std::vector<std::string>& args, uint64_t asCap = kAddressSpaceCap,
+              int hangSeconds = kHangSeconds) {
   const std::string cli = cliUnderTest();
   int outPipe[2], errPipe[2];
   CliRun r;
@@ -92,7 +94,7 @@ CliRun runCli(const std::vector<std::string>& args, uint64_t asCap = kAddressSpa
   }
   ::close(outPipe[1]);
   ::close(errPipe[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kHangSeconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(hangSeconds);
   pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
   int open = 2;
   char buf[65536];
@@ -283,6 +285,61 @@ class TestHostileInputs : public QObject {
     expectClean("fv --n 1000000",
                 {"fv", "toy", "--n", "1000000", "--out", tmp_.filePath("n.hscope").toStdString()},
                 {"1000000 prompts", "need about", "--n"}, true, 4ull << 30);
+  }
+
+  // Address-space limits from too small to roomy (`ulimit -v`, as on cluster nodes): every run ends, with
+  // its answer or one line naming the limit, never in OpenBLAS's endless retry for its 128 MiB buffers
+  // (model/blas_buffers.h; `info toy` spun at 100 % CPU under 600 MB to 1 GB). Where one buffer per CPU
+  // would not fit comfortably, fewer threads run, and `info` says why.
+  void tightAddressSpaces() {
+    if (kSanitized) QSKIP("ASan cannot run under an address-space cap");
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    QCOMPARE(::sched_getaffinity(0, sizeof set, &set), 0);
+    const int cpus = CPU_COUNT(&set);
+    // The thread counts CTest fixes for its suites would hide the guard: the CLI runs here as a user's would.
+    const QByteArray fixed[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "HEADSCOPE_THREADS"};
+    std::vector<std::pair<QByteArray, QByteArray>> saved;
+    for (const QByteArray& v : fixed)
+      if (qEnvironmentVariableIsSet(v.constData()))
+        saved.emplace_back(v, qgetenv(v.constData())), qunsetenv(v);
+    const auto restore = qScopeGuard([&] {
+      for (const auto& [v, value] : saved)
+        qputenv(v.constData(), value);
+    });
+    bool refused = false, capped = false, roomy = false;
+    for (uint64_t mb = 400; mb <= 4000; mb += mb < 2000 ? 200 : 1000) {
+      const std::string name = "info toy under ulimit -v " + std::to_string(mb) + " MiB";
+      const CliRun r = runCli({"info", "toy"}, mb << 20, 60);
+      QVERIFY2(!r.hung && r.exited, (name + (r.hung ? ": hung" : ": killed by a signal")).c_str());
+      if (r.code == 127) {  // the dynamic loader could not map a library: before any of HeadScope's code
+        QVERIFY2(r.err.find("error while loading shared libraries") != std::string::npos, r.err.c_str());
+        continue;
+      }
+      if (r.code == 1) {
+        const auto lines = errorLines(r.err);
+        QVERIFY2(lines.size() == 1 && lines[0].find("address-space limit (ulimit -v)") != std::string::npos,
+                 (name + ": " + r.err).c_str());
+        refused = true;
+        continue;
+      }
+      QVERIFY2(r.code == 0, (name + ": " + r.err).c_str());
+      const json info = json::parse(r.out);
+      const int threads = info.at("threads").get<int>();
+      if (info.at("threads_source") == "address-space limit (ulimit -v)") {
+        QVERIFY2(threads >= 1 && threads < cpus, name.c_str());
+        capped = true;
+      } else {
+        roomy = true;
+      }
+    }
+    QVERIFY2(refused, "no limit in the sweep was refused: it no longer reaches a limit too small");
+    QVERIFY2(roomy, "no limit in the sweep let every CPU compute");
+    if (cpus >= 2) QVERIFY2(capped, "no limit in the sweep ran with fewer threads");
+    // An analysis runs to its end (or refuses in one line) under a limit that leaves room for few threads.
+    const CliRun fv = runCli({"fv", "toy", "--n", "4", "--out", tmp_.filePath("tight.hscope").toStdString()},
+                             1200ull << 20, 120);
+    QVERIFY2(!fv.hung && fv.exited && (fv.code == 0 || errorLines(fv.err).size() == 1), fv.err.c_str());
   }
 
   // Destinations are checked before the model loads; a failed --json leaves the previous session.

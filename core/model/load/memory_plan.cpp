@@ -2,59 +2,17 @@
 
 #include <ATen/Context.h>
 #include <dlfcn.h>
-#include <sys/resource.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "model/load/model_loader.h"
 #include "util/error.h"
-#include "util/system_files.h"
+#include "util/memory.h"
 
 namespace hs {
 
 namespace {
-
-// A "Key:   123 kB" line of /proc/meminfo or /proc/self/status, in bytes; -1 when absent.
-int64_t procKb(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream ss(line.substr(key.size() + 1));
-      int64_t kb = -1;
-      ss >> kb;
-      return kb < 0 ? -1 : kb * 1024;
-    }
-  return -1;
-}
-
-int64_t readNumber(const std::string& file) {
-  std::istringstream in(readSystemFile(file));
-  std::string s;
-  if (!(in >> s) || s == "max") return -1;
-  try {
-    return std::stoll(s);
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
-
-// cgroup v2: the limit left to this process's cgroup (memory.max − memory.current); -1 without a limit.
-int64_t cgroupRoom() {
-  for (const CgroupMembership& g : processCgroups())
-    if (g.controllers.empty()) {
-      const std::string dir = "/sys/fs/cgroup" + g.path;
-      const int64_t max = readNumber(dir + "/memory.max"), cur = readNumber(dir + "/memory.current");
-      if (max < 0) return -1;
-      return std::max<int64_t>(0, max - std::max<int64_t>(cur, 0));
-    }
-  return -1;
-}
 
 // Free memory of CUDA device `index` through the CUDA runtime libtorch loaded (found at run time: nothing to
 // link, and a CPU-only build simply finds no symbol). -1 when unknown.
@@ -104,59 +62,11 @@ std::string describeNeeds(const std::vector<DeviceNeed>& needs) {
 
 }  // namespace
 
-std::string formatBytes(uint64_t bytes) {
-  char buf[32];
-  const double b = static_cast<double>(bytes);
-  if (b >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f MB", b / 1e6);
-  return buf;
-}
-
-uint64_t parseByteSize(const std::string& text) {
-  size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-  }
-  std::string unit = text.substr(std::min(used, text.size()));
-  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
-  double scale = 0;
-  if (unit.empty())
-    scale = 1;
-  else if (unit == "K" || unit == "k")
-    scale = 1e3;
-  else if (unit == "M" || unit == "m")
-    scale = 1e6;
-  else if (unit == "G" || unit == "g")
-    scale = 1e9;
-  else if (unit == "T" || unit == "t")
-    scale = 1e12;
-  if (v < 0 || scale == 0)
-    fail("\"", text, "\" is not a memory size (expected e.g. 600M, 8G or a byte count)");
-  return static_cast<uint64_t>(v * scale);
-}
-
 MemoryBudget currentMemoryBudget() {
   MemoryBudget b;
-  int64_t room = procKb("/proc/meminfo", "MemAvailable");
-  b.ram_source = "MemAvailable";
-  if (const int64_t cg = cgroupRoom(); cg >= 0 && (room < 0 || cg < room))
-    room = cg, b.ram_source = "cgroup memory.max";
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    const int64_t used = std::max<int64_t>(procKb("/proc/self/status", "VmSize"), 0);
-    const int64_t left = std::max<int64_t>(0, static_cast<int64_t>(as.rlim_cur) - used);
-    if (room < 0 || left < room) room = left, b.ram_source = "RLIMIT_AS (ulimit -v)";
-  }
-  if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap) {
-    const auto limit =
-        static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); }));
-    if (room < 0 || limit < room) room = limit, b.ram_source = "HEADSCOPE_MEMORY_LIMIT";
-  }
-  b.ram_available = room < 0 ? 0 : static_cast<uint64_t>(room);
+  const RamRoom room = ramRoom();
+  b.ram_available = room.source.empty() ? 0 : room.bytes;
+  b.ram_source = room.source;
   if (at::hasCUDA())
     for (int i = 0; i < static_cast<int>(at::getNumGPUs()); ++i)
       b.gpu_free.push_back(cudaFree(i));

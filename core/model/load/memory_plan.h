@@ -16,6 +16,7 @@
 
 #include "model/config.h"
 #include "model/device_map.h"
+#include "util/memory.h"  // formatBytes, parseByteSize
 
 namespace hs {
 
@@ -25,13 +26,10 @@ struct MemoryBudget {
   std::vector<int64_t> gpu_free;  // free bytes per CUDA device; -1 where unknown; empty without CUDA
 };
 
-// Reads /proc/meminfo, the process's cgroup (v2) limit, RLIMIT_AS, HEADSCOPE_MEMORY_LIMIT (a cap the user
-// sets for HeadScope on a shared machine: bytes or 600M / 8G / 1.5T) and, with a CUDA libtorch, each GPU's
-// free memory (cudaMemGetInfo found at run time, so CPU builds need nothing). The smallest RAM figure wins.
+// The RAM this process can take (util/memory.h's ramRoom: MemAvailable, the cgroup's memory.max, RLIMIT_AS
+// and HEADSCOPE_MEMORY_LIMIT, the smallest wins) and, with a CUDA libtorch, each GPU's free memory
+// (cudaMemGetInfo found at run time, so CPU builds need nothing).
 MemoryBudget currentMemoryBudget();
-
-// "600M", "8G", "1.5T", "123456" → bytes (decimal units); throws naming the text when it is not a size.
-uint64_t parseByteSize(const std::string& text);
 
 struct DeviceNeed {
   c10::Device device = c10::kCPU;
@@ -65,8 +63,5 @@ std::vector<DeviceNeed> memoryNeeds(const ModelConfig& c, long long nParams, siz
 // hs::Error naming `what` (the model's path), the sizes, what is available and the ways out when it does not.
 MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long nParams,
                       const std::string& requestedDtype, const DeviceMap& map, const MemoryBudget& budget);
-
-// "1.6 GB" (decimal units, as `df -H` and the figures).
-std::string formatBytes(uint64_t bytes);
 
 }  // namespace hs
