@@ -220,10 +220,16 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
     const std::vector<at::Tensor> zSrc = zAtLast(toIds(src.tokens));  // per layer [heads, d_head]
     const std::vector<int64_t> dstIds = toIds(dst.tokens);
     if (prompts) {
-      prompts->push_back({"concept_patching.source", toIds(src.tokens),
-                          static_cast<int>(src.tokens.size()) - 1, toIds(src.answer)});
-      prompts->push_back(
-          {"concept_patching.destination", dstIds, static_cast<int>(dstIds.size()) - 1, toIds(dst.answer)});
+      prompts->push_back({"concept_patching.source",
+                          toIds(src.tokens),
+                          static_cast<int>(src.tokens.size()) - 1,
+                          toIds(src.answer),
+                          {}});
+      prompts->push_back({"concept_patching.destination",
+                          dstIds,
+                          static_cast<int>(dstIds.size()) - 1,
+                          toIds(dst.answer),
+                          {}});
     }
     const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
     const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);

@@ -38,10 +38,10 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
 
   c10::AutoGradMode withGrad(true);
   const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
-  const int64_t p0 = positions.front(), fresh = p.pos - p0;
+  const int64_t p0 = positions.front();
   std::vector<at::Tensor> probes;  // per layer [n_pos, head, d_head] zeros; their grad is ∂metric/∂z
   RunRequest req;
-  req.resid_in = base.corrupt.residPre[0];                   // [1, fresh, d_model] (p0 = first)
+  req.resid_in = base.corrupt.residPre[0];                   // [1, pos − p0, d_model] (p0 = first)
   KVCache prefix = patching::prefixOf(base.corrupt.kv, p0);  // the positions before p0, constants
   if (!prefix.empty()) {
     req.kv = &prefix;

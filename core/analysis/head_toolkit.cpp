@@ -230,7 +230,8 @@ void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vecto
     out.run.prompts.push_back({set,
                                {p.ids.begin(), p.ids.end()},
                                p.length() - 1,
-                               {p.answer_tokens.begin(), p.answer_tokens.end()}});
+                               {p.answer_tokens.begin(), p.answer_tokens.end()},
+                               {}});
 }
 
 void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vector<Prompt>& prompts,
@@ -249,8 +250,11 @@ void recordPrompts(AnalysisOutput& out, const std::string& set, const std::vecto
 void recordPrompts(AnalysisOutput& out, const std::string& set, const TokenSeqs& prompts,
                    const std::vector<std::vector<int64_t>>& answers) {
   for (size_t i = 0; i < prompts.size(); ++i)
-    out.run.prompts.push_back({set, prompts[i], static_cast<int>(prompts[i].size()) - 1,
-                               i < answers.size() ? answers[i] : std::vector<int64_t>{}});
+    out.run.prompts.push_back({set,
+                               prompts[i],
+                               static_cast<int>(prompts[i].size()) - 1,
+                               i < answers.size() ? answers[i] : std::vector<int64_t>{},
+                               {}});
 }
 
 std::vector<int64_t> generateWithInterventions(const Transformer& model, const std::vector<int64_t>& prompt,

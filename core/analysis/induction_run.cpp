@@ -167,16 +167,19 @@ void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRoute
     const CopyingPair p = copyingPair(v, o, concept, i);
     const int query = static_cast<int>(p.clean.size()) - (concept ? 1 : 2);
     const std::vector<int64_t> answer = {concept ? p.entity[1] : p.entity[0]};
-    out.run.prompts.push_back({set + ".clean", p.clean, query, answer});
-    out.run.prompts.push_back({set + ".corrupt", p.corrupt, query, answer});
+    out.run.prompts.push_back({set + ".clean", p.clean, query, answer, {}});
+    out.run.prompts.push_back({set + ".corrupt", p.corrupt, query, answer, {}});
   }
 }
 
 void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool concept) {
   for (int i = 0; i < o.n_matching; ++i) {
     const MatchingPrompt m = matchingPrompt(v, o, concept, i);
-    out.run.prompts.push_back({concept ? "last_token_matching" : "next_token_matching", m.tokens,
-                               static_cast<int>(m.tokens.size()) - 1, m.entity});
+    out.run.prompts.push_back({concept ? "last_token_matching" : "next_token_matching",
+                               m.tokens,
+                               static_cast<int>(m.tokens.size()) - 1,
+                               m.entity,
+                               {}});
   }
 }
 
@@ -217,7 +220,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   io.token_high = tokenRange.second;
   const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
   for (const std::vector<int64_t>& seq : ind.sequences)
-    out.run.prompts.push_back({"induction", seq, -1, {}});
+    out.run.prompts.push_back({"induction", seq, -1, {}, {}});
   const bool dualRoute = o.stages != "scores", all = o.stages == "all";
 
   // ---- dual-route grids ----
