@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci \
+.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci check-sources \
   mutation-check
 
 # Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
@@ -28,7 +28,7 @@ SANITIZE_TARGETS ?=
 # (hostile inputs, robust I/O) and the analyses are left to `make sanitize`, which builds everything.
 SANITIZE_CI_TESTS := test_json_read test_safetensors test_llama2c test_gguf \
   test_session test_export_csv test_results_json test_load_config test_tokenizer_errors test_bytelevel_bpe \
-  test_sentencepiece_tokenizers test_task_datasets test_util_error test_engine_thread_policy
+  test_sentencepiece_tokenizers test_task_datasets test_util_error test_util_memory test_engine_thread_policy
 SANITIZE_CI_REPLAYS := $(addprefix fuzz_replay_,$(FUZZ_TARGETS))
 
 all: build
@@ -94,6 +94,10 @@ sanitize-ci:
 
 # Each fixed defect of issues 22 and 24 brought back into the code, one at a time: its test must fail
 # (tests/mutations/, docs/mutation-checks.md). About an hour on 2 cores; not part of `make test`.
+# Each torch-using core source compiles without the precompiled header, as scripts/gpu_check.sh builds them.
+check-sources:
+	JOBS=$(JOBS) scripts/check_sources_alone.sh
+
 mutation-check: build
 	BUILD=$(BUILD) scripts/mutation_check.sh
 

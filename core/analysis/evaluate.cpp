@@ -1,5 +1,7 @@
 #include "analysis/evaluate.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
