@@ -33,14 +33,26 @@ PYEOF
 echo "gpu_check: torch $("$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)'), CUDA usable: $TORCH_CUDA, ABI $ABI"
 
 # ---- 1. build -------------------------------------------------------------------------------------------
-CXXFLAGS="-std=c++17 -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$ABI -DQT_NO_KEYWORDS -Icore -Iapp/cli \
-  -isystem $DEPS/usr/include -isystem $DEPS/usr/include/eigen3 $TORCH_INC \
-  -DHEADSCOPE_RESOURCE_DIR=\"$PWD/resources\" -DHEADSCOPE_VERSION=\"gpu-check\" -DHEADSCOPE_SOURCE_DIR=\"$PWD\""
+# The flags go in a response file: the string macros keep their quotes however many shells pass them on.
+RSP=$BUILD/cxxflags.rsp
+{
+  echo "-std=c++17 -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$ABI -DQT_NO_KEYWORDS -Icore -Iapp/cli"
+  echo "-isystem $DEPS/usr/include -isystem $DEPS/usr/include/eigen3 $TORCH_INC"
+  printf -- '-DHEADSCOPE_RESOURCE_DIR=\\"%s\\" -DHEADSCOPE_VERSION=\\"gpu-check\\" -DHEADSCOPE_SOURCE_DIR=\\"%s\\"\n' \
+    "$PWD/resources" "$PWD"
+} > "$RSP"
+compile() {
+  local o
+  o="$BUILD/obj/$(echo "$1" | tr / _).o"
+  [ "$o" -nt "$1" ] || "${CXX:-g++}" @"$RSP" -c "$1" -o "$o"
+}
+export -f compile
+export BUILD RSP CXX
 core_src=$(find core -name '*.cpp' | sort)
 cli_src=$(ls app/cli/*.cpp)
 t0=$(date +%s)
-printf '%s\n' $core_src $cli_src scripts/gpu_check/hs_gpu_probe.cpp | xargs -P "$JOBS" -I{} sh -c \
-  'o="$0/obj/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || ${CXX:-g++} '"$CXXFLAGS"' -c {} -o "$o" || exit 255' "$BUILD"
+printf '%s\n' $core_src $cli_src scripts/gpu_check/hs_gpu_probe.cpp |
+  xargs -P "$JOBS" -I{} bash -c 'compile "$1" || exit 255' _ {}
 objs() { for f in "$@"; do echo "$BUILD/obj/$(echo "$f" | tr / _).o"; done; }
 CUDA_LIBS=""
 [ -e "$TORCH_LIB/libtorch_cuda.so" ] && CUDA_LIBS="-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
