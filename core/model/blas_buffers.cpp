@@ -70,6 +70,7 @@ int64_t mappedBytes() {
 void fitBlasToAddressSpace(int /*argc*/, char** argv, char** envp) {
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return;
+  if (!dlsym(RTLD_DEFAULT, "openblas_get_parallel")) return;  // another BLAS (a wheel's MKL): no such buffers
   if (const int cap = positive(envValue(envp, kCapVariable))) {  // restarted by this guard
     threadCap = cap;
     return;
