@@ -59,20 +59,31 @@ double cgroupCpuLimit(const std::string& proc, const std::string& cgroupRoot) {
     std::istringstream in(text);
     return static_cast<bool>(in >> value);
   };
+  double limit = 0;  // the smallest quota of any governing folder, in CPUs; 0 = none
+  const auto take = [&limit](double quota, double period) {
+    if (quota > 0 && period > 0 && (limit == 0 || quota / period < limit)) limit = quota / period;
+  };
   for (const auto& [controllers, path] : processCgroups(proc)) {
     double quota = 0, period = 0;
     if (controllers.empty()) {  // v2: "max 100000" or "150000 100000"
-      std::istringstream max(readSystemFile(cgroupRoot + path + "/cpu.max"));
-      if (max >> quota >> period && quota > 0 && period > 0) return quota / period;
+      for (const std::string& dir : cgroupFolders(cgroupRoot, path)) {
+        std::istringstream max(readSystemFile(dir + "/cpu.max"));
+        if (max >> quota >> period) take(quota, period);
+      }
       continue;
     }
-    if (("," + controllers + ",").find(",cpu,") == std::string::npos) continue;  // v1: the cpu controller
-    for (const std::string& dir : {cgroupRoot + "/" + controllers + path, cgroupRoot + "/cpu" + path})
-      if (number(readSystemFile(dir + "/cpu.cfs_quota_us"), quota) &&
-          number(readSystemFile(dir + "/cpu.cfs_period_us"), period))
-        return quota > 0 && period > 0 ? quota / period : 0;  // v1: quota -1 = none
+    if (!hasController(controllers, "cpu")) continue;  // v1: the cpu controller, quota -1 = none
+    // Mounted under its controllers' name ("cpu,cpuacct") or, on some systems, as "cpu" alone.
+    for (const std::string& mount : {cgroupRoot + "/" + controllers, cgroupRoot + "/cpu"}) {
+      bool mounted = false;
+      for (const std::string& dir : cgroupFolders(mount, path))
+        if (number(readSystemFile(dir + "/cpu.cfs_quota_us"), quota) &&
+            number(readSystemFile(dir + "/cpu.cfs_period_us"), period))
+          mounted = true, take(quota, period);
+      if (mounted) break;
+    }
   }
-  return 0;
+  return limit;
 }
 
 int availableCpus() {

@@ -39,16 +39,26 @@ int64_t cgroupNumber(const std::string& file) {
   }
 }
 
-// cgroup v2: the limit left to this process's cgroup (memory.max − memory.current); -1 without a limit.
+// The room left under the cgroup memory limits that govern this process (its own folder's and every
+// parent's, v2 memory.max − memory.current, v1 memory.limit_in_bytes − memory.usage_in_bytes); -1 without a
+// limit. v1 writes "no limit" as a number near 2^63.
 int64_t cgroupRoom(const std::string& proc, const std::string& root) {
-  for (const CgroupMembership& g : processCgroups(proc))
+  int64_t room = -1;
+  const auto take = [&room](int64_t limit, int64_t used) {
+    if (limit < 0 || limit >= (int64_t(1) << 60)) return;
+    const int64_t left = std::max<int64_t>(0, limit - std::max<int64_t>(used, 0));
+    if (room < 0 || left < room) room = left;
+  };
+  for (const CgroupMembership& g : processCgroups(proc)) {
     if (g.controllers.empty()) {
-      const std::string dir = root + g.path;
-      const int64_t max = cgroupNumber(dir + "/memory.max"), cur = cgroupNumber(dir + "/memory.current");
-      if (max < 0) return -1;
-      return std::max<int64_t>(0, max - std::max<int64_t>(cur, 0));
+      for (const std::string& dir : cgroupFolders(root, g.path))
+        take(cgroupNumber(dir + "/memory.max"), cgroupNumber(dir + "/memory.current"));
+    } else if (hasController(g.controllers, "memory")) {
+      for (const std::string& dir : cgroupFolders(root + "/" + g.controllers, g.path))
+        take(cgroupNumber(dir + "/memory.limit_in_bytes"), cgroupNumber(dir + "/memory.usage_in_bytes"));
     }
-  return -1;
+  }
+  return room;
 }
 
 }  // namespace
@@ -67,7 +77,7 @@ RamRoom ramRoom(const std::string& proc, const std::string& cgroupRoot) {
       r.bytes = static_cast<uint64_t>(bytes), r.source = source;
   };
   consider(procBytes(proc + "/meminfo", "MemAvailable"), "MemAvailable");
-  consider(cgroupRoom(proc, cgroupRoot), "cgroup memory.max");
+  consider(cgroupRoom(proc, cgroupRoot), "cgroup memory limit");
   consider(addressSpaceRoom(proc), "RLIMIT_AS (ulimit -v)");
   if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap)
     consider(static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); })),

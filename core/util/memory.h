@@ -10,14 +10,15 @@ namespace hs {
 // The RAM this process can still take without swapping or being killed, and which limit decided it.
 struct RamRoom {
   uint64_t bytes = UINT64_MAX;  // UINT64_MAX when no limit is known
-  std::string source;           // "MemAvailable", "cgroup memory.max", "RLIMIT_AS (ulimit -v)",
+  std::string source;           // "MemAvailable", "cgroup memory limit", "RLIMIT_AS (ulimit -v)",
                                 // "HEADSCOPE_MEMORY_LIMIT"; "" when no limit is known
 };
 
-// The smallest of /proc/meminfo's MemAvailable, the room left under the process's cgroup (v2) memory.max,
-// the address-space limit (RLIMIT_AS) minus what the process has mapped, and HEADSCOPE_MEMORY_LIMIT (a cap
-// the user sets for HeadScope on a shared machine: bytes or 600M / 8G / 1.5T). `proc` and `cgroupRoot` are
-// the kernel's mounts (tests pass fakes). Throws naming HEADSCOPE_MEMORY_LIMIT when it is not a size.
+// The smallest of /proc/meminfo's MemAvailable, the room left under the cgroup memory limits that govern the
+// process (v2 memory.max, v1 memory.limit_in_bytes; its own folder's and its parents', as Slurm sets a
+// job's), the address-space limit (RLIMIT_AS) minus what the process has mapped, and HEADSCOPE_MEMORY_LIMIT
+// (a cap the user sets for HeadScope on a shared machine: bytes or 600M / 8G / 1.5T). `proc` and `cgroupRoot`
+// are the kernel's mounts (tests pass fakes). Throws naming HEADSCOPE_MEMORY_LIMIT when it is not a size.
 RamRoom ramRoom(const std::string& proc = "/proc", const std::string& cgroupRoot = "/sys/fs/cgroup");
 
 // What the address-space limit (RLIMIT_AS, `ulimit -v`) leaves this process: the limit minus what it has

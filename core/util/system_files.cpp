@@ -25,4 +25,21 @@ std::vector<CgroupMembership> processCgroups(const std::string& proc) {
   return groups;
 }
 
+std::vector<std::string> cgroupFolders(const std::string& mount, const std::string& path) {
+  std::vector<std::string> out;
+  std::string p = path;
+  while (!p.empty() && p.back() == '/')
+    p.pop_back();
+  for (;;) {
+    out.push_back(mount + p);
+    if (p.empty()) break;
+    p.erase(p.rfind('/') == std::string::npos ? 0 : p.rfind('/'));
+  }
+  return out;
+}
+
+bool hasController(const std::string& controllers, const std::string& name) {
+  return ("," + controllers + ",").find("," + name + ",") != std::string::npos;
+}
+
 }  // namespace hs

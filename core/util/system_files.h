@@ -17,4 +17,13 @@ struct CgroupMembership {
 };
 std::vector<CgroupMembership> processCgroups(const std::string& proc = "/proc");
 
+// The folders of a cgroup hierarchy mounted at `mount` that govern a member of `path`: its own, then each
+// parent up to the hierarchy's root. A limit set on any of them applies: Slurm sets a job's memory and CPU
+// limits on the job's folder while its processes run in a step's folder below it. ("/a/b" → mount/a/b,
+// mount/a, mount.)
+std::vector<std::string> cgroupFolders(const std::string& mount, const std::string& path);
+
+// Whether a v1 line's comma-separated `controllers` include `name` ("cpu,cpuacct" has "cpu", not "cpuac").
+bool hasController(const std::string& controllers, const std::string& name);
+
 }  // namespace hs

@@ -86,6 +86,19 @@ class TestThreadPolicy : public QObject {
     writeFile(cg + "/cpu/b/cpu.cfs_period_us", "x\n");
     QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
     QCOMPARE(cgroupCpuLimit((proc + "/none").toStdString(), cg.toStdString()), 0.0);
+
+    // A quota on a parent folder governs the folders below it (Slurm: the job's folder above its steps');
+    // the smallest along the way counts.
+    writeFile(proc + "/self/cgroup", "0::/slurm/job_9/step_0\n");
+    writeFile(cg + "/slurm/job_9/step_0/cpu.max", "max 100000\n");
+    writeFile(cg + "/slurm/job_9/cpu.max", "200000 100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 2.0);
+    writeFile(cg + "/slurm/cpu.max", "50000 100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.5);
+    writeFile(proc + "/self/cgroup", "4:cpu,cpuacct:/slurm/job_9/step_0\n");
+    writeFile(cg + "/cpu,cpuacct/slurm/job_9/cpu.cfs_quota_us", "300000\n");
+    writeFile(cg + "/cpu,cpuacct/slurm/job_9/cpu.cfs_period_us", "100000\n");
+    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 3.0);
   }
 
   // Two readings of a fake procfs: the watched CPUs' busy ticks minus this process's, per tick per CPU.

@@ -74,12 +74,45 @@ class TestMemory : public QObject {
     writeFile(cg_ + "/user.slice/job/memory.current", "1000000000\n");
     RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
     QCOMPARE(r.bytes, underRlimit(3000000000ull));
-    if (r.bytes == 3000000000ull) QCOMPARE(QString::fromStdString(r.source), QString("cgroup memory.max"));
+    if (r.bytes == 3000000000ull) QCOMPARE(QString::fromStdString(r.source), QString("cgroup memory limit"));
     // "max" is no limit; a group over its limit has no room.
     writeFile(cg_ + "/user.slice/job/memory.max", "max\n");
     QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(8000000ull * 1024));
     writeFile(cg_ + "/user.slice/job/memory.max", "500000000\n");
     QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, uint64_t(0));
+  }
+
+  // Slurm sets a job's limit on the job's folder; its processes run in a step's folder below it, whose own
+  // memory.max is "max". The smallest room of the folder and its parents counts.
+  void parentCgroupLimitCounts() {
+    writeFile(proc_ + "/meminfo", "MemAvailable:   64000000 kB\n");  // a large node
+    writeFile(proc_ + "/self/cgroup", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n");
+    const QString job = cg_ + "/system.slice/slurmstepd.scope/job_42";
+    writeFile(job + "/step_0/user/task_0/memory.max", "max\n");
+    writeFile(job + "/step_0/user/task_0/memory.current", "100000000\n");
+    writeFile(job + "/memory.max", "16000000000\n");
+    writeFile(job + "/memory.current", "6000000000\n");  // the job's other steps count
+    writeFile(cg_ + "/system.slice/memory.max", "max\n");
+    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(10000000000ull));
+    // A tighter limit further down wins.
+    writeFile(job + "/step_0/memory.max", "4000000000\n");
+    writeFile(job + "/step_0/memory.current", "1000000000\n");
+    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(3000000000ull));
+  }
+
+  // cgroup v1 (older clusters): the memory controller's limit_in_bytes, where "no limit" is a number near
+  // 2^63.
+  void cgroupV1MemoryLimit() {
+    writeFile(proc_ + "/self/cgroup", "11:memory:/slurm/uid_0/job_7/step_0\n4:cpu,cpuacct:/slurm\n");
+    const QString job = cg_ + "/memory/slurm/uid_0/job_7";
+    writeFile(job + "/step_0/memory.limit_in_bytes", "9223372036854771712\n");
+    writeFile(job + "/step_0/memory.usage_in_bytes", "200000000\n");
+    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(8000000ull * 1024));
+    writeFile(job + "/memory.limit_in_bytes", "8000000000\n");
+    writeFile(job + "/memory.usage_in_bytes", "2000000000\n");
+    const RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    QCOMPARE(r.bytes, underRlimit(6000000000ull));
+    if (r.bytes == 6000000000ull) QCOMPARE(QString::fromStdString(r.source), QString("cgroup memory limit"));
   }
 
   // The address-space limit counts what the process has mapped already (VmSize).

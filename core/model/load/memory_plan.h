@@ -22,7 +22,7 @@ namespace hs {
 
 struct MemoryBudget {
   uint64_t ram_available = 0;     // bytes this process can still take without swapping or being killed
-  std::string ram_source;         // which limit decided it: "MemAvailable", "cgroup memory.max", "RLIMIT_AS"
+  std::string ram_source;         // which limit decided it (util/memory.h RamRoom::source)
   std::vector<int64_t> gpu_free;  // free bytes per CUDA device; -1 where unknown; empty without CUDA
 };
 
