@@ -78,7 +78,7 @@ RamRoom ramRoom(const std::string& proc, const std::string& cgroupRoot) {
   };
   consider(procBytes(proc + "/meminfo", "MemAvailable"), "MemAvailable");
   consider(cgroupRoom(proc, cgroupRoot), "cgroup memory limit");
-  consider(addressSpaceRoom(proc), "RLIMIT_AS (ulimit -v)");
+  consider(addressSpaceRoom(proc), kAddressSpaceLimit);
   if (const char* cap = std::getenv("HEADSCOPE_MEMORY_LIMIT"); cap && *cap)
     consider(static_cast<int64_t>(withContext("HEADSCOPE_MEMORY_LIMIT", [&] { return parseByteSize(cap); })),
              "HEADSCOPE_MEMORY_LIMIT");

@@ -14,6 +14,9 @@ struct RamRoom {
                                 // "HEADSCOPE_MEMORY_LIMIT"; "" when no limit is known
 };
 
+// RamRoom::source when the address-space limit decided.
+inline constexpr const char* kAddressSpaceLimit = "RLIMIT_AS (ulimit -v)";
+
 // The smallest of /proc/meminfo's MemAvailable, the room left under the cgroup memory limits that govern the
 // process (v2 memory.max, v1 memory.limit_in_bytes; its own folder's and its parents', as Slurm sets a
 // job's), the address-space limit (RLIMIT_AS) minus what the process has mapped, and HEADSCOPE_MEMORY_LIMIT

@@ -101,6 +101,27 @@ class TestMemoryPlan : public QObject {
     QVERIFY2(has(none, "as bfloat16") && has(none, "16.1 GB") && !has(none, "--dtype bf16"), none.c_str());
   }
 
+  // Under `ulimit -v` the loader reads the budget with the checkpoint already mapped, so its pages count as
+  // used: weights used in place from them need only the working memory on top. The 8B in bf16 with 6 GB
+  // left after mapping its 16 GB fits in place; counting the weights twice refused it. Weights that must be
+  // converted (float32) still need their own room.
+  void mappedCheckpointCountsOnceUnderAnAddressSpaceLimit() {
+    QTemporaryDir dir;
+    const hs::ModelProbe p = hs::probeModel(hs::test::writeSparseRealShape(dir.path().toStdString()));
+    const hs::DeviceMap cpu = hs::DeviceMap::all(c10::kCPU, 32);
+    hs::MemoryBudget b = ram(6 * GB);
+    b.ram_source = hs::kAddressSpaceLimit;
+    const std::string twice = errorOf([&] { hs::planMemory("m", p.config, p.n_params, "auto", cpu, b); });
+    QVERIFY2(has(twice, "not enough memory to load it as bfloat16"), twice.c_str());
+    b.mapped_checkpoint = p.stored_bytes;
+    const hs::MemoryPlan inPlace = hs::planMemory("m", p.config, p.n_params, "auto", cpu, b);
+    QCOMPARE(inPlace.dtype, at::kBFloat16);
+    QVERIFY(!inPlace.copy_weights);
+    QCOMPARE(inPlace.devices.at(0).available, int64_t(6 * GB + p.stored_bytes));
+    const std::string f32 = errorOf([&] { hs::planMemory("m", p.config, p.n_params, "f32", cpu, b); });
+    QVERIFY2(has(f32, "not enough memory to load it as float32"), f32.c_str());
+  }
+
   // With the last N layers on a GPU, the GPU holds those layers and the head, the CPU the rest.
   void gpuLayersSplitTheWeights() {
     QTemporaryDir dir;

@@ -161,6 +161,13 @@ MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long n
         "weights: used in place from the checkpoint's memory-mapped pages, since a copy would not fit "
         "comfortably (" +
         describeNeeds(cpuNeeds) + "); products read weights the file does not align to 64 bytes more slowly";
+  if (!plan.copy_weights && plan.dtype == stored && budget.mapped_checkpoint > 0) {
+    // In place: the CPU's weights are the mapped pages the address-space reading already counted as used.
+    for (DeviceNeed& n : needs)
+      if (n.device.is_cpu() && n.available >= 0)
+        n.available += static_cast<int64_t>(budget.mapped_checkpoint);
+    plan.devices = needs;
+  }
   if (fits(needs, 1.0)) return plan;
 
   // Refused: say what it needs, what there is, and what would make it fit.

@@ -24,6 +24,10 @@ struct MemoryBudget {
   uint64_t ram_available = 0;     // bytes this process can still take without swapping or being killed
   std::string ram_source;         // which limit decided it (util/memory.h RamRoom::source)
   std::vector<int64_t> gpu_free;  // free bytes per CUDA device; -1 where unknown; empty without CUDA
+  // Bytes of the checkpoint already mapped into the address space when the budget was read, under an
+  // address-space limit (which counts mappings; MemAvailable does not). Weights used in place from those
+  // pages then need no more of it.
+  uint64_t mapped_checkpoint = 0;
 };
 
 // The RAM this process can take (util/memory.h's ramRoom: MemAvailable, the cgroup's memory.max, RLIMIT_AS

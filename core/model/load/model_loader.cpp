@@ -337,8 +337,9 @@ LoadedModel loadModel(const std::string& pathIn, const LoadOptions& options) {
   out.format = src.probe.format;
   out.files = src.probe.files;
   const DeviceMap devices = parseDeviceMap(options.device, options.gpu_layers, out.config.n_layers);
-  const MemoryPlan plan = planMemory(path, out.config, src.probe.n_params, options.dtype, devices,
-                                     options.check_memory ? currentMemoryBudget() : MemoryBudget{});
+  MemoryBudget budget = options.check_memory ? currentMemoryBudget() : MemoryBudget{};
+  if (src.ckpt && budget.ram_source == kAddressSpaceLimit) budget.mapped_checkpoint = src.probe.stored_bytes;
+  const MemoryPlan plan = planMemory(path, out.config, src.probe.n_params, options.dtype, devices, budget);
   out.model = std::make_shared<Transformer>(out.config, readWeights(src, plan, devices));
 
   attachTokenizer(out, options.tokenizer);
