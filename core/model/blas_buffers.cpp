@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/thread_policy.h"  // affinityCpus
 #include "util/error.h"
 #include "util/memory.h"
 
@@ -41,9 +41,7 @@ int positive(const char* text) {
 // OpenBLAS's own count at load (blas_get_cpu_number): OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS, else
 // OMP_NUM_THREADS, at most the CPUs of the affinity mask.
 int openblasThreadsAtLoad(char** envp) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  int cpus = static_cast<int>(affinityCpus().size());
   if (cpus <= 0) cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   int asked = positive(envValue(envp, "OPENBLAS_NUM_THREADS"));
   if (!asked) asked = positive(envValue(envp, "GOTO_NUM_THREADS"));

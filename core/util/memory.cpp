@@ -85,10 +85,6 @@ RamRoom ramRoom(const std::string& proc, const std::string& cgroupRoot) {
   return r;
 }
 
-uint64_t availableMemoryBytes() {
-  return ramRoom().bytes;
-}
-
 std::string formatBytes(uint64_t bytes) {
   char buf[32];
   const double b = static_cast<double>(bytes);

@@ -29,9 +29,6 @@ RamRoom ramRoom(const std::string& proc = "/proc", const std::string& cgroupRoot
 // process can run out of it with plenty of RAM free.
 int64_t addressSpaceRoom(const std::string& proc = "/proc");
 
-// ramRoom().bytes.
-uint64_t availableMemoryBytes();
-
 // "1.6 GB", "320 MB", "12 kB", "17 bytes" (decimal units, as `df -H` and model cards).
 std::string formatBytes(uint64_t bytes);
 

@@ -63,28 +63,29 @@ class TestThreadPolicy : public QObject {
   void readsTheCgroupCpuLimit() {
     QTemporaryDir dir;
     const QString proc = dir.path() + "/proc", cg = dir.path() + "/cgroup";
+    const auto limit = [&] { return cgroupCpuLimit(proc.toStdString(), cg.toStdString()); };
     writeFile(proc + "/self/cgroup", "0::/job.slice/run\n");
     writeFile(cg + "/job.slice/run/cpu.max", "150000 100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 1.5);
+    QCOMPARE(limit(), 1.5);
     writeFile(cg + "/job.slice/run/cpu.max", "max 100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+    QCOMPARE(limit(), 0.0);
 
     // Hybrid (v2 without the cpu controller, v1 "cpu,cpuacct" mounted under that name).
     writeFile(proc + "/self/cgroup", "12:memory:/slurm/job1\n4:cpu,cpuacct:/slurm/job1\n0::/\n");
     writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_quota_us", "400000\n");
     writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_period_us", "100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 4.0);
+    QCOMPARE(limit(), 4.0);
     writeFile(cg + "/cpu,cpuacct/slurm/job1/cpu.cfs_quota_us", "-1\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+    QCOMPARE(limit(), 0.0);
     // "cpuacct" alone is not the cpu controller; a missing or malformed file means no limit.
     writeFile(proc + "/self/cgroup", "2:cpuacct:/a\n1:cpu:/b\n");
     writeFile(cg + "/cpuacct/a/cpu.cfs_quota_us", "100000\n");
     writeFile(cg + "/cpuacct/a/cpu.cfs_period_us", "100000\n");
     writeFile(cg + "/cpu/b/cpu.cfs_quota_us", "300000\n");
     writeFile(cg + "/cpu/b/cpu.cfs_period_us", "100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 3.0);
+    QCOMPARE(limit(), 3.0);
     writeFile(cg + "/cpu/b/cpu.cfs_period_us", "x\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.0);
+    QCOMPARE(limit(), 0.0);
     QCOMPARE(cgroupCpuLimit((proc + "/none").toStdString(), cg.toStdString()), 0.0);
 
     // A quota on a parent folder governs the folders below it (Slurm: the job's folder above its steps');
@@ -92,13 +93,13 @@ class TestThreadPolicy : public QObject {
     writeFile(proc + "/self/cgroup", "0::/slurm/job_9/step_0\n");
     writeFile(cg + "/slurm/job_9/step_0/cpu.max", "max 100000\n");
     writeFile(cg + "/slurm/job_9/cpu.max", "200000 100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 2.0);
+    QCOMPARE(limit(), 2.0);
     writeFile(cg + "/slurm/cpu.max", "50000 100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 0.5);
+    QCOMPARE(limit(), 0.5);
     writeFile(proc + "/self/cgroup", "4:cpu,cpuacct:/slurm/job_9/step_0\n");
     writeFile(cg + "/cpu,cpuacct/slurm/job_9/cpu.cfs_quota_us", "300000\n");
     writeFile(cg + "/cpu,cpuacct/slurm/job_9/cpu.cfs_period_us", "100000\n");
-    QCOMPARE(cgroupCpuLimit(proc.toStdString(), cg.toStdString()), 3.0);
+    QCOMPARE(limit(), 3.0);
   }
 
   // Two readings of a fake procfs: the watched CPUs' busy ticks minus this process's, per tick per CPU.

@@ -62,8 +62,13 @@ class TestMemory : public QObject {
   }
   void cleanup() { qunsetenv("HEADSCOPE_MEMORY_LIMIT"); }
 
+ private:
+  RamRoom room() const { return ramRoom(proc_.toStdString(), cg_.toStdString()); }
+
+ private Q_SLOTS:
+
   void memAvailableWithoutOtherLimits() {
-    const RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    const RamRoom r = room();
     QCOMPARE(r.bytes, underRlimit(8000000ull * 1024));
     if (r.bytes == 8000000ull * 1024) QCOMPARE(QString::fromStdString(r.source), QString("MemAvailable"));
   }
@@ -72,14 +77,14 @@ class TestMemory : public QObject {
   void cgroupLimitWins() {
     writeFile(cg_ + "/user.slice/job/memory.max", "4000000000\n");
     writeFile(cg_ + "/user.slice/job/memory.current", "1000000000\n");
-    RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    RamRoom r = room();
     QCOMPARE(r.bytes, underRlimit(3000000000ull));
     if (r.bytes == 3000000000ull) QCOMPARE(QString::fromStdString(r.source), QString("cgroup memory limit"));
     // "max" is no limit; a group over its limit has no room.
     writeFile(cg_ + "/user.slice/job/memory.max", "max\n");
-    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(8000000ull * 1024));
+    QCOMPARE(room().bytes, underRlimit(8000000ull * 1024));
     writeFile(cg_ + "/user.slice/job/memory.max", "500000000\n");
-    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, uint64_t(0));
+    QCOMPARE(room().bytes, uint64_t(0));
   }
 
   // Slurm sets a job's limit on the job's folder; its processes run in a step's folder below it, whose own
@@ -93,11 +98,11 @@ class TestMemory : public QObject {
     writeFile(job + "/memory.max", "16000000000\n");
     writeFile(job + "/memory.current", "6000000000\n");  // the job's other steps count
     writeFile(cg_ + "/system.slice/memory.max", "max\n");
-    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(10000000000ull));
+    QCOMPARE(room().bytes, underRlimit(10000000000ull));
     // A tighter limit further down wins.
     writeFile(job + "/step_0/memory.max", "4000000000\n");
     writeFile(job + "/step_0/memory.current", "1000000000\n");
-    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(3000000000ull));
+    QCOMPARE(room().bytes, underRlimit(3000000000ull));
   }
 
   // cgroup v1 (older clusters): the memory controller's limit_in_bytes, where "no limit" is a number near
@@ -107,10 +112,10 @@ class TestMemory : public QObject {
     const QString job = cg_ + "/memory/slurm/uid_0/job_7";
     writeFile(job + "/step_0/memory.limit_in_bytes", "9223372036854771712\n");
     writeFile(job + "/step_0/memory.usage_in_bytes", "200000000\n");
-    QCOMPARE(ramRoom(proc_.toStdString(), cg_.toStdString()).bytes, underRlimit(8000000ull * 1024));
+    QCOMPARE(room().bytes, underRlimit(8000000ull * 1024));
     writeFile(job + "/memory.limit_in_bytes", "8000000000\n");
     writeFile(job + "/memory.usage_in_bytes", "2000000000\n");
-    const RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    const RamRoom r = room();
     QCOMPARE(r.bytes, underRlimit(6000000000ull));
     if (r.bytes == 6000000000ull) QCOMPARE(QString::fromStdString(r.source), QString("cgroup memory limit"));
   }
@@ -127,7 +132,7 @@ class TestMemory : public QObject {
     const rlim_t want = rlim_t(64) << 30;  // 64 GiB, far above what this test maps
     capped.rlim_cur = old.rlim_cur == RLIM_INFINITY ? want : std::min(old.rlim_cur, want);
     QCOMPARE(setrlimit(RLIMIT_AS, &capped), 0);
-    const RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    const RamRoom r = room();
     setrlimit(RLIMIT_AS, &old);
     QCOMPARE(r.bytes, uint64_t(capped.rlim_cur) - kFakeVmBytes);
     QCOMPARE(QString::fromStdString(r.source), QString("RLIMIT_AS (ulimit -v)"));
@@ -135,12 +140,12 @@ class TestMemory : public QObject {
 
   void userCapWinsAndIsChecked() {
     qputenv("HEADSCOPE_MEMORY_LIMIT", "1.5G");
-    const RamRoom r = ramRoom(proc_.toStdString(), cg_.toStdString());
+    const RamRoom r = room();
     QCOMPARE(r.bytes, underRlimit(1500000000ull));
     if (r.bytes == 1500000000ull)
       QCOMPARE(QString::fromStdString(r.source), QString("HEADSCOPE_MEMORY_LIMIT"));
     qputenv("HEADSCOPE_MEMORY_LIMIT", "lots");
-    const std::string e = errorOf([&] { ramRoom(proc_.toStdString(), cg_.toStdString()); });
+    const std::string e = errorOf([&] { room(); });
     QVERIFY2(e.find("HEADSCOPE_MEMORY_LIMIT") != std::string::npos &&
                  e.find("\"lots\" is not a memory size") != std::string::npos,
              e.c_str());
