@@ -1,10 +1,12 @@
 #include "model/intervention_apply.h"
 
 #include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
 
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "util/error.h"
 
@@ -59,16 +61,18 @@ at::Tensor resolveList(const std::vector<int>& list, int64_t lo, int64_t hi, boo
 // The advanced-index list that selects rows × positions × heads of a tensor in site layout. Each
 // index tensor is shaped to broadcast along its own axis, so the gathered slice keeps the site's
 // axis order: [rows, pos, head, ...] (or [rows, head, q_pos, k_pos] for the pattern).
-c10::List<c10::optional<at::Tensor>> selectionIndices(const ResolvedIntervention& r) {
+// (TensorIndex rather than a c10::List of c10::optional: the same call in libtorch 1.13 and 2.x, where
+// c10::optional is a deprecated alias.)
+std::vector<at::indexing::TensorIndex> selectionIndices(const ResolvedIntervention& r) {
   const SiteInfo& info = siteInfo(r.iv->site.kind);
   std::vector<std::pair<int, at::Tensor>> axes = {{0, r.rows}, {info.posAxis, r.positions}};
   if (info.perHead) axes.push_back({info.headAxis, r.heads});
   std::sort(axes.begin(), axes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  c10::List<c10::optional<at::Tensor>> indices;
+  std::vector<at::indexing::TensorIndex> indices;
   for (size_t i = 0; i < axes.size(); ++i) {
     std::vector<int64_t> shape(axes.size(), 1);
     shape[i] = -1;
-    indices.push_back(axes[i].second.view(shape));
+    indices.emplace_back(axes[i].second.view(shape));
   }
   return indices;
 }
@@ -119,7 +123,7 @@ ResolvedIntervention resolveIntervention(const Intervention& iv, size_t index, c
 at::Tensor applyIntervention(const ResolvedIntervention& r, const at::Tensor& x, bool& owned) {
   const Intervention& iv = *r.iv;
   try {
-    c10::List<c10::optional<at::Tensor>> indices;
+    std::vector<at::indexing::TensorIndex> indices;
     if (!r.selectsAll) indices = selectionIndices(r);
     const at::Tensor slice = r.selectsAll ? x : x.index(indices);  // [rows, pos, head, ...] in site order
 
