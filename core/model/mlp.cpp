@@ -8,7 +8,7 @@ namespace hs {
 
 namespace {
 
-// The activations the forward knows (config validation rejects others); the same mapping as the forward's.
+// Callers validate the name with knownMlpActivation (the forward refuses a config with any other).
 at::Tensor mlpActivation(const at::Tensor& x, const std::string& a) {
   if (a == "silu" || a == "swish") return at::silu(x);
   if (a == "gelu") return at::gelu(x);  // erf form
@@ -17,6 +17,11 @@ at::Tensor mlpActivation(const at::Tensor& x, const std::string& a) {
 }
 
 }  // namespace
+
+bool knownMlpActivation(const std::string& a) {
+  return a == "silu" || a == "swish" || a == "gelu" || a == "gelu_new" || a == "gelu_pytorch_tanh" ||
+         a == "gelu_fast" || a == "relu";
+}
 
 at::Tensor mlpForward(const ModelConfig& c, const LayerWeights& lw, const at::Tensor& x) {
   at::Tensor hidden = affine(x, lw.w_up, lw.b_up);  // [..., d_mlp]

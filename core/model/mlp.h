@@ -1,8 +1,9 @@
 #pragma once
-// A layer's MLP block as a function of its input, for analyses that apply it outside the forward (the LTV
-// MLP-reconstruction control). It mirrors the forward's MLP in transformer.cpp; test_ltv checks that it
-// reproduces hook_mlp_out for a SwiGLU and a GELU model.
+// A layer's MLP block as a function of its input: the forward (transformer.cpp) computes hook_mlp_out with
+// it, and analyses apply it outside the forward (the LTV MLP-reconstruction control).
 #include <ATen/core/Tensor.h>
+
+#include <string>
 
 #include "model/config.h"
 #include "model/weights.h"
@@ -14,5 +15,9 @@ namespace hs {
 // post-norm) → [..., d_model]: what hook_mlp_out holds for that input. x must be on the layer's device and
 // in its dtype.
 at::Tensor mlpForward(const ModelConfig& c, const LayerWeights& lw, const at::Tensor& x);
+
+// Whether mlpForward knows the activation ("silu"/"swish", "gelu" (erf), "gelu_new"/"gelu_pytorch_tanh"/
+// "gelu_fast" (tanh approximation), "relu").
+bool knownMlpActivation(const std::string& activation);
 
 }  // namespace hs

@@ -14,6 +14,7 @@
 #include "model/compute_dtype.h"
 #include "model/huge_page_tensor.h"
 #include "model/intervention_apply.h"
+#include "model/mlp.h"
 #include "model/onednn_gemm.h"
 #include "model/rope.h"
 #include "util/error.h"
@@ -121,18 +122,6 @@ at::Tensor softcap(const at::Tensor& x, double cap) {
   return cap > 0 ? at::tanh(x / cap) * cap : x;
 }
 
-bool knownActivation(const std::string& a) {
-  return a == "silu" || a == "swish" || a == "gelu" || a == "gelu_new" || a == "gelu_pytorch_tanh" ||
-         a == "gelu_fast" || a == "relu";
-}
-
-at::Tensor activate(const at::Tensor& x, const std::string& a) {
-  if (a == "silu" || a == "swish") return at::silu(x);
-  if (a == "gelu") return at::gelu(x);  // erf form
-  if (a == "relu") return at::relu(x);
-  return at::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh, gelu_fast: the tanh approximation
-}
-
 // Each head's write into the residual stream (no bias): result[b, p, h] = W_O[:, h·dh:(h+1)·dh] z[b, p, h].
 at::Tensor perHeadResult(const at::Tensor& z, const at::Tensor& wo) {
   const int64_t B = z.size(0), P = z.size(1), H = z.size(2), dh = z.size(3), d = wo.size(0);
@@ -209,7 +198,7 @@ Transformer::Transformer(ModelConfig config, ModelWeights weights, Weights mode)
          c.n_layers, ", ", c.n_heads, ", ", c.d_model, ", ", c.vocab_size, ", ", c.context_length, ")");
   if (c.n_heads % c.n_kv_heads != 0)
     fail("model config: n_heads ", c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
-  if (!knownActivation(c.activation)) fail("model config: unsupported activation \"", c.activation, "\"");
+  if (!knownMlpActivation(c.activation)) fail("model config: unsupported activation \"", c.activation, "\"");
   if (!c.layer_attention.empty() && int(c.layer_attention.size()) != c.n_layers)
     fail("model config: layer_attention names ", c.layer_attention.size(), " layers, the model has ",
          c.n_layers);
@@ -632,11 +621,8 @@ RunResult Transformer::run(const RunRequest& req) const {
     const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, q_pos, d_model]
     const at::Tensor mlpIn =
         preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, q_pos, d_model]
-    at::Tensor hidden = affine(mlpIn, lw.w_up, lw.b_up);                  // [batch, q_pos, d_mlp]
-    hidden = c.mlp == MlpKind::SwiGLU ? activate(affine(mlpIn, lw.w_gate), c.activation) * hidden
-                                      : activate(hidden, c.activation);      // [batch, q_pos, d_mlp]
-    at::Tensor mlp = hook(mlpOut(l), affine(hidden, lw.w_down, lw.b_down));  // [batch, q_pos, d_model]
-    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());        // OLMo-2, Gemma
+    at::Tensor mlp = hook(mlpOut(l), mlpForward(c, lw, mlpIn));           // [batch, q_pos, d_model]
+    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());     // OLMo-2, Gemma
 
     // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
     x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, q_pos, d_model]
