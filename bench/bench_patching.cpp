@@ -30,6 +30,7 @@
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include "bench_util.h"
+#include "sweep_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,26 +169,7 @@ int main(int argc, char** argv) {
     const auto tensors = randomTensors(c);
     const hs::Transformer model(c, toWeights(c, tensors));
 
-    hs::PatchSweepSpec spec;
-    for (int i = 0; i < nTokens; ++i)
-      spec.clean.push_back((7919LL * i + 13) % c.vocab_size);
-    spec.corrupt = spec.clean;
-    for (int p : {20, 64, 100})
-      spec.corrupt[p] = (spec.corrupt[p] + 12345) % c.vocab_size;
-    spec.metric = hs::PatchMetric::LogitDiff;
-    spec.mode = hs::PatchMode::FromClean;
-    {
-      at::NoGradGuard noGrad;
-      auto argmax = [&](const std::vector<int64_t>& ids) {
-        hs::RunRequest r;
-        r.tokens = at::tensor(ids, at::kLong).view({1, -1});  // [1, pos]
-        r.last_logits_only = true;
-        return model.run(r).logits[0][0].argmax().item<int64_t>();
-      };
-      spec.target = argmax(spec.clean);
-      spec.distractor = argmax(spec.corrupt);
-      if (spec.distractor == spec.target) spec.distractor = (spec.target + 1) % c.vocab_size;
-    }
+    const hs::PatchSweepSpec spec = hs::bench::sweepSpec(model, nTokens, {20, 64, 100});
 
     // Warm-up; the fast sweep is timed below, in rounds with the naive loop.
     hs::HeadGrid fast = hs::patchingSweep(model, spec);
@@ -212,12 +195,8 @@ int main(int argc, char** argv) {
     }
 
     // The naive loop: patchingSweepNaive over all heads, or the same loop over a spread subset.
-    std::vector<std::pair<int, int>> subset;
-    const int k = fullNaive ? nHeads : std::min(naiveHeads, nHeads);
-    for (int i = 0; i < k; ++i) {
-      const int flat = int((int64_t(i) * nHeads) / k);
-      subset.push_back({flat / H, (flat * 5 + i) % H});  // every layer, varied heads
-    }
+    const std::vector<std::pair<int, int>> subset =
+        hs::bench::spreadHeads(L, H, fullNaive ? nHeads : std::min(naiveHeads, nHeads));
     double naiveS = 0, naivePerForward = 0, naiveSetup = 0, naiveVsFast = 0;
     std::vector<double> naiveValues;
     std::vector<double> roundSpeedups;  // per round: the naive loop's time over the fast sweep's
@@ -231,26 +210,8 @@ int main(int argc, char** argv) {
       for (auto [l, h] : subset)
         naiveValues.push_back(naive.values(l, h));
     } else {
-      at::NoGradGuard noGrad;
-      std::vector<at::Tensor> cleanZ;
-      double base = 0;
-      hs::RunRequest corrupt;
-      corrupt.tokens = at::tensor(spec.corrupt, at::kLong).view({1, -1});  // [1, pos]
-      corrupt.last_logits_only = true;
-      auto metric = [&](const at::Tensor& logits) {
-        return hs::patchMetric(logits.select(1, 0), spec).item<double>();
-      };
-      naiveSetup = seconds([&] {
-        hs::RunRequest clean = corrupt;
-        clean.tokens = at::tensor(spec.clean, at::kLong).view({1, -1});
-        for (int l = 0; l < L; ++l)
-          clean.capture.insert(hs::attnZ(l));
-        const hs::RunResult r = model.run(clean);
-        for (int l = 0; l < L; ++l)
-          cleanZ.push_back(r.cache.at(hs::attnZ(l)));  // [1, pos, head, d_head]
-        metric(r.logits);                              // the clean metric, as the sweep computes it
-        base = metric(model.run(corrupt).logits);
-      });
+      std::unique_ptr<hs::bench::NaivePatching> naive;
+      naiveSetup = seconds([&] { naive = std::make_unique<hs::bench::NaivePatching>(model, spec); });
       // Rounds of one fast sweep and the subset's naive forwards, so that a machine whose speed drifts
       // (other tenants, clocks) slows both sides of each round's ratio alike.
       std::vector<double> t;
@@ -258,16 +219,8 @@ int main(int argc, char** argv) {
         timeFast();
         std::vector<double> tRound;
         for (auto [l, h] : subset) {
-          hs::RunRequest r = corrupt;
-          hs::Intervention iv;
-          iv.site = hs::attnZ(l);
-          iv.heads = {h};
-          iv.positions = {-1};
-          iv.op = hs::InterventionOp::Replace;
-          iv.tensor = cleanZ[l][0][-1].narrow(0, h, 1);  // [1, d_head]
-          r.interventions = {iv};
           double v = 0;
-          tRound.push_back(seconds([&] { v = metric(model.run(r).logits) - base; }));
+          tRound.push_back(seconds([&] { v = naive->effect(l, h); }));
           if (round == 0) naiveValues.push_back(v);
           naiveVsFast = std::max(naiveVsFast, std::abs(v - fast.values(l, h)));
         }
@@ -320,7 +273,7 @@ int main(int argc, char** argv) {
     report["naive_s"] = naiveS;
     report["naive_per_forward_s"] = naivePerForward;
     report["naive_extrapolated"] = !fullNaive;
-    report["naive_heads_timed"] = k;
+    report["naive_heads_timed"] = subset.size();
     // The median of the rounds' ratios (extrapolated naive loop); with --full-naive, the one full loop's
     // time over the fast sweep's median.
     report["speedup_fast_vs_naive"] = roundSpeedups.empty() ? naiveS / fastS : median(roundSpeedups);

@@ -28,6 +28,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -38,22 +39,17 @@
 #include "model/load/model_loader.h"
 #include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
+#include "sweep_bench.h"
 #include "util/allocator.h"
 
 namespace fs = std::filesystem;
+using hs::bench::benchTokens;
 using hs::bench::capture;
 using hs::bench::median;
 using hs::bench::python;
 using hs::bench::seconds;
 
 namespace {
-
-std::vector<int64_t> benchTokens(int n, int vocab) {
-  std::vector<int64_t> t;
-  for (int i = 0; i < n; ++i)
-    t.push_back((7919LL * i + 13) % vocab);
-  return t;
-}
 
 int64_t peakRss() {
   rusage u{};
@@ -99,23 +95,8 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
   const hs::LoadedModel m = hs::loadModel(dir, o);
   const hs::Transformer& model = *m.model;
   const int L = m.config.n_layers, H = m.config.n_heads, nHeads = L * H;
-  hs::PatchSweepSpec spec;
-  spec.clean = benchTokens(tokens, m.config.vocab_size);
-  spec.corrupt = spec.clean;
-  for (int p : {tokens / 6, tokens / 2, (tokens * 4) / 5})
-    spec.corrupt[static_cast<size_t>(p)] =
-        (spec.corrupt[static_cast<size_t>(p)] + 12345) % m.config.vocab_size;
-  spec.metric = hs::PatchMetric::LogitDiff;
-  spec.mode = hs::PatchMode::FromClean;
-  auto argmax = [&](const std::vector<int64_t>& ids) {
-    hs::RunRequest r;
-    r.tokens = at::tensor(ids, at::kLong).view({1, -1});  // [1, pos]
-    r.last_logits_only = true;
-    return model.run(r).logits[0][0].argmax().item<int64_t>();
-  };
-  spec.target = argmax(spec.clean);
-  spec.distractor = argmax(spec.corrupt);
-  if (spec.distractor == spec.target) spec.distractor = (spec.target + 1) % m.config.vocab_size;
+  const hs::PatchSweepSpec spec =
+      hs::bench::sweepSpec(model, tokens, {tokens / 6, tokens / 2, (tokens * 4) / 5});
 
   hs::HeadGrid fast = hs::patchingSweep(model, spec);  // warm-up
   std::vector<double> tFast;
@@ -123,40 +104,13 @@ nlohmann::json sweep(const std::string& dir, int tokens, int naiveHeads, int run
     tFast.push_back(seconds([&] { fast = hs::patchingSweep(model, spec); }));
 
   // The naive loop over a spread subset of heads, extrapolated (as bench_patching does).
-  hs::RunRequest corrupt;
-  corrupt.tokens = at::tensor(spec.corrupt, at::kLong).view({1, -1});  // [1, pos]
-  corrupt.last_logits_only = true;
-  auto metric = [&](const at::Tensor& logits) {
-    return hs::patchMetric(logits.select(1, 0), spec).item<double>();
-  };
-  std::vector<at::Tensor> cleanZ;
-  double base = 0;
-  const double setup = seconds([&] {
-    hs::RunRequest clean = corrupt;
-    clean.tokens = at::tensor(spec.clean, at::kLong).view({1, -1});
-    for (int l = 0; l < L; ++l)
-      clean.capture.insert(hs::attnZ(l));
-    const hs::RunResult r = model.run(clean);
-    for (int l = 0; l < L; ++l)
-      cleanZ.push_back(r.cache.at(hs::attnZ(l)));  // [1, pos, head, d_head]
-    metric(r.logits);
-    base = metric(model.run(corrupt).logits);
-  });
+  std::unique_ptr<hs::bench::NaivePatching> naive;
+  const double setup = seconds([&] { naive = std::make_unique<hs::bench::NaivePatching>(model, spec); });
   std::vector<double> t;
   double maxDiff = 0;
-  for (int i = 0; i < naiveHeads; ++i) {
-    const int flat = static_cast<int>((int64_t(i) * nHeads) / naiveHeads);
-    const int l = flat / H, h = (flat * 5 + i) % H;
-    hs::RunRequest r = corrupt;
-    hs::Intervention iv;
-    iv.site = hs::attnZ(l);
-    iv.heads = {h};
-    iv.positions = {-1};
-    iv.op = hs::InterventionOp::Replace;
-    iv.tensor = cleanZ[static_cast<size_t>(l)][0][-1].narrow(0, h, 1);  // [1, d_head]
-    r.interventions = {iv};
+  for (auto [l, h] : hs::bench::spreadHeads(L, H, naiveHeads)) {
     double v = 0;
-    t.push_back(seconds([&] { v = metric(model.run(r).logits) - base; }));
+    t.push_back(seconds([&] { v = naive->effect(l, h); }));
     maxDiff = std::max(maxDiff, std::abs(v - fast.values(l, h)));
   }
   const double naiveS = setup + median(t) * nHeads;
