@@ -15,6 +15,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "model/cuda_runtime.h"
 #include "model/load/hub_cache.h"
 
 namespace hs::gui {
@@ -103,7 +104,13 @@ ModelDialog::ModelDialog(QWidget* parent) : QDialog(parent) {
   gpuLayers_->setValue(remembered.gpuLayers);
   gpuLayers_->setToolTip("The last N layers and the head on the GPU device, the rest on the CPU");
   form->addRow("GPU layers", gpuLayers_);
-  if (!at::hasCUDA()) form->addRow("", new QLabel("<i>This build of libtorch has no CUDA: CPU only.</i>"));
+  if (!at::hasCUDA()) {
+    const QString why = QString::fromStdString(hs::cudaUnusableReason());
+    auto* note = new QLabel(why.isEmpty() ? "<i>This build of libtorch has no CUDA: CPU only.</i>"
+                                          : "<i>No usable GPU: " + why.toHtmlEscaped() + ". CPU only.</i>");
+    note->setWordWrap(true);
+    form->addRow("", note);
+  }
 
   layout->addLayout(form);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel);

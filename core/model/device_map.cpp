@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "model/cuda_runtime.h"
 #include "util/error.h"
 
 namespace hs {
@@ -86,10 +87,15 @@ c10::Device parseDevice(const std::string& nameIn) {
   }
   if (!d.is_cpu() && !d.is_cuda()) fail("unsupported device \"", name, "\" (expected cpu, cuda or cuda:N)");
   if (d.is_cuda()) {
-    if (!at::hasCUDA())
+    if (!at::hasCUDA()) {
+      const std::string why = cudaUnusableReason();
+      if (!why.empty())
+        fail("device \"", name, "\" requested, but no GPU is usable: ", why,
+             " (check the driver with nvidia-smi, and that the job was given a GPU); or use --device cpu");
       fail("device \"", name,
            "\" requested, but this build of libtorch has no CUDA (a CPU-only libtorch such as Debian's); "
            "use --device cpu, or build HeadScope against a CUDA libtorch (docs/gpu.md)");
+    }
     const auto n = static_cast<int64_t>(at::getNumGPUs());
     if (!d.has_index()) d = c10::Device(c10::kCUDA, 0);
     if (d.index() >= n)

@@ -4,11 +4,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <dlfcn.h>
+
 #include <fstream>
 #include <functional>
 #include <string>
 
 #include "load_error_util.h"
+#include "model/cuda_runtime.h"
 #include "model/device_map.h"
 #include "model/load/memory_plan.h"
 #include "model/load/model_loader.h"
@@ -158,6 +161,39 @@ class TestMemoryPlan : public QObject {
       const std::string e = errorOf([] { hs::parseDeviceMap("cuda:0,cuda:1", -1, 4); });
       QVERIFY2(has(e, "this build of libtorch has no CUDA"), e.c_str());
     }
+  }
+
+  // A CUDA libtorch on a machine whose GPU is not usable (no device in the job, an old driver) says why in
+  // the runtime's words instead of asking for a CUDA build; a device's free memory comes from the runtime.
+  // The runtime is a stand-in (tests/load/fake_cuda_runtime.c) loaded the way libtorch loads libcudart.
+  void cudaRuntimeWithoutUsableGpu() {
+    if (at::hasCUDA()) QSKIP("this libtorch sees a GPU");
+    QCOMPARE(hs::cudaUnusableReason(), std::string());  // no runtime loaded: a CPU-only libtorch
+    QCOMPARE(hs::cudaFreeBytes(0), int64_t(-1));
+    void* lib = dlopen(FAKE_CUDA_RUNTIME, RTLD_NOW | RTLD_GLOBAL);
+    QVERIFY2(lib, dlerror());
+    const auto set = reinterpret_cast<void (*)(int, int, size_t)>(dlsym(lib, "fakeCudaSet"));
+    QVERIFY(set);
+    qputenv("CUDA_VISIBLE_DEVICES", "");
+    set(100, 0, 0);
+    std::string e = errorOf([] { hs::parseDeviceMap("cuda", -1, 4); });
+    QVERIFY2(has(e,
+                 "device \"cuda\" requested, but no GPU is usable: the CUDA runtime says \"no CUDA-capable "
+                 "device is detected\" (error 100); CUDA_VISIBLE_DEVICES=\"\"") &&
+                 has(e, "--device cpu") && !has(e, "no CUDA (a CPU-only libtorch"),
+             e.c_str());
+    qunsetenv("CUDA_VISIBLE_DEVICES");
+    set(35, 0, 0);
+    e = errorOf([] { hs::parseDeviceMap("cuda:0", 2, 4); });
+    QVERIFY2(has(e, "CUDA driver version is insufficient") && !has(e, "CUDA_VISIBLE_DEVICES"), e.c_str());
+    set(0, 0, 0);
+    e = errorOf([] { hs::parseDeviceMap("cuda:0,cuda:1", -1, 4); });
+    QVERIFY2(has(e, "the CUDA runtime sees no device"), e.c_str());
+    set(0, 2, 7 * GB);  // devices the runtime counts: no reason; free memory per device, -1 for a bad index
+    QCOMPARE(hs::cudaUnusableReason(), std::string());
+    QCOMPARE(hs::cudaFreeBytes(1), int64_t(7 * GB));
+    QCOMPARE(hs::cudaFreeBytes(2), int64_t(-1));
+    dlclose(lib);
   }
 
   // Loading follows the plan and says what auto chose (the Model dock and `info` show the note).

@@ -1,11 +1,11 @@
 #include "model/load/memory_plan.h"
 
 #include <ATen/Context.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <map>
 
+#include "model/cuda_runtime.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -13,24 +13,6 @@
 namespace hs {
 
 namespace {
-
-// Free memory of CUDA device `index` through the CUDA runtime libtorch loaded (found at run time: nothing to
-// link, and a CPU-only build simply finds no symbol). -1 when unknown.
-int64_t cudaFree(int index) {
-  using GetDevice = int (*)(int*);
-  using SetDevice = int (*)(int);
-  using MemGetInfo = int (*)(size_t*, size_t*);
-  const auto get = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
-  const auto set = reinterpret_cast<SetDevice>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
-  const auto info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
-  if (!get || !set || !info) return -1;
-  int previous = 0;
-  if (get(&previous) != 0 || set(index) != 0) return -1;
-  size_t freeBytes = 0, totalBytes = 0;
-  const int rc = info(&freeBytes, &totalBytes);
-  set(previous);
-  return rc == 0 ? static_cast<int64_t>(freeBytes) : -1;
-}
 
 const char* dtypeWord(c10::ScalarType t) {
   return t == c10::kFloat ? "float32" : t == c10::kBFloat16 ? "bfloat16" : t == c10::kHalf ? "float16" : "?";
@@ -69,7 +51,7 @@ MemoryBudget currentMemoryBudget() {
   b.ram_source = room.source;
   if (at::hasCUDA())
     for (int i = 0; i < static_cast<int>(at::getNumGPUs()); ++i)
-      b.gpu_free.push_back(cudaFree(i));
+      b.gpu_free.push_back(cudaFreeBytes(i));
   return b;
 }
 
