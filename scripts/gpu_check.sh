@@ -6,7 +6,8 @@
 #     wheel's libtorch, straight with the compiler (no CMake, so no CUDA toolkit is needed: HeadScope's
 #     device code uses only ATen/c10 APIs);
 #  2. compares HeadScope's logits with transformers' on the GPU for every supported family (float32 within
-#     1e-4; bfloat16 within 5e-2 of the logit scale, see gpu_check.py);
+#     1e-4; bfloat16 within 5e-2 of the logit scale, see gpu_check.py),
+#     and the fast patching sweep's grid with transformers' naive loop (float32, within 1 % of the largest effect);
 #  3. checks a device-map split (--gpu-layers, and cuda:0,cuda:1 when there are two GPUs) against one device;
 #  4. times the forward (128 tokens) and the fast patching sweep at the Llama-3.2-1B shape against
 #     transformers (its forward, and the naive per-head loop with forward hooks).

@@ -18,6 +18,20 @@ import torch
 
 TOKENS = [(7919 * i + 13) % 1000 for i in range(24)]
 
+# Where both sides run: "cuda" (the check), or "cpu" for the dry run that tests this script itself
+# (tests/gpu_check: a stand-in for transformers' Llama, no GPU).
+DEVICE = "cuda"
+
+
+def sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def free_cache():
+    if DEVICE == "cuda":
+        free_cache()
+
 # Small configs per family: real layouts (GQA, biases, norms, rotary variants), small sizes.
 FAMILIES = {
     "llama": dict(cls="LlamaConfig", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
@@ -55,13 +69,16 @@ def run(cmd):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def probe(args, model, out, device="cuda", dtype="f32", gpu_layers=None, time_it=False, ids=TOKENS):
-    cmd = [args.probe, model, "--device", device, "--dtype", dtype, "--ids", ",".join(map(str, ids)),
+def probe(args, model, out, device=None, dtype="f32", gpu_layers=None, time_it=False, ids=TOKENS,
+          grid=False):
+    cmd = [args.probe, model, "--device", device or DEVICE, "--dtype", dtype, "--ids", ",".join(map(str, ids)),
            "--out", out]
     if gpu_layers is not None:
         cmd += ["--gpu-layers", str(gpu_layers)]
     if time_it:
         cmd.append("--time")
+    if grid:
+        cmd.append("--grid")
     info = run(cmd)
     vocab = os.path.getsize(out) // 4 // len(ids)
     logits = torch.from_file(out, size=len(ids) * vocab, dtype=torch.float32).view(len(ids), vocab)
@@ -95,7 +112,7 @@ def families(args, report):
         ids = torch.tensor([TOKENS])
         for dtype, torch_dtype, tol in (("f32", torch.float32, 1e-4), ("bf16", torch.bfloat16, 5e-2)):
             with torch.no_grad():
-                ref = model.to("cuda", torch_dtype)(ids.cuda()).logits[0].float().cpu()
+                ref = model.to(DEVICE, torch_dtype)(ids.to(DEVICE)).logits[0].float().cpu()
             try:
                 _, ours = probe(args, folder, os.path.join(args.out, f"{name}-{dtype}.f32"), dtype=dtype)
             except RuntimeError as e:
@@ -106,14 +123,97 @@ def families(args, report):
             r[dtype] = {"max_abs_diff": diff, "tolerance": bound, "pass": diff <= bound}
         out[name] = r
         del model
-        torch.cuda.empty_cache()
+        free_cache()
     report["families"] = out
+
+
+def last_logits(model, x):
+    """The last position's logits, computing no others where this transformers can (logits_to_keep,
+    earlier num_logits_to_keep), as HeadScope's naive loop does."""
+    for kw in ("logits_to_keep", "num_logits_to_keep"):
+        try:
+            return model(x, **{kw: 1}).logits[0, -1]
+        except TypeError:
+            continue
+    return model(x).logits[0, -1]
+
+
+def patch_o_proj_input(model, x, layer, head, dh, clean_in):
+    """One forward with head `head` of `layer` taking its clean output at the last position: the slice of
+    o_proj's input that is that head's hook_z."""
+    def pre(m, a):
+        z = a[0].clone()
+        z[:, -1, head * dh:(head + 1) * dh] = clean_in[:, head * dh:(head + 1) * dh]
+        return (z,)
+    hook = model.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(pre)
+    try:
+        return last_logits(model, x)
+    finally:
+        hook.remove()
+
+
+def o_proj_inputs(model, x):
+    """Every layer's o_proj input at the last position: [layer] -> [1, heads * head_dim]."""
+    seen = {}
+    layers = model.model.layers
+    hooks = [layers[l].self_attn.o_proj.register_forward_pre_hook(
+        lambda m, a, l=l: seen.__setitem__(l, a[0][:, -1].clone())) for l in range(len(layers))]
+    try:
+        model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen
+
+
+def sweep_parity(args, report):
+    """HeadScope's fast patching sweep on the GPU against transformers' naive loop (one hooked forward per
+    head), float32, every head of the small llama: the grids within 1 % of the largest effect."""
+    import transformers
+    folder = os.path.join(args.out, "models", "llama")
+    if not os.path.exists(os.path.join(folder, "config.json")):
+        report["sweep_parity"] = {"skipped": "no llama model"}
+        return
+    info, _ = probe(args, folder, os.path.join(args.out, "sweep.f32"), grid=True)
+    ours = torch.tensor(info["grid"], dtype=torch.float64)
+    n = len(TOKENS)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32,
+                                                              attn_implementation="eager").to(DEVICE)
+    vocab = model.config.vocab_size
+    corrupt = list(TOKENS)
+    for p in (n // 6, n // 2, n * 4 // 5):
+        corrupt[p] = (corrupt[p] + 12345) % vocab
+    clean_x = torch.tensor([TOKENS], device=DEVICE)
+    corrupt_x = torch.tensor([corrupt], device=DEVICE)
+    L, H = model.config.num_hidden_layers, model.config.num_attention_heads
+    dh = getattr(model.config, "head_dim", None) or model.config.hidden_size // H
+
+    def metric(logits):
+        return float(logits[1].double() - logits[2].double())
+
+    with torch.no_grad():
+        clean = o_proj_inputs(model, clean_x)
+        base = metric(last_logits(model, corrupt_x))
+        theirs = torch.tensor([[metric(patch_o_proj_input(model, corrupt_x, l, h, dh, clean[l])) - base
+                                for h in range(H)] for l in range(L)], dtype=torch.float64)
+    # Random weights give small effects, so the bound is relative: 1 % of the largest effect (a head mapped
+    # wrongly differs by about the effects themselves), at least 1e-5 (float32 rounding of the logits).
+    diff = float((ours - theirs).abs().max())
+    scale = float(theirs.abs().max())
+    tol = max(1e-5, 1e-2 * scale)
+    report["sweep_parity"] = {"heads": L * H, "max_abs_diff": diff, "max_abs_effect": scale, "tolerance": tol,
+                              "pass": diff <= tol and scale >= 1e-4}
+    del model
+    free_cache()
 
 
 def device_maps(args, report):
     folder = os.path.join(args.out, "models", "llama")
     if not os.path.exists(os.path.join(folder, "config.json")):
         report["device_map"] = {"skipped": "no llama model"}
+        return
+    if DEVICE != "cuda":
+        report["device_map"] = {"skipped": "needs CUDA"}
         return
     _, one = probe(args, folder, os.path.join(args.out, "dm-one.f32"))
     r = {}
@@ -130,50 +230,44 @@ def device_maps(args, report):
 
 def timings(args, report):
     import transformers
-    folder = os.path.join(args.out, "llama-3.2-1b")
-    if not os.path.exists(os.path.join(folder, "config.json")):
-        subprocess.run([sys.executable, "scripts/make_real_shape_checkpoint.py", "llama-3.2-1b", folder],
-                       check=True, capture_output=True)
-    ids = [(7919 * i + 13) % 128256 for i in range(128)]
+    if args.timing_model:  # the dry run: a small model instead of the 1B shape
+        folder = args.timing_model
+    else:
+        folder = os.path.join(args.out, "llama-3.2-1b")
+        if not os.path.exists(os.path.join(folder, "config.json")):
+            subprocess.run([sys.executable, "scripts/make_real_shape_checkpoint.py", "llama-3.2-1b", folder],
+                           check=True, capture_output=True)
+    with open(os.path.join(folder, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    ids = [(7919 * i + 13) % vocab for i in range(128)]
     ours, _ = probe(args, folder, os.path.join(args.out, "1b.f32"), dtype="bf16", time_it=True, ids=ids)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
-                                                              attn_implementation="eager").cuda()
-    x = torch.tensor([ids], device="cuda")
+                                                              attn_implementation="eager").to(DEVICE)
+    x = torch.tensor([ids], device=DEVICE)
 
     def timed(f):
         f()
         t = []
         for _ in range(3):
-            torch.cuda.synchronize()
+            sync()
             t0 = time.perf_counter()
             f()
-            torch.cuda.synchronize()
+            sync()
             t.append(time.perf_counter() - t0)
         return sorted(t)[1]
 
     with torch.no_grad():
         fwd = timed(lambda: model(x).logits)
-        # The naive sweep: one hooked forward per head (patch o_proj's input slice at the last position),
-        # timed on 16 heads and extrapolated to all.
+        # The naive sweep: one hooked forward per head (its slice of o_proj's input at the last position
+        # from the clean run, last-position logits only), timed on 16 heads and extrapolated to all.
         cfg = model.config
         L, H = cfg.num_hidden_layers, cfg.num_attention_heads
-        dh = cfg.hidden_size // H
-        clean = {}
-        hooks = [model.model.layers[l].self_attn.o_proj.register_forward_pre_hook(
-            lambda m, a, l=l: clean.__setitem__(l, a[0][:, -1].clone())) for l in range(L)]
-        model(x)
-        for h in hooks:
-            h.remove()
+        dh = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+        clean = o_proj_inputs(model, x)
         heads = [(i * L // 16, (i * 5) % H) for i in range(16)]
 
         def one(l, h):
-            def pre(m, a):
-                z = a[0].clone()
-                z[:, -1, h * dh:(h + 1) * dh] = clean[l][:, h * dh:(h + 1) * dh]
-                return (z,)
-            hook = model.model.layers[l].self_attn.o_proj.register_forward_pre_hook(pre)
-            model(x).logits[0, -1, 1].item()
-            hook.remove()
+            patch_o_proj_input(model, x, l, h, dh, clean[l])[1].item()
         per = timed(lambda: [one(l, h) for l, h in heads]) / len(heads)
     report["llama_3_2_1b_bf16"] = {
         "tokens": 128, "ours": ours, "transformers_forward_s": fwd,
@@ -187,15 +281,21 @@ def main():
     ap.add_argument("--probe", required=True)
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                    help="cpu: the dry run of this script (tests/gpu_check), not a check of CUDA")
+    ap.add_argument("--timing-model", help="time this model folder instead of the Llama-3.2-1B shape")
     args = ap.parse_args()
-    report = {"torch": torch.__version__, "cuda": torch.version.cuda,
-              "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]}
+    global DEVICE
+    DEVICE = args.device
+    report = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": DEVICE,
+              "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+              if DEVICE == "cuda" else []}
     try:
         import transformers
         report["transformers"] = transformers.__version__
     except ImportError:
         report["transformers"] = None
-    for step in (families, device_maps, timings):
+    for step in (families, sweep_parity, device_maps, timings):
         t0 = time.perf_counter()
         try:
             step(args, report)

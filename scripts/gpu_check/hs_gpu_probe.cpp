@@ -1,10 +1,11 @@
 // The C++ half of scripts/gpu_check.sh: loads a checkpoint with a device (map) and dtype, runs one forward
 // over the given tokens and writes all positions' logits (float32, row-major [pos, vocab]) to a raw file;
-// with
-// --time also the forward's and the fast patching sweep's seconds (median of 3 after a warm-up), as JSON.
+// with --time also the forward's and the fast patching sweep's seconds (median of 3 after a warm-up), with
+// --grid the sweep's grid, as JSON. The sweep: the corrupt prompt changes positions n/6, n/2 and 4n/5 (id +
+// 12345 mod vocab), FromClean patches of hook_z at the last position, metric logit(1) − logit(2) there.
 //
 // usage: hs_gpu_probe MODEL --device D [--gpu-layers N] --dtype f32|bf16 --ids 1,2,3 --out logits.f32
-// [--time]
+// [--time] [--grid]
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     std::string model, device = "cpu", dtype = "f32", ids, out;
     int gpuLayers = -1;
-    bool time = false;
+    bool time = false, grid = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto next = [&]() -> std::string {
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
         out = next();
       else if (a == "--time")
         time = true;
+      else if (a == "--grid")
+        grid = true;
       else
         model = a;
     }
@@ -85,18 +88,26 @@ int main(int argc, char** argv) {
         .write(static_cast<const char*>(logits.data_ptr()), static_cast<std::streamsize>(logits.nbytes()));
     nlohmann::json j = {{"device", hs::deviceMapOf(m.model->weights()).describe()},
                         {"dtype", hs::dtypeName(m.model->dtype())}};
+    hs::PatchSweepSpec spec;
+    spec.clean = tok;
+    spec.corrupt = tok;
+    for (size_t p : {tok.size() / 6, tok.size() / 2, tok.size() * 4 / 5})
+      spec.corrupt[p] = (spec.corrupt[p] + 12345) % m.config.vocab_size;
+    spec.target = 1, spec.distractor = 2;
+    spec.metric = hs::PatchMetric::LogitDiff;
+    spec.mode = hs::PatchMode::FromClean;
     if (time) {
       j["forward_s"] = secondsOf([&] { m.model->run(r).logits.sum().item<float>(); });
-      hs::PatchSweepSpec spec;
-      spec.clean = tok;
-      spec.corrupt = tok;
-      for (size_t p : {tok.size() / 6, tok.size() / 2, tok.size() * 4 / 5})
-        spec.corrupt[p] = (spec.corrupt[p] + 12345) % m.config.vocab_size;
-      spec.target = 1, spec.distractor = 2;
-      spec.metric = hs::PatchMetric::LogitDiff;
-      spec.mode = hs::PatchMode::FromClean;
       j["sweep_s"] = secondsOf([&] { hs::patchingSweep(*m.model, spec); });  // its grid is read on the host
       j["sweep_heads"] = m.config.n_layers * m.config.n_heads;
+    }
+    if (grid) {
+      const hs::HeadGrid g = hs::patchingSweep(*m.model, spec);
+      std::vector<std::vector<double>> rows(static_cast<size_t>(g.values.rows()));
+      for (int l = 0; l < g.values.rows(); ++l)
+        for (int h = 0; h < g.values.cols(); ++h)
+          rows[static_cast<size_t>(l)].push_back(g.values(l, h));
+      j["grid"] = rows;
     }
     std::cout << j.dump() << std::endl;
     return 0;

@@ -1,0 +1,69 @@
+// scripts/gpu_check/gpu_check.py and its probe, run on the CPU against a stand-in for transformers' Llama
+// (transformers_standin/: HF's module layout and o_proj pre-hooks over the independent reference forward).
+// The GPU run happens rarely and once; this keeps the comparisons it will make honest in between: the probe's
+// logits match the reference (float32 within 1e-4, bfloat16 within the script's bound), the fast sweep's
+// grid matches the naive hooked loop (same corrupt prompt, metric and patch site on both sides), and the
+// timing step produces its figures.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test_paths.h"
+
+using nlohmann::json;
+
+class TestGpuCheckDryRun : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void comparisonsHoldOnTheCpu() {
+    QTemporaryDir out;
+    QVERIFY(out.isValid());
+    const QString models = out.filePath("models");
+    QProcess p;
+    p.setWorkingDirectory(QString::fromStdString(hs::test::sourceDir("")));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("PYTHONPATH",
+               QString::fromStdString(hs::test::sourceDir("tests/gpu_check/transformers_standin")));
+    env.insert("PYTHONDONTWRITEBYTECODE", "1");
+    p.setProcessEnvironment(env);
+    p.start(QString::fromStdString(hs::test::referencePython()),
+            {"scripts/gpu_check/gpu_check.py", "--device", "cpu", "--probe", HS_GPU_PROBE, "--cli",
+             QString::fromStdString(hs::test::cliPath()), "--out", out.path(), "--timing-model",
+             models + "/llama"});
+    QVERIFY(p.waitForFinished(240000));
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, err.constData());
+    QFile f(out.filePath("gpu_check.json"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const json r = json::parse(f.readAll().toStdString());
+    const std::string all = r.dump(1);
+
+    QCOMPARE(r.at("transformers").get<std::string>(), std::string("dry-run stand-in"));
+    for (auto it = r.begin(); it != r.end(); ++it)  // no step may fail
+      QVERIFY2(it.key().find("_error") == std::string::npos, all.c_str());
+
+    const json& llama = r.at("families").at("llama");
+    QVERIFY2(
+        llama.at("f32").at("pass").get<bool>() && llama.at("f32").at("max_abs_diff").get<double>() <= 1e-4,
+        all.c_str());
+    QVERIFY2(llama.at("bf16").at("pass").get<bool>(), all.c_str());
+
+    const json& sweep = r.at("sweep_parity");
+    QCOMPARE(sweep.at("heads").get<int>(), 12);
+    QVERIFY2(sweep.at("pass").get<bool>() && sweep.at("max_abs_effect").get<double>() >= 1e-4, all.c_str());
+
+    QCOMPARE(r.at("device_map").at("skipped").get<std::string>(), std::string("needs CUDA"));
+
+    const json& t = r.at("llama_3_2_1b_bf16");
+    QVERIFY2(t.at("ours").at("forward_s").get<double>() > 0 &&
+                 t.at("ours").at("sweep_heads").get<int>() == 12 &&
+                 t.at("transformers_naive_sweep_s").get<double>() > 0,
+             all.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGpuCheckDryRun)
+#include "test_gpu_check_dry_run.moc"
