@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "load_test_util.h"
 #include "test_paths.h"
 
 using nlohmann::json;
@@ -19,6 +20,7 @@ class TestGpuCheckDryRun : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void comparisonsHoldOnTheCpu() {
+    HS_REQUIRE_REFERENCE_PYTHON();
     QTemporaryDir out;
     QVERIFY(out.isValid());
     const QString models = out.filePath("models");

@@ -100,11 +100,13 @@ class AutoModelForCausalLM:
     def from_config(cfg, torch_dtype=torch.float32):
         d, L, V, m = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size, cfg.intermediate_size
         nh, nkv, dh = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-        g = lambda *s: torch.randn(*s) * 0.02
+        def g(*shape):
+            return torch.randn(*shape) * 0.02
         W = {"model.embed_tokens.weight": g(V, d), "model.norm.weight": torch.ones(d), "lm_head.weight": g(V, d)}
         for l in range(L):
             p = f"model.layers.{l}."
-            W.update({p + "input_layernorm.weight": torch.ones(d), p + "post_attention_layernorm.weight": torch.ones(d),
+            W.update({p + "input_layernorm.weight": torch.ones(d),
+                      p + "post_attention_layernorm.weight": torch.ones(d),
                       p + "self_attn.q_proj.weight": g(nh * dh, d), p + "self_attn.k_proj.weight": g(nkv * dh, d),
                       p + "self_attn.v_proj.weight": g(nkv * dh, d), p + "self_attn.o_proj.weight": g(d, nh * dh),
                       p + "mlp.gate_proj.weight": g(m, d), p + "mlp.up_proj.weight": g(m, d),
@@ -115,6 +117,8 @@ class AutoModelForCausalLM:
     def from_pretrained(folder, torch_dtype=torch.float32, attn_implementation=None):
         with open(os.path.join(folder, "config.json")) as f:
             c = json.load(f)
-        c.pop("model_type", None), c.pop("architectures", None)
-        W = {k: v.to(torch_dtype) for k, v in rf.read_safetensors(os.path.join(folder, "model.safetensors")).items()}
+        c.pop("model_type", None)
+        c.pop("architectures", None)
+        tensors = rf.read_safetensors(os.path.join(folder, "model.safetensors"))
+        W = {k: v.to(torch_dtype) for k, v in tensors.items()}
         return LlamaForCausalLM(LlamaConfig(**c), W)
