@@ -30,7 +30,7 @@ def sync():
 
 def free_cache():
     if DEVICE == "cuda":
-        free_cache()
+        torch.cuda.empty_cache()
 
 # Small configs per family: real layouts (GQA, biases, norms, rotary variants), small sizes.
 FAMILIES = {

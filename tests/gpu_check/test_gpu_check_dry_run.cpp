@@ -65,6 +65,24 @@ class TestGpuCheckDryRun : public QObject {
                  t.at("transformers_naive_sweep_s").get<double>() > 0,
              all.c_str());
   }
+
+  // The dry run takes the CPU branches; the step that frees GPU memory between families is CUDA-only. A CPU
+  // torch makes torch.cuda.empty_cache a no-op, so the script's helper must return here as it will there.
+  void gpuCacheReleaseReturns() {
+    HS_REQUIRE_REFERENCE_PYTHON();
+    QProcess p;
+    p.setWorkingDirectory(QString::fromStdString(hs::test::sourceDir("")));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("PYTHONDONTWRITEBYTECODE", "1");
+    p.setProcessEnvironment(env);
+    p.start(QString::fromStdString(hs::test::referencePython()),
+            {"-c",
+             "import sys; sys.path.insert(0, 'scripts/gpu_check'); import gpu_check as g; "
+             "assert g.DEVICE == 'cuda'; g.free_cache()"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
+             p.readAllStandardError().constData());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestGpuCheckDryRun)
