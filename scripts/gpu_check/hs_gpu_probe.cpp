@@ -23,6 +23,7 @@
 #include "analysis/patching.h"
 #include "model/device_map.h"
 #include "model/load/model_loader.h"
+#include "results/results_json.h"
 #include "util/error_text.h"
 
 namespace {
@@ -101,14 +102,7 @@ int main(int argc, char** argv) {
       j["sweep_s"] = secondsOf([&] { hs::patchingSweep(*m.model, spec); });  // its grid is read on the host
       j["sweep_heads"] = m.config.n_layers * m.config.n_heads;
     }
-    if (grid) {
-      const hs::HeadGrid g = hs::patchingSweep(*m.model, spec);
-      std::vector<std::vector<double>> rows(static_cast<size_t>(g.values.rows()));
-      for (int l = 0; l < g.values.rows(); ++l)
-        for (int h = 0; h < g.values.cols(); ++h)
-          rows[static_cast<size_t>(l)].push_back(g.values(l, h));
-      j["grid"] = rows;
-    }
+    if (grid) j["grid"] = nlohmann::json(hs::patchingSweep(*m.model, spec)).at("values");  // [layer][head]
     std::cout << j.dump() << std::endl;
     return 0;
   } catch (const std::exception& e) {
