@@ -92,12 +92,12 @@ sanitize-ci:
 	  SANITIZE_TARGETS="$(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS)" \
 	  SANITIZE_TESTS='^($(subst $(eval) ,|,$(strip $(SANITIZE_CI_TESTS) $(SANITIZE_CI_REPLAYS))))$$'
 
-# Each fixed defect of issues 22 and 24 brought back into the code, one at a time: its test must fail
-# (tests/mutations/, docs/mutation-checks.md). About an hour on 2 cores; not part of `make test`.
 # Each torch-using core source compiles without the precompiled header, as scripts/gpu_check.sh builds them.
 check-sources:
 	JOBS=$(JOBS) scripts/check_sources_alone.sh
 
+# Each fixed defect of issues 22 and 24 brought back into the code, one at a time: its test must fail
+# (tests/mutations/, docs/mutation-checks.md). About an hour on 2 cores; not part of `make test`.
 mutation-check: build
 	BUILD=$(BUILD) scripts/mutation_check.sh
 

@@ -138,17 +138,18 @@ MemoryPlan planMemory(const std::string& what, const ModelConfig& c, long long n
   for (const DeviceNeed& n : needs)
     if (n.device.is_cpu()) cpuNeeds.push_back(n);
   plan.copy_weights = fits(cpuNeeds, 0.5);
-  if (!plan.copy_weights && plan.dtype == stored)
+  if (!plan.copy_weights && plan.dtype == stored) {
     plan.weights_note =
         "weights: used in place from the checkpoint's memory-mapped pages, since a copy would not fit "
         "comfortably (" +
         describeNeeds(cpuNeeds) + "); products read weights the file does not align to 64 bytes more slowly";
-  if (!plan.copy_weights && plan.dtype == stored && budget.mapped_checkpoint > 0) {
-    // In place: the CPU's weights are the mapped pages the address-space reading already counted as used.
-    for (DeviceNeed& n : needs)
-      if (n.device.is_cpu() && n.available >= 0)
-        n.available += static_cast<int64_t>(budget.mapped_checkpoint);
-    plan.devices = needs;
+    if (budget.mapped_checkpoint > 0) {
+      // The CPU's weights are the mapped pages the address-space reading already counted as used.
+      for (DeviceNeed& n : needs)
+        if (n.device.is_cpu() && n.available >= 0)
+          n.available += static_cast<int64_t>(budget.mapped_checkpoint);
+      plan.devices = needs;
+    }
   }
   if (fits(needs, 1.0)) return plan;
 
