@@ -165,7 +165,7 @@ class TestMemoryPlan : public QObject {
 
   // A CUDA libtorch on a machine whose GPU is not usable (no device in the job, an old driver) says why in
   // the runtime's words instead of asking for a CUDA build; a device's free memory comes from the runtime.
-  // The runtime is a stand-in (tests/load/fake_cuda_runtime.c) loaded the way libtorch loads libcudart.
+  // The runtime is a stand-in (tests/load/fake_cuda_runtime.cpp) loaded the way libtorch loads libcudart.
   void cudaRuntimeWithoutUsableGpu() {
     if (at::hasCUDA()) QSKIP("this libtorch sees a GPU");
     QCOMPARE(hs::cudaUnusableReason(), std::string());  // no runtime loaded: a CPU-only libtorch
