@@ -3,9 +3,15 @@
 # libopenblas0-pthread matters: without it libtorch falls back to reference BLAS (~17x slower matmuls).
 # libopenblas0-openmp is the OpenBLAS our programs load: it shares libtorch's OpenMP thread pool
 # (CMakeLists.txt; the system's BLAS choice is left as it is).
-#   ./scripts/setup.sh --with-slurm   also Slurm and munge, for the batch test on a real single-node Slurm
-#                                     (test_batch_slurm; it skips where they are missing)
+#   ./scripts/setup.sh --with-slurm      also Slurm and munge, for the batch test on a real single-node Slurm
+#                                        (test_batch_slurm; it skips where they are missing)
+#   ./scripts/setup.sh --with-reference  also the reference environment: a virtual environment .venv-reference/
+#                                        with the pinned PyTorch 2.x, transformers, tokenizers, safetensors and
+#                                        TransformerLens of scripts/reference-requirements.txt (several GB from
+#                                        the Python package index), for the reference suite (tests/reference)
+#                                        and the peer benchmarks; without it those tests skip, saying why.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -18,12 +24,29 @@ packages=(
   xvfb xauth             # GUI tests and screenshots without a display
   desktop-file-utils appstream   # packaging/check_deb.sh validates the shipped .desktop and metainfo files
 )
-if [ "${1:-}" = "--with-slurm" ]; then
-  packages+=(slurmctld slurmd slurm-client munge)
-elif [ -n "${1:-}" ]; then
-  echo "setup: unknown option $1 (only --with-slurm)" >&2
-  exit 2
-fi
+with_reference=0
+for option in "$@"; do
+  case "$option" in
+    --with-slurm) packages+=(slurmctld slurmd slurm-client munge) ;;
+    --with-reference) with_reference=1; packages+=(python3-venv) ;;
+    *) echo "setup: unknown option $option (--with-slurm, --with-reference)" >&2; exit 2 ;;
+  esac
+done
+
+# The reference environment, made with Debian's Python; reused when its pins have not changed.
+reference_env() {
+  local venv=.venv-reference req=scripts/reference-requirements.txt
+  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements.txt"; then
+    echo "setup: reference environment $venv up to date"
+    return
+  fi
+  echo "setup: making the reference environment $venv from $req"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/requirements.txt"
+  "$venv/bin/python" -c 'import torch, transformers, tokenizers, safetensors, transformer_lens as tl; print("setup: reference environment: torch", torch.__version__, "transformers", transformers.__version__, "tokenizers", tokenizers.__version__, "transformer_lens", tl.__version__ if hasattr(tl, "__version__") else "?")'
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,6 +57,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"
+  [ "$with_reference" = 1 ] && reference_env
   exit 0
 fi
 
@@ -46,3 +70,5 @@ fi
 echo "setup: installing ${missing[*]}"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+[ "$with_reference" = 1 ] && reference_env
+exit 0
