@@ -7,7 +7,7 @@ CLI := $(BUILD)/bin/headscope-cli
 SHARED := $(abspath ../shared/data)
 STORIES := $(SHARED)/models/stories260K
 
-.PHONY: all configure build run run-cli test test-slurm bench deb clean format fuzz fuzz-build sanitize sanitize-ci check-sources \
+.PHONY: all configure build run run-cli test test-slurm test-torch2 bench deb clean format fuzz fuzz-build sanitize sanitize-ci check-sources \
   mutation-check
 
 # Fuzzing (issue 25, docs/robustness.md): libFuzzer targets built by clang with ASan + UBSan in their own
@@ -106,3 +106,17 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# PyTorch 2.x (the reference environment's wheel, ./scripts/setup.sh --with-reference): core, CLI and the core
+# tests built against its libtorch and run. The wheel is a CUDA build, so HeadScope's CUDA code paths compile
+# and link against libtorch_cuda with the machine's CUDA toolkit (nvcc); without a GPU they run on the CPU.
+# No precompiled header: every source must compile on its own includes. The reference suites run in `make test`.
+TORCH2_BUILD ?= build-torch2
+REFERENCE_PYTHON ?= .venv-reference/bin/python
+test-torch2:
+	@[ -x $(REFERENCE_PYTHON) ] || { echo "test-torch2: $(REFERENCE_PYTHON) missing: run ./scripts/setup.sh --with-reference" >&2; exit 2; }
+	cmake -S . -B $(TORCH2_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADSCOPE_BUILD_GUI=OFF \
+	  -DHEADSCOPE_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON $(CMAKE_FLAGS) \
+	  -DCMAKE_PREFIX_PATH="$$($(REFERENCE_PYTHON) -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+	cmake --build $(TORCH2_BUILD) -j$(JOBS)
+	cd $(TORCH2_BUILD) && ctest --output-on-failure --timeout 900 -LE reference

@@ -12,7 +12,8 @@
 #  4. times the forward (128 tokens) and the fast patching sweep at the Llama-3.2-1B shape against
 #     transformers (its forward, and the naive per-head loop with forward hooks).
 # Writes $OUT/gpu_check.json (OUT defaults to ./gpu-check-out) and prints it. DRY_RUN=1 runs it all on a CPU
-# against tests/gpu_check's stand-in for transformers (a check of this script, not of CUDA).
+# (a check of this script, not of CUDA), against the real transformers when $PYTHON has it (e.g.
+# PYTHON=.venv-reference/bin/python), else against tests/gpu_check's stand-in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -66,8 +67,11 @@ echo "gpu_check: built in $(( $(date +%s) - t0 )) s"
 "$BUILD/headscope-cli" info toy --device cuda >/dev/null 2>"$OUT/info_cuda.err" || true
 
 # ---- 2-4. comparisons and timings -------------------------------------------------------------------------
-if [ -n "${DRY_RUN:-}" ]; then  # the whole script on a CPU, transformers replaced by the tests' stand-in
-  PYTHONPATH=$PWD/tests/gpu_check/transformers_standin PYTHONDONTWRITEBYTECODE=1 \
+if [ -n "${DRY_RUN:-}" ]; then  # the whole script on a CPU; the tests' stand-in only where transformers is absent
+  STANDIN=""
+  "$PY" -c 'import transformers' 2>/dev/null || STANDIN=$PWD/tests/gpu_check/transformers_standin
+  echo "gpu_check: dry run against ${STANDIN:+the stand-in for }transformers"
+  PYTHONPATH=$STANDIN PYTHONDONTWRITEBYTECODE=1 \
     "$PY" scripts/gpu_check/gpu_check.py --probe "$BUILD/hs_gpu_probe" --cli "$BUILD/headscope-cli" --out "$OUT" \
     --device cpu --timing-model "$OUT/models/llama"
 else

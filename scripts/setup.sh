@@ -45,7 +45,11 @@ reference_env() {
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
   cp "$req" "$venv/requirements.txt"
-  "$venv/bin/python" -c 'import torch, transformers, tokenizers, safetensors, transformer_lens as tl; print("setup: reference environment: torch", torch.__version__, "transformers", transformers.__version__, "tokenizers", tokenizers.__version__, "transformer_lens", tl.__version__ if hasattr(tl, "__version__") else "?")'
+  "$venv/bin/python" - <<'PYEOF'
+from importlib.metadata import version
+print("setup: reference environment:", ", ".join(
+    f"{p} {version(p)}" for p in ("torch", "transformers", "tokenizers", "safetensors", "transformer-lens")))
+PYEOF
 }
 
 missing=()
