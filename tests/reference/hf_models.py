@@ -51,7 +51,10 @@ _LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "l
 #   kwargs     its arguments
 #   save       "pretrained"      save_pretrained (safetensors), transformers 5 style config.json
 #              "v4config"        save_pretrained, then config.json rewritten in the transformers-4 style:
-#                                rope_theta + rope_scaling instead of rope_parameters
+#                                rope_theta + rope_scaling instead of rope_parameters (gpt_neox:
+#                                rotary_emb_base + rotary_pct; gemma3_text: rope_local_base_freq for the
+#                                sliding layers, sliding_window_pattern instead of layer_types); checked
+#                                by reloading it with transformers
 #              "lm_head_alias"   tied: only lm_head.weight stored, metadata
 #                                {"model.embed_tokens.weight": "lm_head.weight"} (safetensors.torch.save_model,
 #                                what transformers 4.41 wrote)
@@ -86,15 +89,28 @@ VARIANTS = {
     # Qwen2 always has q/k/v biases; tied like Qwen2-0.5B.
     "qwen2": dict(config="Qwen2Config", save="pretrained", init=0.15, tied=True,
                   kwargs=_llama(tie_word_embeddings=True)),
+    # Sliding window on the layers from max_window_layers on (here layer 1), as Qwen2 configs say it.
+    "qwen2-window": dict(config="Qwen2Config", save="pretrained", init=0.15, tied=True,
+                         kwargs=_llama(tie_word_embeddings=True, use_sliding_window=True, sliding_window=WINDOW,
+                                       max_window_layers=1)),
     # head_dim 32 != hidden 64 / heads 4; q/k RMSNorm per head; GQA.
     "qwen3": dict(config="Qwen3Config", save="pretrained", init=0.15, tied=False,
                   kwargs=_llama(head_dim=32)),
+    "qwen3-layer-types": dict(config="Qwen3Config", save="pretrained", init=0.15, tied=False,
+                              kwargs=_llama(head_dim=32, use_sliding_window=True, sliding_window=WINDOW,
+                                            layer_types=["sliding_attention", "full_attention"])),
     "gpt_neox": dict(config="GPTNeoXConfig", save="pretrained", init=0.15, tied=False,
                      kwargs=dict(vocab_size=VOCAB, hidden_size=D, intermediate_size=FF,
                                  num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                                  max_position_embeddings=MAX_POS, use_parallel_residual=True,
                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                   "partial_rotary_factor": 0.25})),
+    "gpt_neox-v4config": dict(config="GPTNeoXConfig", save="v4config", init=0.15, tied=False,
+                              kwargs=dict(vocab_size=VOCAB, hidden_size=D, intermediate_size=FF,
+                                          num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                                          max_position_embeddings=MAX_POS, use_parallel_residual=True,
+                                          rope_parameters={"rope_type": "default", "rope_theta": 20000.0,
+                                                           "partial_rotary_factor": 0.5})),
     "gpt_neox-sequential": dict(config="GPTNeoXConfig", save="pretrained", init=0.15, tied=False,
                                 kwargs=dict(vocab_size=VOCAB, hidden_size=D, intermediate_size=FF,
                                             num_hidden_layers=LAYERS, num_attention_heads=HEADS,
@@ -124,6 +140,7 @@ VARIANTS = {
                                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                                     })),
 }
+VARIANTS["gemma3_text-v4config"] = dict(VARIANTS["gemma3_text"], save="v4config")
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -187,7 +204,20 @@ def _rewrite_v4_config(out_dir):
     with open(path) as f:
         c = json.load(f)
     rp = dict(c.pop("rope_parameters"))
+    if c["model_type"] == "gemma3_text":  # per layer type: global base + scaling, local base
+        local = rp["sliding_attention"]
+        rp = dict(rp["full_attention"])
+        c["rope_local_base_freq"] = local["rope_theta"]
+        types = c.pop("layer_types")
+        pattern = types.index("full_attention") + 1
+        if types != ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(len(types))]:
+            raise ValueError(f"layer_types {types} is not a sliding_window_pattern")
+        c["sliding_window_pattern"] = pattern
+        c.pop("_sliding_window_pattern", None)
     c["rope_theta"] = rp.pop("rope_theta")
+    if c["model_type"] == "gpt_neox":
+        c["rotary_emb_base"] = c.pop("rope_theta")
+        c["rotary_pct"] = rp.pop("partial_rotary_factor")
     c["rope_scaling"] = rp if rp.get("rope_type", "default") != "default" else None
     c["transformers_version"] = "4.45.2"
     if "dtype" in c:
@@ -196,8 +226,24 @@ def _rewrite_v4_config(out_dir):
         json.dump(c, f, indent=2, sort_keys=True)
 
 
+def _load(out_dir, dtype):
+    """The folder as a researcher loads it: from_pretrained in its dtype, eager attention, eval mode.
+
+    (Not the in-memory model cast with .to(dtype): that would also cast the RoPE inv_freq buffers to
+    bfloat16, which from_pretrained keeps in float32.)"""
+    return transformers.AutoModelForCausalLM.from_pretrained(out_dir, attn_implementation="eager",
+                                                             dtype=dtype).eval()
+
+
+def _logits(model):
+    tokens = torch.arange(2 * WINDOW + 4).remainder(VOCAB).view(1, -1)
+    with torch.no_grad():
+        return model(tokens).logits
+
+
 def build(variant, out_dir, dtype="float32", seed=0):
-    """Builds `variant` with a fixed seed, saves it into out_dir as the spec says, returns it (eval, dtype).
+    """Builds `variant` with a fixed seed, saves it into out_dir as the spec says, returns it as
+    transformers loads that folder (from_pretrained in dtype, eager attention, eval mode).
 
     The float32 and bfloat16 builds of one seed hold the same weights (bfloat16: rounded from them)."""
     spec = VARIANTS[variant]
@@ -212,7 +258,12 @@ def build(variant, out_dir, dtype="float32", seed=0):
     if save in ("pretrained", "v4config"):
         model.save_pretrained(out_dir, safe_serialization=True)
         if save == "v4config":
+            want = _logits(_load(out_dir, _DTYPES[dtype]))
             _rewrite_v4_config(out_dir)
+            got = _logits(_load(out_dir, _DTYPES[dtype]))
+            if not torch.equal(want, got):
+                raise RuntimeError(f"{out_dir}: transformers reads the rewritten config.json as another "
+                                   f"model (max |logit diff| {(want - got).abs().max().item():.3g})")
     elif save == "lm_head_alias":
         model.config.save_pretrained(out_dir)
         # save_model drops one name of each shared tensor and records it in the metadata; for Llama it
@@ -228,7 +279,10 @@ def build(variant, out_dir, dtype="float32", seed=0):
         _check_alias(path, "model.embed_tokens.weight", "lm_head.weight")
     else:
         raise ValueError(f"{variant}: unknown save style {save}")
-    return model
+    loaded = _load(out_dir, _DTYPES[dtype])
+    if spec["tied"] != (loaded.get_output_embeddings().weight is loaded.get_input_embeddings().weight):
+        raise RuntimeError(f"{variant}: transformers loads {out_dir} {'un' if spec['tied'] else ''}tied")
+    return loaded
 
 
 def _check_alias(path, kept, removed):
