@@ -4,8 +4,8 @@
 // sessions, and checks what it prints against the same session read in C++: the runs, every grid's shape,
 // top head and value, every tensor's dtype, shape and first value. The sessions are one written through the
 // core session API with every dtype (BF16 and an empty tensor included) and non-finite grid values, and one
-// written by `headscope-cli tsla` on the toy model. The safetensors-package reader runs only where
-// `import safetensors` works (it is not packaged in Debian 12).
+// written by `headscope-cli tsla` on the toy model. The safetensors-package reader (not packaged in Debian 12)
+// runs with the reference environment's Python (tests/common/reference_env.h), which CI installs.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 
+#include "reference_env.h"
 #include "session/session.h"
 #include "test_paths.h"
 
@@ -137,11 +138,11 @@ class TestPythonSnippet : public QObject {
   QString everyDtype_, noBf16_;
 
   // Runs `reader` + the summary on `session`; returns what it printed (a failed run fails the test).
-  QString runSummary(const std::string& reader, const QString& session, const QString& name) {
+  QString runSummary(const std::string& reader, const QString& session, const QString& name,
+                     const std::string& python = hs::test::referencePython()) {
     const QString script = dir_.filePath("summary-" + name + ".py");  // not numpy.py: it would shadow numpy
     std::ofstream(script.toStdString()) << reader << "\n\n" << summary_;
-    const ProcessResult r =
-        runProcess(QString::fromStdString(hs::test::referencePython()), {script, session});
+    const ProcessResult r = runProcess(QString::fromStdString(python), {script, session});
     if (r.exitCode != 0)
       qWarning("%s on %s exited with %d:\n%s", qPrintable(script), qPrintable(session), r.exitCode,
                qPrintable(r.err));
@@ -300,9 +301,13 @@ class TestPythonSnippet : public QObject {
   }
 
   void safetensorsReaderPrintsTheSame() {
-    if (!pythonImports("safetensors"))
-      QSKIP("the safetensors package is not installed for the reference python (not packaged in Debian 12)");
-    const QString printed = runSummary(safetensorsReader_, noBf16_, "safetensors");
+    // The reference environment has the safetensors package; Debian's Python only where a user installed it.
+    std::string python = hs::test::referenceVenvPython();
+    if (!hs::test::referenceEnvUsable(nullptr)) {
+      if (hs::test::referenceRequired() || !pythonImports("safetensors")) HS_REQUIRE_REFERENCE_ENV();
+      python = hs::test::referencePython();
+    }
+    const QString printed = runSummary(safetensorsReader_, noBf16_, "safetensors", python);
     checkSummary(printed, noBf16_);
     QCOMPARE(printed, runSummary(numpyReader_, noBf16_, "numpy-no-bf16"));
   }
