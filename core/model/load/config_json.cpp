@@ -551,7 +551,10 @@ void parseGemma(const Fields& f, ModelConfig& c, bool gemma3) {
   if (f.has("layer_types")) {
     c.layer_attention = readLayerTypes(f, c.n_layers);
   } else {
-    const int pattern = gemma3 ? f.optPositiveInt("sliding_window_pattern", 6) : 2;
+    // transformers 5 writes the pattern as "_sliding_window_pattern" (beside layer_types, which it derives
+    // from it); older files as "sliding_window_pattern".
+    const int pattern =
+        gemma3 ? f.optPositiveInt("sliding_window_pattern", f.optPositiveInt("_sliding_window_pattern", 6)) : 2;
     for (int l = 0; l < c.n_layers; ++l)
       c.layer_attention.push_back((l + 1) % pattern != 0 ? LayerAttention::Sliding : LayerAttention::Global);
   }
@@ -639,7 +642,7 @@ const std::vector<std::string>& familyConfigKeys(const std::string& mt) {
       "use_bidirectional_attention"};
   static const std::vector<std::string> gemma3 = [] {
     std::vector<std::string> k = gemma2;
-    k.insert(k.end(), {"rope_local_base_freq", "sliding_window_pattern"});
+    k.insert(k.end(), {"rope_local_base_freq", "sliding_window_pattern", "_sliding_window_pattern"});
     return k;
   }();
   // The image-text wrapper: its text model is text_config; the rest describes images.
