@@ -12,10 +12,13 @@ const std::vector<SiteInfo>& siteTable() {
   static const std::vector<SiteInfo> table = {
       {SiteKind::ResidPre, "blocks.{l}.hook_resid_pre", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::AttnPattern, "blocks.{l}.attn.hook_pattern", true, 1, 2, "[batch, head, q_pos, k_pos]"},
+      {SiteKind::AttnQ, "blocks.{l}.attn.hook_q", true, 2, 1, "[batch, pos, head, d_head]"},
+      {SiteKind::AttnK, "blocks.{l}.attn.hook_k", true, 2, 1, "[batch, pos, head, d_head]"},
       {SiteKind::AttnV, "blocks.{l}.attn.hook_v", true, 2, 1, "[batch, pos, head, d_head]"},
       {SiteKind::AttnZ, "blocks.{l}.attn.hook_z", true, 2, 1, "[batch, pos, head, d_head]"},
       {SiteKind::AttnResult, "blocks.{l}.attn.hook_result", true, 2, 1, "[batch, pos, head, d_model]"},
       {SiteKind::AttnOut, "blocks.{l}.hook_attn_out", false, -1, 1, "[batch, pos, d_model]"},
+      {SiteKind::ResidMid, "blocks.{l}.hook_resid_mid", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::MlpOut, "blocks.{l}.hook_mlp_out", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::ResidPost, "blocks.{l}.hook_resid_post", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::LnFinal, "ln_final.hook_normalized", false, -1, 1, "[batch, pos, d_model]"},

@@ -1,21 +1,40 @@
 #pragma once
 // Hook sites, named as in TransformerLens. The C++ API is the typed Site; its string form (the one
 // table below, kSiteTable) is what sessions and the CLI store. Never type a site name by hand.
+//
+// Each name holds the tensor TransformerLens holds under it (4.x: TransformerBridge with
+// enable_compatibility_mode(no_processing=True), i.e. no fold_ln or centring; checked on GPT-2- and
+// Llama-shaped checkpoints by tests/reference/test_transformer_lens.cpp), with two differences of layout:
+// - GQA (n_kv_heads < n_heads): hook_k and hook_v are per query head, [batch, pos, head, d_head], each kv
+//   head repeated for the query heads that read it (query head h reads kv head h / group). TransformerLens
+//   keeps them per kv head, [batch, pos, kv_head, d_head]: its [:, :, j] is ours [:, :, j·group + g] for
+//   every g < group. So a head selection at these sites picks query heads: editing one changes only what
+//   that head reads, and editing TransformerLens's kv head j is editing our heads j·group … j·group +
+//   group − 1 together. With n_kv_heads = n_heads both layouts are the same.
+// - ln_final.hook_normalized is the final norm's output with its weight (and bias) applied: what the
+//   unembedding reads, and transformers' last hidden state. TransformerLens holds that under
+//   ln_final.hook_out; its ln_final.hook_normalized is before the weight, ours (− bias) / weight.
+// hook_q and hook_k are the projections split into heads, before the q/k norm (Qwen3, Gemma-3, OLMo-2) and
+// before RoPE, as in TransformerLens (its hook_rot_q / hook_rot_k, after RoPE, have no site here).
 #include <string>
 #include <vector>
 
 namespace hs {
 
 enum class SiteKind {
-  ResidPre,     // blocks.{l}.hook_resid_pre        [batch, pos, d_model]
-  AttnPattern,  // blocks.{l}.attn.hook_pattern     [batch, head, q_pos, k_pos]
-  AttnV,        // blocks.{l}.attn.hook_v           [batch, pos, head, d_head]  (GQA expanded to query heads)
-  AttnZ,        // blocks.{l}.attn.hook_z           [batch, pos, head, d_head]
-  AttnResult,   // blocks.{l}.attn.hook_result      [batch, pos, head, d_model] (computed on request only)
-  AttnOut,      // blocks.{l}.hook_attn_out         [batch, pos, d_model]
-  MlpOut,       // blocks.{l}.hook_mlp_out          [batch, pos, d_model]
-  ResidPost,    // blocks.{l}.hook_resid_post       [batch, pos, d_model]
-  LnFinal,      // ln_final.hook_normalized         [batch, pos, d_model]  (layer is -1)
+  ResidPre,     // blocks.{l}.hook_resid_pre      [batch, pos, d_model]
+  AttnPattern,  // blocks.{l}.attn.hook_pattern   [batch, head, q_pos, k_pos]
+  AttnQ,        // blocks.{l}.attn.hook_q         [batch, pos, head, d_head]  (before q-norm, RoPE)
+  AttnK,        // blocks.{l}.attn.hook_k         [batch, pos, head, d_head]  (per query head, before k-norm)
+  AttnV,        // blocks.{l}.attn.hook_v         [batch, pos, head, d_head]  (per query head)
+  AttnZ,        // blocks.{l}.attn.hook_z         [batch, pos, head, d_head]
+  AttnResult,   // blocks.{l}.attn.hook_result    [batch, pos, head, d_model] (computed on request only)
+  AttnOut,      // blocks.{l}.hook_attn_out       [batch, pos, d_model]
+  ResidMid,     // blocks.{l}.hook_resid_mid      [batch, pos, d_model]  (the MLP's input residual; none in a
+                //                                 parallel-residual model, whose MLP reads resid_pre)
+  MlpOut,       // blocks.{l}.hook_mlp_out        [batch, pos, d_model]
+  ResidPost,    // blocks.{l}.hook_resid_post     [batch, pos, d_model]
+  LnFinal,      // ln_final.hook_normalized       [batch, pos, d_model]  (layer is -1)
 };
 
 struct SiteInfo {
@@ -49,6 +68,12 @@ inline Site residPre(int l) {
 inline Site attnPattern(int l) {
   return {SiteKind::AttnPattern, l};
 }
+inline Site attnQ(int l) {
+  return {SiteKind::AttnQ, l};
+}
+inline Site attnK(int l) {
+  return {SiteKind::AttnK, l};
+}
 inline Site attnV(int l) {
   return {SiteKind::AttnV, l};
 }
@@ -60,6 +85,9 @@ inline Site attnResult(int l) {
 }
 inline Site attnOut(int l) {
   return {SiteKind::AttnOut, l};
+}
+inline Site residMid(int l) {
+  return {SiteKind::ResidMid, l};
 }
 inline Site mlpOut(int l) {
   return {SiteKind::MlpOut, l};

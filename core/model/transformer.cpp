@@ -406,6 +406,15 @@ RunResult Transformer::run(const RunRequest& req) const {
       fail("run: cannot capture ", s.name(), ": layer out of range [0, ", c.n_layers, ")");
     else if (s.kind != SiteKind::LnFinal && s.layer < L0)
       fail("run: cannot capture ", s.name(), ": the run starts at layer ", L0);
+  if (c.parallel_residual) {  // attention and MLP both read hook_resid_pre: there is no resid_mid
+    std::vector<Site> sites(req.capture.begin(), req.capture.end());
+    for (const Intervention& iv : req.interventions)
+      sites.push_back(iv.site);
+    for (const Site& s : sites)
+      if (s.kind == SiteKind::ResidMid)
+        fail("run: ", s.name(),
+             " does not exist in a parallel-residual model (its MLP reads hook_resid_pre)");
+  }
   std::vector<ResolvedIntervention> resolved;
   for (size_t i = 0; i < req.interventions.size(); ++i)
     resolved.push_back(
@@ -504,16 +513,30 @@ RunResult Transformer::run(const RunRequest& req) const {
     at::Tensor q = affine(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);      // [batch, q_pos, head·d_head]
     at::Tensor k = affine(attnIn, lw.wk, lw.bk);                        // [batch, pos, kv_head·d_head]
     at::Tensor v = affine(attnIn, lw.wv, lw.bv);                        // [batch, pos, kv_head·d_head]
-    if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection, before the head split
-      q = rms(q, lw.q_norm_w);
-      k = rms(k, lw.k_norm_w);
+    q = hook(attnQ(l), q.view({B, Pq, H, dh}));                         // [batch, q_pos, head, d_head]
+    k = k.view({B, P, KV, dh});                                         // [batch, pos, kv_head, d_head]
+    v = v.view({B, P, KV, dh});                                         // [batch, pos, kv_head, d_head]
+    // hook_k is per query head (hooks.h). An edit there gives each query head its own keys (kHeads, through
+    // the same norm and RoPE); the cache keeps the model's own kv-head keys, as for hook_v.
+    at::Tensor kHeads;  // [batch, pos, head, d_head], only when hook_k was edited
+    if (hook.active(attnK(l))) {
+      const at::Tensor kSite =
+          hook(attnK(l), G == 1 ? k : k.repeat_interleave(G, 2));  // [batch, pos, head, d_head]
+      if (hook.intervened(attnK(l))) kHeads = kSite;
     }
-    q = q.view({B, Pq, H, dh});          // [batch, q_pos, head, d_head]
-    k = k.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
-    v = v.view({B, P, KV, dh});          // [batch, pos, kv_head, d_head]
-    if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
+    if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection (every head of a position)
+      q = rms(q.reshape({B, Pq, H * dh}), lw.q_norm_w).view({B, Pq, H, dh});
+      k = rms(k.reshape({B, P, KV * dh}), lw.k_norm_w).view({B, P, KV, dh});
+      if (kHeads.defined())  // group member g: the keys query heads j·group + g read, over every j
+        kHeads =
+            rms(kHeads.reshape({B, P, KV, G, dh}).transpose(2, 3).reshape({B, P, G, KV * dh}), lw.k_norm_w)
+                .view({B, P, G, KV, dh})
+                .transpose(2, 3)
+                .reshape({B, P, H, dh});
+    } else if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
       q = rms(q, lw.q_norm_w);
       k = rms(k, lw.k_norm_w);
+      if (kHeads.defined()) kHeads = rms(kHeads, lw.k_norm_w);
     }
     if (c.rope_layout != RopeLayout::None) {
       const RopeAngles& a =
@@ -521,6 +544,8 @@ RunResult Transformer::run(const RunRequest& req) const {
       const RopeAngles aq = q0 > 0 ? RopeAngles{a.cos.narrow(1, q0, Pq), a.sin.narrow(1, q0, Pq)} : a;
       q = applyRope(q, aq, c.rope_layout, c.rotary_dim);  // [batch, q_pos, head, d_head]
       k = applyRope(k, a, c.rope_layout, c.rotary_dim);   // [batch, pos, kv_head, d_head]
+      if (kHeads.defined())
+        kHeads = applyRope(kHeads, a, c.rope_layout, c.rotary_dim);  // [batch, pos, head, d_head]
     }
 
     // ---- KV cache: cached keys/values first, then this forward's ----
@@ -542,7 +567,14 @@ RunResult Transformer::run(const RunRequest& req) const {
                                     .reshape({B, KV, G * Pq, dh})
                                     .to(at::kFloat);  // [batch, kv_head, group·q_pos, d_head]
     at::Tensor scores;                                // [batch, head, q_pos, k_pos] float32
-    if (sharedCache) {
+    if (kHeads.defined()) {
+      // Edited hook_k: each query head against its own keys, the cached ones repeated per query head.
+      at::Tensor kAll = kHeads.transpose(1, 2);  // [batch, head, pos, d_head]
+      if (T0 > 0)
+        kAll = at::cat({kv->k[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), kAll},
+                       2);  // [batch, head, k_pos, d_head]
+      scores = at::matmul(q.transpose(1, 2).to(at::kFloat), kAll.to(at::kFloat).transpose(-1, -2)) * scale;
+    } else if (sharedCache) {
       // Every row reads the same cached keys: one product of all rows' queries with them.
       const at::Tensor kCached = kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
       const at::Tensor qAll =
@@ -617,8 +649,8 @@ RunResult Transformer::run(const RunRequest& req) const {
     if (postNorms) attn = norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
 
     // ---- MLP ----
-    if (q0 > 0) x = x.narrow(1, q0, Pq);                        // [batch, q_pos, d_model]
-    const at::Tensor mid = c.parallel_residual ? x : x + attn;  // [batch, q_pos, d_model]
+    if (q0 > 0) x = x.narrow(1, q0, Pq);                                           // [batch, q_pos, d_model]
+    const at::Tensor mid = c.parallel_residual ? x : hook(residMid(l), x + attn);  // [batch, q_pos, d_model]
     const at::Tensor mlpIn =
         preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, q_pos, d_model]
     at::Tensor mlp = hook(mlpOut(l), mlpForward(c, lw, mlpIn));           // [batch, q_pos, d_model]

@@ -19,9 +19,9 @@ namespace hs {
 
 // Keys and values of every layer for the positions seen so far. Owned by the caller; a run with a
 // cache appends the new positions to it, only once the whole run has succeeded (a run that throws
-// leaves the cache as it was). Interventions on hook_v change what this forward attends to but the
-// cache keeps the model's own kv-head values; interventions elsewhere reach the cache through the
-// residual stream of later layers as usual.
+// leaves the cache as it was). Interventions on hook_k and hook_v change what this forward attends to
+// but the cache keeps the model's own kv-head keys and values; interventions elsewhere reach the cache
+// through the residual stream of later layers as usual.
 struct KVCache {
   std::vector<at::Tensor> k;  // per layer [batch, kv_head, pos, d_head] (after RoPE / k-norm)
   std::vector<at::Tensor> v;  // per layer [batch, kv_head, pos, d_head]

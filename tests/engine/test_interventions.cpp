@@ -70,6 +70,18 @@ class TestInterventions : public QObject {
       QVERIFY(maxAbsDiff(at::linear(z.flatten(2), lw.wo, lw.bo), out) <= 1e-5);  // z · W_Oᵀ + b_O
       QVERIFY(maxAbsDiff(r.cache.at(residPre(l)) + out + r.cache.at(mlpOut(l)), r.cache.at(residPost(l))) <=
               1e-5);
+      QVERIFY(maxAbsDiff(r.cache.at(residPre(l)) + out, r.cache.at(residMid(l))) <= 1e-5);
+      const at::Tensor q = r.cache.at(attnQ(l)), k = r.cache.at(attnK(l));  // [1, pos, head, d_head]
+      // hook_q / hook_k: the projections of the normed resid_pre, before RoPE; k per query head (GQA).
+      const at::Tensor x = r.cache.at(residPre(l));  // [1, pos, d_model]
+      const at::Tensor normed =
+          x * at::rsqrt(x.pow(2).mean(-1, true) + model.config().norm_eps) * lw.attn_norm_w;
+      QVERIFY(maxAbsDiff(at::linear(normed, lw.wq, lw.bq), q.flatten(2)) <= 1e-5);
+      const at::Tensor kvHeads =
+          at::tensor(std::vector<int64_t>{0, 2}, at::kLong);  // one query head per kv head
+      QVERIFY(maxAbsDiff(at::linear(normed, lw.wk, lw.bk), k.index_select(2, kvHeads).flatten(2)) <= 1e-5);
+      QVERIFY(k.select(2, 0).equal(k.select(2, 1)));  // GQA: heads 0 and 1 read kv head 0
+      QVERIFY(!k.select(2, 1).equal(k.select(2, 2)));
       if (l > 0) QVERIFY(r.cache.at(residPre(l)).equal(r.cache.at(residPost(l - 1))));
       // pattern: causal distributions, z = pattern · v per query head
       const at::Tensor pattern = r.cache.at(attnPattern(l));  // [1, head, q, k]
@@ -169,6 +181,104 @@ class TestInterventions : public QObject {
       QVERIFY(maxAbsDiff(z.select(2, h), clean.cache.at(attnZ(0)).select(2, h)) <= 1e-6);
     QCOMPARE(r.cache.at(attnV(0)).select(2, 1).abs().sum().item<double>(), 0.0);
     QVERIFY(r.cache.at(attnV(0)).select(2, 0).equal(clean.cache.at(attnV(0)).select(2, 0)));
+  }
+
+  // hook_q / hook_k (before RoPE, k per query head): zeroing query head 1's keys (it shares kv head 0 with
+  // head 0) gives head 1 a uniform causal pattern and leaves every other head's; the cache keeps the model's
+  // own keys; the clean q and k patched into the corrupt run give the clean pattern; with a q/k norm over the
+  // whole projection (OLMo-2) an edit reaches only the query heads of the same group member.
+  void queryKeyEditsStayInTheirHeads() {
+    const Transformer model = tinyLlama();
+    RunRequest req{row(kClean)};
+    req.capture = {attnPattern(0), attnQ(0), attnK(0)};
+    KVCache cleanCache, editedCache;
+    req.kv = &cleanCache;
+    const RunResult clean = model.run(req);
+    const at::Tensor cleanPattern = clean.cache.at(attnPattern(0));  // [1, head, q, k]
+    Intervention zeroKeys;
+    zeroKeys.site = attnK(0);
+    zeroKeys.heads = {1};
+    zeroKeys.op = InterventionOp::Zero;
+    req.interventions = {zeroKeys};
+    req.kv = &editedCache;
+    const RunResult r = model.run(req);
+    QCOMPARE(r.hits[0], int64_t(8));
+    const at::Tensor pattern = r.cache.at(attnPattern(0));  // [1, head, q, k]
+    const at::Tensor uniform = at::ones({8, 8}).tril() / at::arange(1, 9, at::kFloat).view({8, 1});  // [q, k]
+    QVERIFY2(maxAbsDiff(pattern[0][1], uniform) <= 1e-6, "head 1 with zero keys: uniform causal pattern");
+    for (int h : {0, 2, 3})  // per-query-head matmul here: equal up to rounding
+      QVERIFY2(maxAbsDiff(pattern[0][h], cleanPattern[0][h]) <= 1e-6, qPrintable(QString("head %1").arg(h)));
+    QVERIFY(r.cache.at(attnK(0)).select(2, 0).equal(clean.cache.at(attnK(0)).select(2, 0)));
+    QVERIFY(editedCache.k[0].equal(cleanCache.k[0]));  // the model's own kv-head keys
+
+    RunRequest patched{row(kCorrupt)};
+    patched.capture = {attnPattern(0)};
+    for (Site s : {attnQ(0), attnK(0)}) {
+      Intervention iv;
+      iv.site = s, iv.op = InterventionOp::Replace, iv.tensor = clean.cache.at(s);
+      patched.interventions.push_back(iv);
+    }
+    QVERIFY(maxAbsDiff(model.run({row(kCorrupt)}).logits, clean.logits) > 1e-3);
+    QVERIFY(maxAbsDiff(model.run(patched).cache.at(attnPattern(0)), cleanPattern) <= 1e-6);
+
+    // An identity edit of hook_k changes nothing whatever the q/k norm; zeroing head 1's keys under a norm
+    // over the whole projection changes the patterns of heads 1 and 3 (group member 1 of kv heads 0 and 1).
+    for (QkNorm norm : {QkNorm::None, QkNorm::PerHead, QkNorm::Full}) {
+      ModelConfig c = tinyLlamaConfig();
+      c.qk_norm = norm;
+      const Transformer m(c, randomWeights(c, 5));
+      RunRequest base{row(kClean)};
+      base.capture = {attnK(1), attnPattern(1)};
+      const RunResult b = m.run(base);
+      Intervention same;
+      same.site = attnK(1), same.op = InterventionOp::Replace, same.tensor = b.cache.at(attnK(1));
+      same.heads = {3, 2, 1, 0};
+      RunRequest edited{row(kClean)};
+      edited.interventions = {same};
+      const double identity = maxAbsDiff(m.run(edited).logits, b.logits);
+      QVERIFY2(identity <= 1e-5,
+               qPrintable(QString("qk_norm %1: identity edit of hook_k moved the logits by %2")
+                              .arg(int(norm))
+                              .arg(identity)));
+      if (norm != QkNorm::Full) continue;
+      edited.interventions = {zeroKeys};
+      edited.interventions[0].site = attnK(1);
+      edited.capture = {attnPattern(1)};
+      const at::Tensor p = m.run(edited).cache.at(attnPattern(1));  // [1, head, q, k]
+      for (int h = 0; h < 4; ++h) {
+        const double d = maxAbsDiff(p[0][h], b.cache.at(attnPattern(1))[0][h]);
+        QVERIFY2(h % 2 == 1 ? d > 1e-3 : d <= 1e-6,
+                 qPrintable(QString("full qk norm, head %1: %2").arg(h).arg(d)));
+      }
+    }
+  }
+
+  // hook_resid_mid is what the MLP reads: patching the last layer's from the clean run gives the clean
+  // logits. A parallel-residual model has none (its MLP reads resid_pre), and asking for it is an error.
+  void residMidFeedsTheMlp() {
+    const Transformer model = tinyLlama();
+    RunRequest clean{row(kClean)};
+    clean.capture = {residMid(2)};
+    const RunResult c = model.run(clean);
+    RunRequest patched{row(kCorrupt)};
+    Intervention iv;
+    iv.site = residMid(2), iv.op = InterventionOp::Replace, iv.tensor = c.cache.at(residMid(2));
+    patched.interventions = {iv};
+    QVERIFY(maxAbsDiff(model.run({row(kCorrupt)}).logits, c.logits) > 1e-3);
+    QVERIFY(maxAbsDiff(model.run(patched).logits, c.logits) <= 1e-5);
+
+    ModelConfig p = tinyLlamaConfig();
+    p.parallel_residual = true;
+    const Transformer parallel(p, randomWeights(p, 3));
+    RunRequest capture{row(kClean)};
+    capture.capture = {residMid(1)};
+    const std::string e = errorOf(parallel, capture);
+    QVERIFY2(
+        e.find("blocks.1.hook_resid_mid does not exist in a parallel-residual model") != std::string::npos,
+        e.c_str());
+    RunRequest intervene{row(kClean)};
+    intervene.interventions = {iv};
+    QVERIFY(errorOf(parallel, intervene).find("hook_resid_mid does not exist") != std::string::npos);
   }
 
   void everySiteIntervenesAndFlowsOn() {

@@ -13,10 +13,13 @@ class TestSites : public QObject {
   void namesFollowTransformerLens() {
     QCOMPARE(QString::fromStdString(residPre(3).name()), QString("blocks.3.hook_resid_pre"));
     QCOMPARE(QString::fromStdString(attnPattern(0).name()), QString("blocks.0.attn.hook_pattern"));
+    QCOMPARE(QString::fromStdString(attnQ(1).name()), QString("blocks.1.attn.hook_q"));
+    QCOMPARE(QString::fromStdString(attnK(1).name()), QString("blocks.1.attn.hook_k"));
     QCOMPARE(QString::fromStdString(attnV(1).name()), QString("blocks.1.attn.hook_v"));
     QCOMPARE(QString::fromStdString(attnZ(12).name()), QString("blocks.12.attn.hook_z"));
     QCOMPARE(QString::fromStdString(attnResult(2).name()), QString("blocks.2.attn.hook_result"));
     QCOMPARE(QString::fromStdString(attnOut(4).name()), QString("blocks.4.hook_attn_out"));
+    QCOMPARE(QString::fromStdString(residMid(4).name()), QString("blocks.4.hook_resid_mid"));
     QCOMPARE(QString::fromStdString(mlpOut(5).name()), QString("blocks.5.hook_mlp_out"));
     QCOMPARE(QString::fromStdString(residPost(31).name()), QString("blocks.31.hook_resid_post"));
     QCOMPARE(QString::fromStdString(lnFinal().name()), QString("ln_final.hook_normalized"));
@@ -30,7 +33,7 @@ class TestSites : public QObject {
         QVERIFY2(back == s, s.name().c_str());
       }
     }
-    QCOMPARE(int(siteTable().size()), 9);
+    QCOMPARE(int(siteTable().size()), 12);
   }
 
   void tableAxesMatchShapes() {
@@ -38,6 +41,12 @@ class TestSites : public QObject {
     QCOMPARE(siteInfo(SiteKind::AttnPattern).posAxis, 2);
     QCOMPARE(siteInfo(SiteKind::AttnZ).headAxis, 2);
     QCOMPARE(siteInfo(SiteKind::AttnZ).posAxis, 1);
+    for (SiteKind k : {SiteKind::AttnQ, SiteKind::AttnK, SiteKind::AttnV}) {
+      QVERIFY(siteInfo(k).perHead);
+      QCOMPARE(siteInfo(k).headAxis, 2);
+      QCOMPARE(siteInfo(k).posAxis, 1);
+    }
+    QVERIFY(!siteInfo(SiteKind::ResidMid).perHead);
     QVERIFY(!siteInfo(SiteKind::ResidPre).perHead);
     QVERIFY(siteInfo(SiteKind::AttnResult).perHead);
   }
@@ -58,11 +67,12 @@ class TestSites : public QObject {
   void unknownNamesListTheValidOnes() {
     std::string message;
     try {
-      Site::parse("blocks.0.attn.hook_q");
+      Site::parse("blocks.0.attn.hook_rot_q");
     } catch (const Error& e) {
       message = e.what();
     }
-    QVERIFY2(message.rfind("unknown hook site \"blocks.0.attn.hook_q\" (valid: ", 0) == 0, message.c_str());
+    QVERIFY2(message.rfind("unknown hook site \"blocks.0.attn.hook_rot_q\" (valid: ", 0) == 0,
+             message.c_str());
     for (const SiteInfo& info : siteTable()) {
       std::string name = info.pattern;
       if (const auto at = name.find("{l}"); at != std::string::npos) name.replace(at, 3, "L");
