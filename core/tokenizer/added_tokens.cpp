@@ -2,43 +2,50 @@
 
 #include <algorithm>
 
+#include "tokenizer/normalizer.h"
+
 namespace hs {
-namespace {
 
-bool isAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+AddedTokenSplitter::AddedTokenSplitter(std::vector<AddedToken> tokens, Normalize normalize)
+    : tokens_(std::move(tokens)), normalize_(std::move(normalize)) {
+  for (const AddedToken& t : tokens_) {
+    if (t.content.empty()) continue;
+    if (!t.normalized) {
+      raw_.tokens.push_back(t);
+    } else {
+      AddedToken n = t;
+      if (normalize_) n.content = normalize_(t.content);
+      if (!n.content.empty()) normalized_.tokens.push_back(std::move(n));
+    }
+  }
+  raw_.build();
+  normalized_.build();
 }
 
-}  // namespace
-
-AddedTokenSplitter::AddedTokenSplitter(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    if (tokens_[i].content.empty()) continue;
-    byFirstByte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
-  }
-  for (auto& [byte, list] : byFirstByte_) {
-    std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
-      return tokens_[a].content.size() > tokens_[b].content.size();
-    });
+void AddedTokenSplitter::Matcher::build() {
+  for (size_t i = 0; i < tokens.size(); ++i)
+    byFirstByte[static_cast<unsigned char>(tokens[i].content[0])].push_back(i);
+  for (auto& [byte, list] : byFirstByte) {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](size_t a, size_t b) { return tokens[a].content.size() > tokens[b].content.size(); });
   }
 }
 
-std::vector<TextSegment> AddedTokenSplitter::split(const std::string& text) const {
-  std::vector<TextSegment> out;
-  if (byFirstByte_.empty()) {
-    if (!text.empty()) out.push_back({text, -1});
-    return out;
-  }
+void AddedTokenSplitter::Matcher::split(const std::string& text, bool textAtStart,
+                                        std::vector<TextSegment>& out) const {
   size_t plainStart = 0;
   size_t i = 0;
-  while (i < text.size()) {
+  auto emitText = [&](size_t begin, size_t end) {
+    if (end > begin) out.push_back({text.substr(begin, end - begin), -1, textAtStart && begin == 0});
+  };
+  while (i < text.size() && !byFirstByte.empty()) {
     const AddedToken* match = nullptr;
-    auto it = byFirstByte_.find(static_cast<unsigned char>(text[i]));
-    if (it != byFirstByte_.end()) {
+    auto it = byFirstByte.find(static_cast<unsigned char>(text[i]));
+    if (it != byFirstByte.end()) {
       for (size_t idx : it->second) {
-        const std::string& c = tokens_[idx].content;
+        const std::string& c = tokens[idx].content;
         if (text.compare(i, c.size(), c) == 0) {
-          match = &tokens_[idx];
+          match = &tokens[idx];
           break;  // sorted longest first
         }
       }
@@ -48,18 +55,39 @@ std::vector<TextSegment> AddedTokenSplitter::split(const std::string& text) cons
       continue;
     }
     size_t plainEnd = i;
-    if (match->lstrip)
-      while (plainEnd > plainStart && isAsciiSpace(text[plainEnd - 1]))
-        --plainEnd;
-    if (plainEnd > plainStart) out.push_back({text.substr(plainStart, plainEnd - plainStart), -1});
-    out.push_back({std::string(), match->id});
+    if (match->lstrip) {
+      while (plainEnd > plainStart) {
+        const size_t prev = unicode::previousCharStart(text, plainEnd);
+        if (!unicode::isWhitespace(unicode::decodeAt(text, prev).first)) break;
+        plainEnd = prev;
+      }
+    }
+    emitText(plainStart, plainEnd);
+    out.push_back({std::string(), match->id, false});
     i += match->content.size();
-    if (match->rstrip)
-      while (i < text.size() && isAsciiSpace(text[i]))
-        ++i;
+    if (match->rstrip) {
+      while (i < text.size()) {
+        const auto [cp, n] = unicode::decodeAt(text, i);
+        if (!unicode::isWhitespace(cp)) break;
+        i += n;
+      }
+    }
     plainStart = i;
   }
-  if (plainStart < text.size()) out.push_back({text.substr(plainStart), -1});
+  emitText(plainStart, text.size());
+}
+
+std::vector<TextSegment> AddedTokenSplitter::split(const std::string& text) const {
+  std::vector<TextSegment> rawPieces, out;
+  raw_.split(text, true, rawPieces);
+  for (TextSegment& piece : rawPieces) {
+    if (piece.tokenId >= 0) {
+      out.push_back(std::move(piece));
+      continue;
+    }
+    const std::string normalized = normalize_ ? normalize_(piece.text) : piece.text;
+    normalized_.split(normalized, piece.atStart, out);
+  }
   return out;
 }
 

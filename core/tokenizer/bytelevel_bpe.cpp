@@ -12,7 +12,10 @@ namespace hs {
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(ByteLevelBpeConfig cfg)
     : vocab_(std::move(cfg.vocab)),
-      added_(cfg.added),
+      added_(
+          cfg.added, cfg.normalizer.empty()
+                         ? AddedTokenSplitter::Normalize()
+                         : [n = cfg.normalizer](const std::string& text) { return n.apply(text); }),
       addPrefixSpace_(cfg.addPrefixSpace),
       ignoreMerges_(cfg.ignoreMerges),
       bos_(cfg.bos),

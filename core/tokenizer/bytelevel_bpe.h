@@ -1,7 +1,7 @@
 #pragma once
-// Byte-level BPE (GPT-2, Llama-3, Qwen2/3): added tokens split out, the text cut by the model's split
-// regex, each piece's bytes mapped to GPT-2's printable characters, then merged by merge rank.
-// Encoding works on bytes, so any input (even invalid UTF-8) encodes losslessly; decode() repairs
+// Byte-level BPE (GPT-2, Llama-3, Qwen2/3): added tokens split out, the text normalized (Qwen2's NFC), cut by
+// the model's split regex, each piece's bytes mapped to GPT-2's printable characters, then merged by merge
+// rank. Encoding works on bytes, so any input (even invalid UTF-8) encodes losslessly; decode() repairs
 // invalid UTF-8 with U+FFFD.
 #include <memory>
 #include <mutex>
@@ -11,6 +11,7 @@
 
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/regex_splitter.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,6 +21,7 @@ struct ByteLevelBpeConfig {
   std::unordered_map<std::string, int> vocab;               // byte-mapped piece -> id
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
   std::vector<AddedToken> added;
+  Normalizer normalizer;                  // applied between the added tokens, before the split regexes
   std::vector<std::string> splitRegexes;  // applied one after the other ("Isolated"); empty: no split
   bool addPrefixSpace = false;            // ByteLevel add_prefix_space: " " before text not starting with one
   bool ignoreMerges = false;              // HF ignore_merges: a piece found whole in the vocab is one token

@@ -1,7 +1,8 @@
-// Hugging Face tokenizer.json (model.type "BPE"): byte-level (ByteLevel pre-tokenizer, optionally after
-// Split regexes: GPT-2, Llama-3, Qwen2/3) or SentencePiece-style (Metaspace pre-tokenizer or the legacy
-// Prepend/Replace "▁" normalizer, byte fallback: Llama-2, Mistral). BOS per tokenizer_config.json
-// add_bos_token, else the post_processor's TemplateProcessing.
+// Hugging Face tokenizer.json (model.type "BPE" or "WordLevel"): byte-level (ByteLevel pre-tokenizer,
+// optionally after Split regexes: GPT-2, Llama-3, Qwen2/3) or SentencePiece-style (Metaspace pre-tokenizer or
+// the legacy Prepend/Replace "▁" normalizer, byte fallback: Llama-2, Mistral, Gemma). Normalizers: the
+// Unicode normal forms, Prepend, Replace of a literal. BOS per tokenizer_config.json add_bos_token, else the
+// post_processor's TemplateProcessing.
 #include <cctype>
 #include <functional>
 
@@ -9,6 +10,7 @@
 
 #include "tokenizer/bytelevel_bpe.h"
 #include "tokenizer/loaders.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/regex_splitter.h"
 #include "tokenizer/sentencepiece_bpe.h"
 #include "tokenizer/token_text.h"
@@ -54,8 +56,9 @@ std::string escapeRegex(const std::string& s) {
   return out;
 }
 
-// A token written as "text" or {"content": "text", ...} (tokenizer_config.json).
+// A token written as "text" or {"content": "text", ...} (tokenizer_config.json); null: none.
 std::string tokenContent(const JsonNode& t) {
+  if (t.isNull()) return std::string();
   if (t.isString()) return t.string();
   if (t.isObject()) return t.optString("content", "");
   t.wrongType("a token string or {\"content\": ...}");
@@ -102,6 +105,7 @@ Specials resolveSpecials(const JsonNode& root, const std::optional<JsonNode>& co
       const auto t = config->find(key);
       if (!t) return -1;
       const std::string content = tokenContent(*t);
+      if (content.empty()) return -1;  // "bos_token": null (Qwen2)
       auto id = idOf(content);
       if (!id) t->fail("\"", content, "\" is not a token of ", root.file());
       return *id;
@@ -113,6 +117,36 @@ Specials resolveSpecials(const JsonNode& root, const std::optional<JsonNode>& co
   }
   if (s.addBos && s.bos < 0) fail(root.file(), ": BOS is to be added but no BOS token is defined");
   return s;
+}
+
+// The normalizer steps HeadScope applies; anything else is refused in one line naming the file and the type.
+Normalizer readNormalizer(const std::vector<JsonNode>& normalizers, const std::string& path) {
+  std::vector<NormalizerStep> steps;
+  for (const JsonNode& n : normalizers) {
+    const std::string t = n.optString("type", "");
+    if (t == "NFC") {
+      steps.push_back({NormalizerStep::Kind::NFC, {}, {}});
+    } else if (t == "NFD") {
+      steps.push_back({NormalizerStep::Kind::NFD, {}, {}});
+    } else if (t == "NFKC") {
+      steps.push_back({NormalizerStep::Kind::NFKC, {}, {}});
+    } else if (t == "NFKD") {
+      steps.push_back({NormalizerStep::Kind::NFKD, {}, {}});
+    } else if (t == "Prepend") {
+      steps.push_back({NormalizerStep::Kind::Prepend, n.optString("prepend", ""), {}});
+    } else if (t == "Replace") {
+      const auto pat = n.find("pattern");
+      if (!pat || !pat->isObject() || !pat->has("String") || !pat->at("String").isString() ||
+          pat->at("String").string().empty() || !n.has("content") || !n.at("content").isString())
+        fail(path, ": normalizer Replace ", pat ? jsonExcerpt(pat->raw()) : std::string("without a pattern"),
+             " is not supported (HeadScope replaces a literal {\"String\": ...} by a \"content\" string)");
+      steps.push_back({NormalizerStep::Kind::Replace, pat->at("String").string(), n.at("content").string()});
+    } else {
+      fail(path, ": normalizer \"", t,
+           "\" is not supported (HeadScope applies NFC, NFD, NFKC, NFKD, Prepend and Replace of a literal)");
+    }
+  }
+  return Normalizer(std::move(steps));
 }
 
 std::vector<std::pair<std::string, std::string>> readMerges(const JsonNode& model) {
@@ -170,6 +204,7 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
       a.special = t.optBool("special", false);
       a.lstrip = t.optBool("lstrip", false);
       a.rstrip = t.optBool("rstrip", false);
+      a.normalized = t.optBool("normalized", !a.special);
       if (a.content.empty() || a.id < 0) t.fail("lacks content or id");
       added.push_back(std::move(a));
     });
@@ -185,9 +220,9 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
 
   const std::vector<JsonNode> normalizers = flatten(root, "normalizer", "normalizers");
   const std::vector<JsonNode> preTokenizers = flatten(root, "pre_tokenizer", "pretokenizers");
+  Normalizer normalizer = readNormalizer(normalizers, path);
 
   if (type == "WordLevel") {
-    if (!normalizers.empty()) fail(path, ": a normalizer is not supported with a WordLevel model");
     for (const JsonNode& p : preTokenizers)
       if (p.optString("type", "") != "WhitespaceSplit")
         fail(path, ": pre_tokenizer \"", p.optString("type", ""),
@@ -201,6 +236,7 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     }
     cfg.vocab = std::move(vocab);
     cfg.added = std::move(added);
+    cfg.normalizer = std::move(normalizer);
     cfg.bos = specials.bos;
     cfg.eos = specials.eos;
     cfg.addBos = specials.addBos;
@@ -213,11 +249,7 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
 
   if (byteLevel) {
     ByteLevelBpeConfig cfg;
-    for (const JsonNode& n : normalizers) {
-      // NFC is accepted but not applied: inputs already in NFC (nearly all text) tokenize identically.
-      const std::string t = n.optString("type", "");
-      if (t != "NFC") fail(path, ": normalizer \"", t, "\" is not supported with a ByteLevel pre-tokenizer");
-    }
+    cfg.normalizer = std::move(normalizer);
     for (const JsonNode& p : preTokenizers) {
       const std::string t = p.optString("type", "");
       if (t == "ByteLevel") {
@@ -259,26 +291,11 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
   cfg.prepend = PrependScheme::Never;
   for (const JsonNode& n : normalizers) {
     const std::string t = n.optString("type", "");
-    if (t == "Prepend") {
-      const std::string prepend = n.optString("prepend", "");
-      if (prepend != tokentext::kMetaSpace)
-        fail(path, ": normalizer Prepend of \"", prepend, "\" is not supported (expected \"▁\")");
-      cfg.prepend = PrependScheme::Always;
+    if ((t == "Prepend" && n.optString("prepend", "") == tokentext::kMetaSpace) ||
+        (t == "Replace" && n.optString("content", "") == tokentext::kMetaSpace))
       sentencePiece = true;
-    } else if (t == "Replace") {
-      const auto pat = n.find("pattern");
-      const bool spaceToMeta = pat && pat->isObject() && pat->has("String") && pat->at("String").isString() &&
-                               pat->at("String").string() == " " &&
-                               n.optString("content", "") == tokentext::kMetaSpace;
-      if (!spaceToMeta)
-        fail(path, ": normalizer Replace ", pat ? jsonExcerpt(pat->raw()) : std::string("without a pattern"),
-             " -> \"", n.has("content") ? jsonExcerpt(n.at("content").raw()) : "",
-             "\" is not supported (expected \" \" -> \"▁\")");
-      sentencePiece = true;
-    } else {
-      fail(path, ": normalizer \"", t, "\" is not supported");
-    }
   }
+  cfg.normalizer = std::move(normalizer);
   for (const JsonNode& p : preTokenizers) {
     const std::string t = p.optString("type", "");
     if (t != "Metaspace")
@@ -297,6 +314,7 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     else
       fail(path, ": Metaspace prepend_scheme \"", scheme, "\" is not one of always, first, never");
     cfg.splitOnMetaSpace = p.optBool("split", true);
+    cfg.metaspace = true;
     sentencePiece = true;
   }
   if (!sentencePiece)

@@ -11,8 +11,15 @@ using tokentext::kMetaSpace;
 
 SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
     : vocab_(std::move(cfg.vocab)),
-      added_(cfg.added),
+      added_(
+          cfg.added, cfg.normalizer.empty()
+                         ? AddedTokenSplitter::Normalize()
+                         : [n = cfg.normalizer](const std::string& text) { return n.apply(text); }),
+      normalizer_(cfg.normalizer),
+      metaspace_(cfg.metaspace),
       prepend_(cfg.prepend),
+      dropDummyPrefix_(cfg.normalizer.prepends(kMetaSpace) ||
+                       (cfg.metaspace && cfg.prepend != PrependScheme::Never)),
       splitOnMetaSpace_(cfg.splitOnMetaSpace),
       byteFallback_(cfg.byteFallback),
       unk_(cfg.unk),
@@ -22,6 +29,10 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
       addBos_(cfg.addBos),
       source_(std::move(cfg.source)) {
   vocabsetup::buildIdTables(vocab_, cfg.added, source_, pieces_, present_, isAdded_);
+  // An added token matched in the normalized text is that text's token: the library decodes it as its
+  // normalized content (Llama-2's "Hello" as "▁Hello", a space after decoding).
+  for (const AddedToken& t : cfg.added)
+    if (t.normalized) pieces_[static_cast<size_t>(t.id)] = normalizer_.apply(t.content);
   vocabsetup::buildByteIds(vocab_, tokentext::bytePiece, byteIds_);
   vocabsetup::buildMergeRanks(vocab_, cfg.merges, source_, ranks_);
 }
@@ -52,8 +63,10 @@ void SentencePieceBpeTokenizer::encodeWord(const std::string& word, std::vector<
     }
   }
   std::vector<int> merged = bpeMerge(std::move(symbols), [this](int l, int r) { return ranks_.find(l, r); });
+  // fuse_unk joins runs of unknown characters within this word only, as the library does.
+  const size_t wordStart = out.size();
   for (int id : merged) {
-    if (fuseUnk_ && id == unk_ && !out.empty() && out.back() == unk_) continue;
+    if (fuseUnk_ && id == unk_ && out.size() > wordStart && out.back() == unk_) continue;
     out.push_back(id);
   }
 }
@@ -65,17 +78,19 @@ std::vector<int> SentencePieceBpeTokenizer::encode(const std::string& text,
     if (bos_ < 0) fail(source_, ": BOS requested but the tokenizer has no BOS token");
     out.push_back(bos_);
   }
-  bool atStart = true;
   for (const TextSegment& seg : added_.split(text)) {
     if (seg.tokenId >= 0) {
       out.push_back(seg.tokenId);
-      atStart = false;
       continue;
     }
-    std::string s = tokentext::replaceAll(seg.text, " ", kMetaSpace);
-    if (prepend_ == PrependScheme::Always || (prepend_ == PrependScheme::First && atStart))
-      s = kMetaSpace + s;
-    atStart = false;
+    // seg.text is normalized already (Llama-2's Prepend + Replace, Gemma's Replace).
+    std::string s = seg.text;
+    if (metaspace_) {
+      s = tokentext::replaceAll(std::move(s), " ", kMetaSpace);
+      const bool prepend =
+          prepend_ == PrependScheme::Always || (prepend_ == PrependScheme::First && seg.atStart);
+      if (prepend && s.compare(0, kMetaSpace.size(), kMetaSpace) != 0) s = kMetaSpace + s;
+    }
     if (!splitOnMetaSpace_) {
       encodeWord(s, out);
       continue;
@@ -100,7 +115,7 @@ std::string SentencePieceBpeTokenizer::decode(const std::vector<int>& ids) const
     const int id = ids[i];
     checkId(id);
     if (isAdded_[id]) {
-      bytes += pieces_[id];
+      bytes += tokentext::replaceAll(pieces_[id], kMetaSpace, " ");  // the decoder's Replace runs on them too
     } else if (auto b = tokentext::parseBytePiece(pieces_[id])) {
       bytes += static_cast<char>(*b);
     } else {
@@ -108,7 +123,7 @@ std::string SentencePieceBpeTokenizer::decode(const std::vector<int>& ids) const
     }
   }
   // The dummy prefix is not part of the text: drop it once.
-  if (prepend_ != PrependScheme::Never && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
+  if (dropDummyPrefix_ && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
   return utf8::repair(bytes);
 }
 

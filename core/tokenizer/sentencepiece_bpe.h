@@ -1,6 +1,7 @@
 #pragma once
-// SentencePiece-style BPE from a Hugging Face tokenizer.json (Llama-2, Mistral): spaces become "▁", a "▁"
-// dummy prefix is prepended, characters merge by merge rank, characters missing from the vocabulary fall
+// SentencePiece-style BPE from a Hugging Face tokenizer.json (Llama-2, Mistral, Gemma): spaces become "▁"
+// (by the normalizer or a Metaspace pre-tokenizer), a "▁" dummy prefix is prepended where the file says so,
+// characters merge by merge rank, characters missing from the vocabulary fall
 // back to their UTF-8 bytes as "<0xNN>" pieces. Decoding maps "▁" back to spaces, regroups byte pieces
 // into UTF-8 and strips the dummy-prefix space once at the start.
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
@@ -20,8 +22,12 @@ struct SentencePieceBpeConfig {
   std::unordered_map<std::string, int> vocab;  // "▁the" -> id
   std::vector<std::pair<std::string, std::string>> merges;
   std::vector<AddedToken> added;
-  // Legacy Llama-2 normalizer Prepend("▁") prefixes every segment; Metaspace prepend_scheme "first" only
-  // the segment at the very start of the text.
+  // Legacy Llama-2: Prepend("▁") + Replace(" ", "▁"), which prefix every stretch between added tokens;
+  // Gemma: Replace only.
+  Normalizer normalizer;
+  // A Metaspace pre-tokenizer: spaces become "▁", and "▁" is prepended to a stretch that does not start
+  // with one: every stretch (always), only the one at the start of the text (first), or none.
+  bool metaspace = false;
   PrependScheme prepend = PrependScheme::Always;
   bool splitOnMetaSpace = false;  // Metaspace split=true: no merges across "▁" word starts
   bool byteFallback = true;
@@ -57,7 +63,10 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   MergeRanks ranks_;
   int byteIds_[256];
   AddedTokenSplitter added_;
+  Normalizer normalizer_;
+  bool metaspace_;
   PrependScheme prepend_;
+  bool dropDummyPrefix_;  // decode() drops one leading space (the dummy prefix)
   bool splitOnMetaSpace_, byteFallback_;
   int unk_;
   bool fuseUnk_;

@@ -6,7 +6,12 @@
 
 namespace hs {
 
-WordLevelTokenizer::WordLevelTokenizer(WordLevelConfig cfg) : cfg_(std::move(cfg)), splitter_(cfg_.added) {
+WordLevelTokenizer::WordLevelTokenizer(WordLevelConfig cfg)
+    : cfg_(std::move(cfg)),
+      splitter_(
+          cfg_.added, cfg_.normalizer.empty()
+                          ? AddedTokenSplitter::Normalize()
+                          : [n = cfg_.normalizer](const std::string& text) { return n.apply(text); }) {
   int maxId = -1;
   for (const auto& [w, id] : cfg_.vocab)
     maxId = std::max(maxId, id);
@@ -34,8 +39,9 @@ WordLevelTokenizer::WordLevelTokenizer(WordLevelConfig cfg) : cfg_(std::move(cfg
 std::vector<int> WordLevelTokenizer::encode(const std::string& text, std::optional<bool> addBos) const {
   std::vector<int> ids;
   if (addBos.value_or(cfg_.addBos)) ids.push_back(cfg_.bos);
-  auto isSpace = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  const auto spaceAt = [](const std::string& s, size_t i) -> size_t {  // its length, 0 when not a space
+    const auto [cp, n] = unicode::decodeAt(s, i);
+    return unicode::isWhitespace(cp) ? n : 0;
   };
   for (const TextSegment& seg : splitter_.split(text)) {
     if (seg.tokenId >= 0) {
@@ -45,11 +51,11 @@ std::vector<int> WordLevelTokenizer::encode(const std::string& text, std::option
     size_t i = 0;
     const std::string& s = seg.text;
     while (i < s.size()) {
-      while (i < s.size() && isSpace(s[i]))
-        ++i;
+      while (i < s.size() && spaceAt(s, i) > 0)
+        i += spaceAt(s, i);
       size_t j = i;
-      while (j < s.size() && !isSpace(s[j]))
-        ++j;
+      while (j < s.size() && spaceAt(s, j) == 0)
+        j += unicode::decodeAt(s, j).second;
       if (j > i) {
         const std::string word = s.substr(i, j - i);
         auto it = cfg_.vocab.find(word);

@@ -1,12 +1,14 @@
 #pragma once
-// Hugging Face WordLevel model with a WhitespaceSplit pre-tokenizer: every whitespace-separated word is
-// one vocabulary entry (the toy model's tokenizer.json is of this kind). Unknown words map to unk_token,
-// or are an error naming the word when the tokenizer has none.
+// Hugging Face WordLevel model with a WhitespaceSplit pre-tokenizer: every word separated by Unicode
+// whitespace (the library's char::is_whitespace) is one vocabulary entry, after the normalizer if any (the
+// toy model's tokenizer.json is of this kind). Unknown words map to unk_token, or are an error naming the
+// word when the tokenizer has none.
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
@@ -14,6 +16,7 @@ namespace hs {
 struct WordLevelConfig {
   std::unordered_map<std::string, int> vocab;
   std::vector<AddedToken> added;
+  Normalizer normalizer;
   int unk = -1, bos = -1, eos = -1;
   bool addBos = false;
   std::string source;  // file path for error messages

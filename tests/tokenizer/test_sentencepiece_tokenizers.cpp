@@ -288,12 +288,16 @@ class TestSentencePieceTokenizers : public QObject {
     for (const Case& c : referenceCases())
       texts.push_back(c.prompt);
     for (const std::string& s : texts) {
-      const auto want = bin->encode(s), got = spm->encode(s);
+      // llama2.c prepends the dummy "▁" to every text; a Metaspace pre-tokenizer (as the tokenizers library
+      // runs it) only to text that does not start with one, so a text with a leading space encodes as
+      // llama2.c encodes it without that space, and decodes to that (the decoder strips one space).
+      const std::string asLlama2c = (metaspace && !s.empty() && s[0] == ' ') ? s.substr(1) : s;
+      const auto want = bin->encode(asLlama2c), got = spm->encode(s);
       QVERIFY2(
           got == want,
           qPrintable(
               QString("\"%1\": got %2, expected %3").arg(QString::fromStdString(s), ids(got), ids(want))));
-      QCOMPARE(spm->decode(got), s);
+      QCOMPARE(spm->decode(got), asLlama2c);
     }
     QCOMPARE(QString::fromStdString(spm->piece(403)), QString::fromStdString(kMeta + "Once"));
     // "</s>" in the text is an added token, not BPE'd characters.
