@@ -115,7 +115,8 @@ def corpus(wikitext_dir):
         "[INST] What is 2+2? [/INST]", "[INST]x[/INST]", "<start_of_turn>user\nhi<end_of_turn>\n",
         "<bos><bos>", "<table><h1>Title</h1></table>", "hi [UNK] there", "a[SEP]b", "x <sep> y", "foo<nl>bar",
         "sayHellotoHELLOandhello", "fooHello", "Hellofoo", " Hello", "Hello ", "ＨＥＬＬＯ world",
-        "one<nl>two <nl> three", "<nl><nl>", "[UNK][UNK]", "<Mask> and <MASK>",
+        "one<nl>two <nl> three", "<nl><nl>", "[UNK][UNK]", "<Mask> and <MASK>", "<unk>😀", "<unk>😀😀 x",
+        "😀<unk>", "<unk>日本", "a<unk>é", "<pad>😀",
     ]
     for a in accents:
         nfc = unicodedata.normalize("NFC", a)
@@ -180,11 +181,13 @@ def byte_level(lines, split_regex, specials, non_special, post, normalizer=None,
     return reload(t, patch)
 
 
-def sentencepiece(lines, style, vocab_size=2500):
+def sentencepiece(lines, style, vocab_size=2500, byte_fallback=True):
     """SentencePiece-style BPE as converted by transformers: "▁" for spaces, byte fallback over <0xNN>
     pieces at ids right after the specials, fuse_unk. style: "llama2" (legacy Prepend + Replace normalizer),
     "mistral" (Metaspace pre-tokenizer, prepend_scheme first, split false), "metaspace" (Metaspace with
-    prepend_scheme always and split, as older conversions), "gemma" (Replace only: no dummy prefix)."""
+    prepend_scheme always and split, as older conversions), "gemma" (Replace only: no dummy prefix).
+    Without byte_fallback (conversions made before tokenizers had it) characters outside the vocabulary are
+    <unk>, runs of them fused into one."""
     t = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     # Trained on "▁"-words like SentencePiece; the characters outside the 200 most frequent fall back to
     # bytes at encode time.
@@ -204,7 +207,7 @@ def sentencepiece(lines, style, vocab_size=2500):
     vocab = {}
     for s in specials:
         vocab[s] = len(vocab)
-    for b in range(256):
+    for b in range(256 if byte_fallback else 0):
         vocab["<0x%02X>" % b] = len(vocab)
     for piece, _ in sorted(trained["vocab"].items(), key=lambda kv: kv[1]):
         if piece not in vocab:
@@ -219,7 +222,7 @@ def sentencepiece(lines, style, vocab_size=2500):
             for s in specials
         ],
         "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback, "ignore_merges": False,
                   "vocab": vocab, "merges": trained["merges"]},
         "post_processor": {
             "type": "TemplateProcessing",
@@ -303,6 +306,13 @@ def kinds(lines):
     out.append(("gpt2_bytelevel", "byte-level BPE, GPT-2 regex (ByteLevel use_regex), <mask> lstrip, <sep> rstrip",
                 t, spec, config_json("<|endoftext|>", "<|endoftext|>", False), None))
 
+    # GPT-NeoX / Pythia: GPT-2's ByteLevel regex after an NFC normalizer.
+    t, spec = byte_level(lines, None, normalizer=normalizers.NFC(),
+                         specials=[tok("<|endoftext|>", True), tok("<|padding|>", True)], non_special=[],
+                         post=processors.ByteLevel(trim_offsets=True))
+    out.append(("neox_bytelevel", "byte-level BPE, NFC, GPT-2 regex (GPT-NeoX)", t, spec,
+                config_json("<|endoftext|>", "<|endoftext|>", False), None))
+
     # GPT-2 as loaded with add_prefix_space=True (a space before every stretch of text not starting with one).
     def prefix_space(spec):
         spec["pre_tokenizer"]["add_prefix_space"] = True
@@ -353,6 +363,9 @@ def kinds(lines):
                         ("gemma", "SentencePiece BPE, Replace normalizer, no dummy prefix (Gemma)")]:
         t, spec, bos, eos = sentencepiece(lines, style)
         out.append((style + "_sentencepiece", what, t, spec, config_json(bos, eos, True), None))
+    t, spec, bos, eos = sentencepiece(lines, "gemma", byte_fallback=False)
+    out.append(("unk_sentencepiece", "SentencePiece BPE as Gemma, without byte fallback: fused <unk>", t, spec,
+                config_json(bos, eos, True), None))
 
     t, spec = word_level(lines)
     out.append(("wordlevel", "WordLevel, WhitespaceSplit, [UNK], non-special <nl>", t, spec,
