@@ -9,6 +9,7 @@
 
 #include "load_error_util.h"
 #include "load_test_util.h"
+#include "model/io/safetensors.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 
@@ -22,6 +23,48 @@ namespace {
 void writeFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+using Tensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// A 1-layer Llama (vocab 20, d_model 16) in HF key layout, with the embedding stored under both of its
+// tied names; a fixed seed so every folder written from it holds the same weights.
+Tensors tinyLlamaTensors() {
+  at::manual_seed(7);
+  const auto r = [](std::vector<int64_t> shape) { return at::randn(shape) * 0.3; };
+  const std::string a = "model.layers.0.self_attn.", b = "model.layers.0.";
+  const at::Tensor embed = r({20, 16});  // [vocab, d_model]
+  return {{"model.embed_tokens.weight", embed},
+          {a + "q_proj.weight", r({16, 16})},
+          {a + "k_proj.weight", r({16, 16})},
+          {a + "v_proj.weight", r({16, 16})},
+          {a + "o_proj.weight", r({16, 16})},
+          {b + "input_layernorm.weight", 1 + r({16})},
+          {b + "post_attention_layernorm.weight", 1 + r({16})},
+          {b + "mlp.gate_proj.weight", r({32, 16})},
+          {b + "mlp.up_proj.weight", r({32, 16})},
+          {b + "mlp.down_proj.weight", r({16, 32})},
+          {"model.norm.weight", 1 + r({16})},
+          {"lm_head.weight", embed}};
+}
+
+// Writes config.json (tie_word_embeddings as given) and model.safetensors (`tensors` minus `drop`, with
+// `metadata`) into a new folder `name` under root; returns the folder.
+std::string writeTinyLlama(const std::string& root, const std::string& name, bool tied,
+                           const Tensors& tensors, const std::string& drop,
+                           const std::map<std::string, std::string>& metadata) {
+  const std::string f = root + "/" + name;
+  fs::create_directories(f);
+  writeFile(f + "/config.json",
+            std::string(R"({"model_type": "llama", "hidden_size": 16, "intermediate_size": 32,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 20,
+      "max_position_embeddings": 32, "tie_word_embeddings": )") +
+                (tied ? "true}" : "false}"));
+  Tensors kept;
+  for (const auto& t : tensors)
+    if (t.first != drop) kept.push_back(t);
+  hs::writeSafetensors(f + "/model.safetensors", kept, metadata);
+  return f;
 }
 
 }  // namespace
@@ -127,6 +170,74 @@ class TestModelLoader : public QObject {
       CHECK_MSG(m, f + "/config.json");
       CHECK_MSG(m, "malformed JSON");
     }
+  }
+
+  // Tied embeddings as savers write them: one tensor under either name, the removed one recorded in the
+  // safetensors metadata ({removed: kept}: transformers 4.x and safetensors.torch.save_model keep
+  // lm_head.weight; others keep the embedding) or not recorded at all. Each loads to the same logits; a
+  // record naming a tensor that is not there, or one of another shape, is one error naming the file; the
+  // strict missing / unexpected checks still hold.
+  void tiedEmbeddingsStoredUnderEitherName() {
+    QTemporaryDir dir;
+    const std::string root = dir.path().toStdString();
+    const Tensors all = tinyLlamaTensors();
+    const at::Tensor tokens = at::arange(12, at::kLong).remainder(20).view({2, 6});  // [batch, pos]
+    const std::string embed = "model.embed_tokens.weight", head = "lm_head.weight";
+
+    const hs::LoadedModel both = hs::loadModel(writeTinyLlama(root, "both", true, all, "", {}));
+    const at::Tensor want = hs::test::ourLogits(*both.model, tokens);  // [batch, pos, vocab]
+    const long long params = hs::probeModel(root + "/both").n_params;
+    struct Saved {
+      const char* name;
+      std::string drop;
+      std::map<std::string, std::string> metadata;
+    };
+    const std::vector<Saved> saves = {{"head-kept-recorded", embed, {{"format", "pt"}, {embed, head}}},
+                                      {"embed-kept-recorded", head, {{"format", "pt"}, {head, embed}}},
+                                      {"head-kept-unrecorded", embed, {{"format", "pt"}}},
+                                      {"embed-kept-unrecorded", head, {}}};
+    for (const Saved& s : saves) {
+      const std::string f = writeTinyLlama(root, s.name, true, all, s.drop, s.metadata);
+      const std::string err = errorOf([&] {
+        const hs::LoadedModel m = hs::loadModel(f);
+        const double diff = hs::test::maxAbsDiff(hs::test::ourLogits(*m.model, tokens), want);
+        QVERIFY2(diff == 0.0,
+                 qPrintable(QString("%1: max |Δ| %2 from both names stored").arg(s.name).arg(diff)));
+        QVERIFY2(m.model->weights().unembed.data_ptr() == m.model->weights().tok_emb.data_ptr(), s.name);
+        QCOMPARE(hs::probeModel(f).n_params, params);  // the tied matrix counted once
+      });
+      QVERIFY2(err.empty(), qPrintable(QString("%1: %2").arg(s.name, QString::fromStdString(err))));
+    }
+
+    // A record naming a tensor no file holds (even though the other name is there).
+    std::string f = writeTinyLlama(root, "dangling", true, all, embed, {{embed, "lm_head.weigth"}});
+    std::string m = errorOf([&] { hs::loadModel(f); });
+    CHECK_MSG(m, f + "/model.safetensors: metadata records tensor model.embed_tokens.weight as shared with "
+                     "lm_head.weigth, which no file of the checkpoint holds");
+    QVERIFY2(m.find('\n') == std::string::npos, m.c_str());
+    // A record naming a tensor of another shape.
+    f = writeTinyLlama(root, "misshapen", true, all, embed, {{embed, "model.norm.weight"}});
+    m = errorOf([&] { hs::loadModel(f); });
+    CHECK_MSG(m, f + "/model.safetensors: metadata records tensor model.embed_tokens.weight as shared with "
+                     "model.norm.weight, but that has shape [16], expected [20, 16]");
+    // Untied: the head and the embedding are two matrices, neither stands in for the other unrecorded.
+    f = writeTinyLlama(root, "untied-no-embed", false, all, embed, {});
+    CHECK_MSG(errorOf([&] { hs::loadModel(f); }), "missing tensor model.embed_tokens.weight, expected shape");
+    f = writeTinyLlama(root, "untied-no-head", false, all, head, {});
+    CHECK_MSG(errorOf([&] { hs::loadModel(f); }), "missing tensor lm_head.weight");
+    // Tied with neither name: the message says either would do.
+    Tensors noEmbedding = all;
+    noEmbedding.pop_back();
+    f = writeTinyLlama(root, "tied-neither", true, noEmbedding, embed, {});
+    CHECK_MSG(
+        errorOf([&] { hs::loadModel(f); }),
+        "missing tensor model.embed_tokens.weight (nor lm_head.weight, which a tied checkpoint may keep "
+        "instead)");
+    // An alias does not excuse an unknown tensor.
+    Tensors extra = all;
+    extra.emplace_back("model.layers.0.self_attn.gate.weight", at::zeros({16}));
+    f = writeTinyLlama(root, "alias-and-extra", true, extra, embed, {{embed, head}});
+    CHECK_MSG(errorOf([&] { hs::loadModel(f); }), "unexpected tensor model.layers.0.self_attn.gate.weight");
   }
 
   void entryPointsOfOneCheckpoint() {

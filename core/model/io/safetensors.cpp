@@ -327,6 +327,14 @@ std::vector<std::string> SafetensorsCheckpoint::files() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::map<std::string, std::string>>> SafetensorsCheckpoint::fileMetadata()
+    const {
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> out;
+  for (const auto& f : files_)
+    out.emplace_back(f->path(), f->metadata());
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writer
 

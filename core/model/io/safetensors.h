@@ -60,6 +60,8 @@ class SafetensorsCheckpoint {
   void release(const std::string& name) const;
   std::string fileOf(const std::string& name) const;
   std::vector<std::string> files() const;  // in the order they were opened
+  // Each file's "__metadata__" with the file's path, in the order the files were opened.
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> fileMetadata() const;
   const std::string& path() const { return path_; }
 
  private:

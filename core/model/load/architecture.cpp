@@ -32,6 +32,13 @@ std::vector<int64_t> SafetensorsLookup::shape(const std::string& name) const {
 void SafetensorsLookup::release(const std::string& name) const {
   ckpt_->release(name);
 }
+TensorLookup::Alias SafetensorsLookup::aliasOf(const std::string& name) const {
+  for (const auto& [file, metadata] : ckpt_->fileMetadata()) {
+    auto it = metadata.find(name);
+    if (it != metadata.end()) return {it->second, file};
+  }
+  return {};
+}
 
 MapLookup::MapLookup(std::map<std::string, at::Tensor> tensors, std::string path)
     : tensors_(std::move(tensors)), path_(std::move(path)) {}
@@ -71,8 +78,9 @@ struct TensorSpec {
   std::vector<int64_t> shape;  // as stored
   std::string meaning;         // the shape in config terms, for error messages
   Transform transform = Transform::Copy;
-  std::vector<Slot> slots;  // one, or q/k/v for the fused splits; empty = checked, then dropped
-  bool optional = false;    // may be absent (lm_head.weight of a tied checkpoint)
+  std::vector<Slot> slots;      // one, or q/k/v for the fused splits; empty = checked, then dropped
+  bool optional = false;        // may be absent (lm_head.weight of a tied checkpoint)
+  std::string tiedAlternative;  // tied embedding: the head's key, read when only the head was kept
 };
 
 class Table {
@@ -243,7 +251,7 @@ Table neoxTable(const ModelConfig& c) {
   return t;
 }
 
-Table tableFor(const ModelConfig& c, const std::vector<std::string>& names) {
+Table familyTable(const ModelConfig& c, const std::vector<std::string>& names) {
   switch (c.arch) {
     case Architecture::Gpt2: {
       // GPT2LMHeadModel saves "transformer.wte.weight"; GPT2Model (the hub's gpt2 files) "wte.weight".
@@ -265,6 +273,21 @@ Table tableFor(const ModelConfig& c, const std::vector<std::string>& names) {
   fail("no tensor table for architecture ", toString(c.arch));
 }
 
+// The family's table; with tied embeddings the embedding may be stored under the head's name (the one
+// tensor is both, and savers keep either name).
+Table tableFor(const ModelConfig& c, const std::vector<std::string>& names) {
+  Table t = familyTable(c, names);
+  if (!c.tied_embeddings) return t;
+  TensorSpec* embed = nullptr;
+  const TensorSpec* head = nullptr;
+  for (auto& spec : t.specs) {
+    if (spec.slots.size() == 1 && spec.slots[0].modelMember == &ModelWeights::tok_emb) embed = &spec;
+    if (spec.optional && spec.slots.empty()) head = &spec;
+  }
+  if (embed && head) embed->tiedAlternative = head->key;
+  return t;
+}
+
 bool endsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -281,6 +304,35 @@ std::string shapeString(at::IntArrayRef s) {
   for (size_t i = 0; i < s.size(); ++i)
     out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+// The stored tensor each spec of `table` reads, in table order: its own key; else the kept tensor a
+// metadata alias record names for it; else, for a tied embedding, the head's key; empty when absent. An
+// alias record naming a tensor no file holds, or one of another shape, is an error naming its file.
+std::vector<std::string> resolveKeys(const Table& table, const TensorLookup& lookup,
+                                     const std::set<std::string>& present) {
+  std::vector<std::string> keys;
+  for (const auto& spec : table.specs) {
+    std::string key;
+    if (present.count(spec.key)) {
+      key = spec.key;
+    } else if (const TensorLookup::Alias alias = lookup.aliasOf(spec.key); !alias.target.empty()) {
+      if (!present.count(alias.target))
+        fail(alias.file, ": metadata records tensor ", spec.key, " as shared with ", alias.target,
+             ", which no file of the checkpoint holds (expected ", spec.key, " ", shapeString(spec.shape),
+             " stored under one of the two names)");
+      const std::vector<int64_t> shape = lookup.shape(alias.target);
+      if (shape != spec.shape)
+        fail(alias.file, ": metadata records tensor ", spec.key, " as shared with ", alias.target,
+             ", but that has shape ", shapeString(shape), ", expected ", shapeString(spec.shape), " ",
+             spec.meaning);
+      key = alias.target;
+    } else if (!spec.tiedAlternative.empty() && present.count(spec.tiedAlternative)) {
+      key = spec.tiedAlternative;
+    }
+    keys.push_back(key);
+  }
+  return keys;
 }
 
 // Apply the spec's transform to a stored tensor; returns one canonical tensor per slot.
@@ -336,14 +388,17 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
   const std::vector<std::string> names = lookup.names();
   const std::set<std::string> present(names.begin(), names.end());
   const Table table = tableFor(config, names);
+  const std::vector<std::string> keys = resolveKeys(table, lookup, present);
   const char* family = config.model_type.empty() ? toString(config.arch) : config.model_type.c_str();
 
   // Account for every key: first what the table needs, then what the checkpoint has beyond it.
   std::set<std::string> claimed;
   std::vector<const TensorSpec*> missing;
-  for (const auto& spec : table.specs) {
+  for (size_t i = 0; i < table.specs.size(); ++i) {
+    const TensorSpec& spec = table.specs[i];
     claimed.insert(spec.key);
-    if (!present.count(spec.key) && !spec.optional) missing.push_back(&spec);
+    if (!keys[i].empty()) claimed.insert(keys[i]);
+    if (keys[i].empty() && !spec.optional) missing.push_back(&spec);
   }
   const auto unusedPart = [&](const std::string& n) {
     for (const auto& prefix : table.unusedPrefixes)
@@ -360,7 +415,11 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
     if (!unknown.empty())
       hint = hs::cat("; the checkpoint has ", unknown.size(), " tensors the ", family,
                      " layout does not use, e.g. ", unknown.front());
-    fail(origin, ": missing tensor ", missing.front()->key, ", expected shape ",
+    const std::string alternative = missing.front()->tiedAlternative.empty()
+                                        ? std::string()
+                                        : hs::cat(" (nor ", missing.front()->tiedAlternative,
+                                                  ", which a tied checkpoint may keep instead)");
+    fail(origin, ": missing tensor ", missing.front()->key, alternative, ", expected shape ",
          shapeString(missing.front()->shape), " ", missing.front()->meaning, " for model_type ", family, more,
          hint);
   }
@@ -372,12 +431,14 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
          config.tied_embeddings ? ", tied embeddings" : "", config.qkv_bias ? ", q/k/v biases" : "", ")");
   }
   long long params = 0;
-  for (const auto& spec : table.specs) {
-    if (!present.count(spec.key)) continue;  // an optional tensor that is absent
-    const std::vector<int64_t> stored = lookup.shape(spec.key);
+  for (size_t i = 0; i < table.specs.size(); ++i) {
+    const TensorSpec& spec = table.specs[i];
+    if (keys[i].empty()) continue;  // an optional tensor that is absent
+    const std::vector<int64_t> stored = lookup.shape(keys[i]);
     if (stored != spec.shape)
-      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has shape ", shapeString(stored), ", expected ",
-           shapeString(spec.shape), " ", spec.meaning);
+      fail(lookup.fileOf(keys[i]), ": tensor ", keys[i],
+           keys[i] == spec.key ? "" : hs::cat(" (read as ", spec.key, ")"), " has shape ",
+           shapeString(stored), ", expected ", shapeString(spec.shape), " ", spec.meaning);
     if (!spec.slots.empty()) {
       long long n = 1;
       for (int64_t s : stored)
@@ -394,6 +455,11 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
   const std::vector<std::string> names = lookup.names();
   const std::set<std::string> present(names.begin(), names.end());
   const Table table = tableFor(config, names);
+  const std::vector<std::string> keys = resolveKeys(table, lookup, present);
+  // Stored tensors that some weight reads (a checked-only spec sharing one of them must not release it).
+  std::set<std::string> read;
+  for (size_t i = 0; i < table.specs.size(); ++i)
+    if (!table.specs[i].slots.empty() && !keys[i].empty()) read.insert(keys[i]);
   auto deviceOf = [&](const Slot& s) -> at::Device {
     if (!devices) return at::kCPU;
     if (s.layer >= 0) return devices->layers.at(static_cast<size_t>(s.layer));
@@ -403,11 +469,14 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
 
   ModelWeights w;
   w.layers.resize(config.n_layers);
-  for (const auto& spec : table.specs) {
-    if (!present.count(spec.key)) continue;  // an optional tensor that is absent
-    const at::Tensor stored = lookup.tensor(spec.key);
+  for (size_t k = 0; k < table.specs.size(); ++k) {
+    const TensorSpec& spec = table.specs[k];
+    const std::string& key = keys[k];
+    if (key.empty()) continue;                            // an optional tensor that is absent
+    if (spec.slots.empty() && read.count(key)) continue;  // checked only, and read by another weight
+    const at::Tensor stored = lookup.tensor(key);
     if (!at::isFloatingType(stored.scalar_type()))
-      fail(lookup.fileOf(spec.key), ": tensor ", spec.key, " has dtype ", c10::toString(stored.scalar_type()),
+      fail(lookup.fileOf(key), ": tensor ", key, " has dtype ", c10::toString(stored.scalar_type()),
            ", expected a floating-point type");
     const std::vector<at::Tensor> parts = transform(spec, stored, config);
     bool aliased = false;  // some part still reads the stored bytes
@@ -424,7 +493,7 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
       }
       store(w, spec.slots[i], std::move(t));
     }
-    if (!aliased) lookup.release(spec.key);
+    if (!aliased) lookup.release(key);
   }
   if (config.tied_embeddings)  // [vocab, d_model], the same storage when on the same device
     w.unembed = devices && devices->head != devices->embed ? w.tok_emb.to(devices->head) : w.tok_emb;

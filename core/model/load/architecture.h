@@ -9,6 +9,8 @@
 // buffers (causal-mask `attn.bias` / `attn.masked_bias`, `attention.bias` / `attention.masked_bias`,
 // `rotary_emb.inv_freq`) are ignored, and the vision tower and projector of a Gemma-3 image-text
 // checkpoint, which the text forward does not use, are left unread.
+// A tensor the files leave out is found under the kept name a safetensors metadata alias record gives
+// (TensorLookup::aliasOf); a tied config accepts either the embedding's or the head's name being kept.
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
 
@@ -38,6 +40,14 @@ class TensorLookup {
   virtual std::vector<int64_t> shape(const std::string& name) const { return tensor(name).sizes().vec(); }
   // Called once `name` has been copied into the model: a memory-mapped source drops its pages.
   virtual void release(const std::string& name) const {}
+  // A tensor left out of the files because it shared its storage with a kept one, as recorded in the
+  // safetensors "__metadata__" {removed name: kept name} (safetensors.torch.save_model and transformers 4.x
+  // write these, e.g. {"model.embed_tokens.weight": "lm_head.weight"} for tied embeddings).
+  struct Alias {
+    std::string target;  // the kept tensor's name; empty when `name` has no record
+    std::string file;    // the file whose metadata holds the record
+  };
+  virtual Alias aliasOf(const std::string& name) const { return {}; }
 };
 
 // Over a (possibly sharded) safetensors checkpoint. Keeps the checkpoint (and its maps) alive.
@@ -49,6 +59,7 @@ class SafetensorsLookup : public TensorLookup {
   std::string fileOf(const std::string& name) const override;
   std::vector<int64_t> shape(const std::string& name) const override;
   void release(const std::string& name) const override;
+  Alias aliasOf(const std::string& name) const override;
 
  private:
   std::shared_ptr<const SafetensorsCheckpoint> ckpt_;
