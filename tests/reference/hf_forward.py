@@ -14,9 +14,10 @@ For each variant V and dtype D it writes
         resid_post_last   [batch, pos, d_model]   the last layer's output (before the final norm), from a
                                                   forward hook on it, since hidden.L is after the norm
         z.{l}             [batch, pos, heads*d_head]  the input of the attention output projection
-        logits_upcast     [batch, pos, vocab]     bfloat16 only: the same weights upcast to float32 and run
-                                                  in float32 (what loading the bf16 checkpoint as float32
-                                                  must reproduce)
+        upcast.<name>     bfloat16 only: every tensor above from the same weights upcast to float32 and
+                                                  run in float32 (what loading the bf16 checkpoint as
+                                                  float32 must reproduce, and the exact result both sides'
+                                                  bf16 arithmetic approximates)
     DIR/manifest.json   {"variants": [...], "dtypes": [...], "pos": POS, "batch": 2, "n_layers": {V: L},
                          "tied": {V: bool}, "all_variants": every variant hf_models knows}
 All tensors but tokens are stored as float32. Nothing is downloaded.
@@ -97,7 +98,7 @@ def main():
             model = hf_models.build(v, os.path.join(folder, "model"), dtype=d)
             t = forward(model, tokens)
             if d != "float32":
-                t["logits_upcast"] = forward(model.float(), tokens)["logits"]
+                t.update({"upcast." + k: x for k, x in forward(model.float(), tokens).items()})
             t["tokens"] = tokens.clone()
             save_file(t, os.path.join(folder, "reference.safetensors"))
             n_layers[v] = hf_models.n_layers(model)

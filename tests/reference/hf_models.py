@@ -62,6 +62,7 @@ _LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "l
 #                                {"lm_head.weight": "model.embed_tokens.weight"}
 #   init       initializer_range (logit magnitude ~1-10 at these widths)
 #   tied       whether the input and output embeddings are one tensor
+#   v4_type_key  (v4config) rope_scaling says "type" instead of "rope_type", as configs before 4.43 did
 VARIANTS = {
     "gpt2": dict(config="GPT2Config", save="pretrained", init=0.15, tied=True,
                  kwargs=dict(vocab_size=VOCAB, n_positions=MAX_POS, n_embd=D, n_layer=LAYERS, n_head=HEADS,
@@ -78,14 +79,19 @@ VARIANTS = {
                    kwargs=_llama(rope_parameters=dict(_LLAMA3_ROPE))),
     "llama3-v4config": dict(config="LlamaConfig", save="v4config", init=0.15, tied=False,
                             kwargs=_llama(rope_parameters=dict(_LLAMA3_ROPE))),
+    # Linear RoPE scaling in a transformers-4 config with the older "type" spelling of rope_type.
+    "llama-linear-v4config": dict(config="LlamaConfig", save="v4config", init=0.15, tied=False, v4_type_key=True,
+                                  kwargs=_llama(rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                                                 "rope_theta": 10000.0})),
     "llama-tied": dict(config="LlamaConfig", save="pretrained", init=0.15, tied=True,
                        kwargs=_llama(tie_word_embeddings=True)),
     "llama-tied-lmhead": dict(config="LlamaConfig", save="lm_head_alias", init=0.15, tied=True,
                               kwargs=_llama(tie_word_embeddings=True)),
     "llama-tied-embed": dict(config="LlamaConfig", save="embed_alias", init=0.15, tied=True,
                              kwargs=_llama(tie_word_embeddings=True)),
+    # MQA (one kv head) with an explicit head_dim: heads * head_dim (96) != hidden_size (64).
     "mistral": dict(config="MistralConfig", save="pretrained", init=0.15, tied=False,
-                    kwargs=_llama(sliding_window=WINDOW, max_position_embeddings=MAX_POS)),
+                    kwargs=_llama(sliding_window=WINDOW, num_key_value_heads=1, head_dim=24)),
     # Qwen2 always has q/k/v biases; tied like Qwen2-0.5B.
     "qwen2": dict(config="Qwen2Config", save="pretrained", init=0.15, tied=True,
                   kwargs=_llama(tie_word_embeddings=True)),
@@ -198,7 +204,7 @@ def _perturb(model, seed):
                 p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=p.dtype))
 
 
-def _rewrite_v4_config(out_dir):
+def _rewrite_v4_config(out_dir, type_key=False):
     """config.json as transformers 4 wrote it: rope_theta and rope_scaling in place of rope_parameters."""
     path = os.path.join(out_dir, "config.json")
     with open(path) as f:
@@ -219,6 +225,8 @@ def _rewrite_v4_config(out_dir):
         c["rotary_emb_base"] = c.pop("rope_theta")
         c["rotary_pct"] = rp.pop("partial_rotary_factor")
     c["rope_scaling"] = rp if rp.get("rope_type", "default") != "default" else None
+    if type_key and c["rope_scaling"]:
+        c["rope_scaling"]["type"] = c["rope_scaling"].pop("rope_type")
     c["transformers_version"] = "4.45.2"
     if "dtype" in c:
         c["torch_dtype"] = c.pop("dtype")
@@ -259,7 +267,7 @@ def build(variant, out_dir, dtype="float32", seed=0):
         model.save_pretrained(out_dir, safe_serialization=True)
         if save == "v4config":
             want = _logits(_load(out_dir, _DTYPES[dtype]))
-            _rewrite_v4_config(out_dir)
+            _rewrite_v4_config(out_dir, spec.get("v4_type_key", False))
             got = _logits(_load(out_dir, _DTYPES[dtype]))
             if not torch.equal(want, got):
                 raise RuntimeError(f"{out_dir}: transformers reads the rewritten config.json as another "
