@@ -191,7 +191,8 @@ def padded(heads, gen, vocab, Lp, tensors, spec):
 
 
 def generation(model, gen, vocab, Pg, N, lengths, tensors, spec):
-    """Greedy decoding: one prompt of Pg tokens, then a left-padded batch of `lengths` prompts."""
+    """Greedy decoding: one prompt of Pg tokens (as is, and with heads zeroed during its prefill), then a
+    left-padded batch of `lengths` prompts."""
     gc = model.generation_config
     gc.eos_token_id = None  # random weights: never stop early (HeadScope's stopToken −1)
     gc.pad_token_id = 0
@@ -205,6 +206,36 @@ def generation(model, gen, vocab, Pg, N, lengths, tensors, spec):
     tensors["gen.single"] = torch.stack([s.float() for s in out.logits], 1)  # [1, step, vocab]
     spec["generate"].append({"name": "single prompt", "tokens": prompt.tolist(), "mask": None,
                              "new": out.sequences[:, Pg:].tolist(), "logits": "gen.single"})
+
+    # The same prompt with heads zeroed during the prefill only (generateGreedy's prefillInterventions): the
+    # KV cache carries the edit's effect into the decoding steps, which run unedited.
+    L, H, dh = hf_models.n_layers(model), hf_models.n_heads(model), hf_models.head_dim(model)
+    edits = [{"layer": 0, "heads": [0, H - 1], "op": "zero", "positions": [], "rows": [], "mean": None},
+             {"layer": L - 1, "heads": [1 % H], "op": "zero", "positions": [], "rows": [], "mean": None}]
+
+    def prefill_only(layer, heads):
+        def hook(module, args):
+            x = args[0]  # [batch, pos, head·d_head]
+            if x.shape[1] == 1:  # a decoding step
+                return None
+            z = x.clone().reshape(x.shape[0], x.shape[1], H, dh)  # [batch, pos, head, d_head]
+            z[:, :, heads] = 0
+            return (z.reshape(x.shape),) + tuple(args[1:])
+
+        return hook
+
+    handles = [hf_models.attn_out_proj(model, e["layer"]).register_forward_pre_hook(prefill_only(e["layer"], e["heads"]))
+               for e in edits]
+    try:
+        with torch.no_grad():
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), **common)
+    finally:
+        for h in handles:
+            h.remove()
+    tensors["gen.prefill_zero"] = torch.stack([s.float() for s in out.logits], 1)  # [1, step, vocab]
+    spec["generate"].append({"name": "single prompt, heads zeroed at prefill", "tokens": prompt.tolist(),
+                             "mask": None, "new": out.sequences[:, Pg:].tolist(), "logits": "gen.prefill_zero",
+                             "prefill_edits": edits, "unedited": "gen.single"})
 
     Lp = max(lengths)
     ids = torch.zeros(len(lengths), Lp, dtype=torch.long)
