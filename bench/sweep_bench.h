@@ -2,6 +2,7 @@
 // What the two sweep benchmarks (bench_patching: GPT-2 shape, bench_real_shapes: Llama-3.2-1B shape) share:
 // the prompt pair, the heads the naive loop is timed on, and the naive loop's one patched forward per head.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cstdint>
 #include <utility>

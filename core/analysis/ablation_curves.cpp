@@ -3,6 +3,7 @@
 #include "analysis/ablation_curves.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <array>

@@ -8,6 +8,7 @@
 #include "analysis/attribution.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 

@@ -1,6 +1,7 @@
 #include "analysis/batch_runner.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 

@@ -2,6 +2,7 @@
 #include "analysis/dual_route.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cctype>
@@ -71,9 +72,9 @@ std::vector<int64_t> drawFiller(const DualRouteVocab& v, const DualRouteOptions&
 
 // The entity of prompt `index`: random tokens of a length cycling through [entity_min, entity_max], or a
 // real word from the length bucket index mod (number of lengths present).
-std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index,
+std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index,
                                 toy::Rng& rng) {
-  if (concept) {
+  if (conceptRoute) {
     if (v.words.empty()) fail("dual route: concept prompts need real words (none in ", v.source, ")");
     std::map<size_t, std::vector<const std::vector<int64_t>*>> byLength;
     for (const auto& w : v.words)
@@ -221,10 +222,10 @@ DualRouteVocab modelDualRouteVocab(const Tokenizer& tok, int64_t vocabSize, cons
   return v;
 }
 
-CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
-  toy::Rng rng = promptRng(o, concept ? kConceptCopy : kTokenCopy, index);
+CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index) {
+  toy::Rng rng = promptRng(o, conceptRoute ? kConceptCopy : kTokenCopy, index);
   CopyingPair p;
-  p.entity = drawEntity(v, o, concept, index, rng);
+  p.entity = drawEntity(v, o, conceptRoute, index, rng);
   const int E = static_cast<int>(p.entity.size());
   if (o.filler_len <= E)
     fail("dual route: filler_len = ", o.filler_len, " leaves no filler beside an entity of ", E, " tokens");
@@ -249,10 +250,10 @@ CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool
   return p;
 }
 
-MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index) {
-  toy::Rng rng = promptRng(o, concept ? kConceptMatch : kTokenMatch, index);
+MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index) {
+  toy::Rng rng = promptRng(o, conceptRoute ? kConceptMatch : kTokenMatch, index);
   MatchingPrompt m;
-  m.entity = drawEntity(v, o, concept, index, rng);
+  m.entity = drawEntity(v, o, conceptRoute, index, rng);
   const int E = static_cast<int>(m.entity.size());
   const int F = o.filler_len;
   if (F / 2 < 1 || F / 2 > F - E)
@@ -284,17 +285,17 @@ MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o
 namespace {
 
 HeadGrid copyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
-                       bool concept, const AnalysisContext& ctx) {
+                       bool conceptRoute, const AnalysisContext& ctx) {
   checkOptions(v, o);
   std::vector<PatchSweepSpec> specs;
   for (int i = 0; i < o.n_prompts; ++i) {
-    const CopyingPair p = copyingPair(v, o, concept, i);
+    const CopyingPair p = copyingPair(v, o, conceptRoute, i);
     PatchSweepSpec s;
     s.mode = PatchMode::FromClean;
     s.metric = PatchMetric::TargetProb;
     s.clean = p.clean;
     s.corrupt = p.corrupt;
-    if (concept) {
+    if (conceptRoute) {
       s.positions = {-2};  // the last filler token; the read is at −1 (e0 → e1)
       s.target = p.entity[1];
     } else {
@@ -308,19 +309,19 @@ HeadGrid copyingScores(const Transformer& model, const DualRouteVocab& v, const 
   HeadGrid g = patchingSweepAverage(model, specs, ctx);
   const Provenance sweep = g.provenance;
   g.provenance = provenanceOf(
-      v, o, concept ? "dual-route concept copying (real words)" : "dual-route token copying (random tokens)");
+      v, o, conceptRoute ? "dual-route concept copying (real words)" : "dual-route token copying (random tokens)");
   g.provenance.model = sweep.model;
   g.provenance.options["patch_mode"] = "from_clean";
   g.provenance.options["metric"] = "target_prob";
   g.provenance.options["patch_position"] = -2;  // of the full prompt
-  g.provenance.options["read_position"] = concept ? -1 : -2;
-  g.provenance.options["target"] = concept ? "e1" : "e0";
+  g.provenance.options["read_position"] = conceptRoute ? -1 : -2;
+  g.provenance.options["target"] = conceptRoute ? "e1" : "e0";
   g.provenance.options["corrupt_first_half"] =
       o.filler == "corpus" ? "an independent shuffled corpus window of filler_len tokens"
                            : "filler_len independent random pool tokens, none of e";
   g.provenance.options["sweep"] = sweep.options;
-  g.id = concept ? "dual_route.concept_copying" : "dual_route.token_copying";
-  g.name = concept ? "Concept copying (ΔP of e1 at −1, patch at −2)" : "Token copying (ΔP of e0 at −2)";
+  g.id = conceptRoute ? "dual_route.concept_copying" : "dual_route.token_copying";
+  g.name = conceptRoute ? "Concept copying (ΔP of e1 at −1, patch at −2)" : "Token copying (ΔP of e0 at −2)";
   g.unit = "ΔP";
   return g;
 }
@@ -352,7 +353,7 @@ at::Tensor valueWeightedAttention(const at::Tensor& pattern, const at::Tensor& v
 }
 
 HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
-                        bool concept, const AnalysisContext& ctx) {
+                        bool conceptRoute, const AnalysisContext& ctx) {
   checkOptions(v, o);
   at::NoGradGuard noGrad;
   const ModelConfig& c = model.config();
@@ -360,7 +361,7 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
   g.values = Eigen::MatrixXd::Zero(c.n_layers, c.n_heads);
   for (int i = 0; i < o.n_matching; ++i) {
     ctx.checkCancelled();
-    const MatchingPrompt m = matchingPrompt(v, o, concept, i);
+    const MatchingPrompt m = matchingPrompt(v, o, conceptRoute, i);
     RunRequest req;
     req.tokens = at::tensor(m.tokens, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
     req.last_logits_only = true;
@@ -369,7 +370,7 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
       req.capture.insert(attnV(l));
     }
     const RunResult r = model.run(req);
-    const int64_t key = concept ? m.entity_last : m.entity_first;
+    const int64_t key = conceptRoute ? m.entity_last : m.entity_first;
     for (int l = 0; l < c.n_layers; ++l) {
       const at::Tensor pat = r.cache.at(attnPattern(l)).cpu();  // [1, head, q, k]
       const at::Tensor val = r.cache.at(attnV(l)).cpu();        // [1, k, head, d_head]
@@ -380,16 +381,16 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
         g.values(l, h) += toKey[h].item<double>() / o.n_matching;
     }
     ctx.report(double(i + 1) / o.n_matching,
-               cat(concept ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_matching));
+               cat(conceptRoute ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_matching));
   }
   g.provenance = provenanceOf(
-      v, o, concept ? "dual-route matching (real words)" : "dual-route matching (random tokens)");
+      v, o, conceptRoute ? "dual-route matching (real words)" : "dual-route matching (random tokens)");
   g.provenance.n_prompts = o.n_matching;
   g.provenance.options["query_position"] = -1;
   g.provenance.options["entity_offset"] = "uniform in [filler_len / 2, filler_len - |e|]";
-  g.provenance.options["key"] = concept ? "e[-1]" : "e[0]";
-  g.id = concept ? "dual_route.last_token_matching" : "dual_route.next_token_matching";
-  g.name = concept ? "Last-token matching (value-weighted attention to e[−1])"
+  g.provenance.options["key"] = conceptRoute ? "e[-1]" : "e[0]";
+  g.id = conceptRoute ? "dual_route.last_token_matching" : "dual_route.next_token_matching";
+  g.name = conceptRoute ? "Last-token matching (value-weighted attention to e[−1])"
                    : "Next-token matching (value-weighted attention to e[0])";
   g.unit = "value-weighted attention";
   return g;

@@ -86,7 +86,7 @@ struct CopyingPair {
   std::vector<int64_t> entity;
 };
 // Pair i of a score: entity = random tokens (concept == false) or a real word of the vocab.
-CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index);
+CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index);
 
 // One matching prompt and the positions of its entity's first and last token.
 struct MatchingPrompt {
@@ -94,7 +94,7 @@ struct MatchingPrompt {
   std::vector<int64_t> entity;
   int64_t entity_first = 0, entity_last = 0;  // absolute positions in tokens
 };
-MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool concept, int index);
+MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index);
 
 // Grid "dual_route.token_copying" (unit ΔP).
 HeadGrid tokenCopyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
@@ -111,6 +111,6 @@ at::Tensor valueWeightedAttention(const at::Tensor& pattern, const at::Tensor& v
 // "dual_route.last_token_matching" (concept == true: real words, to e[−1]); unit "value-weighted attention";
 // o.n_matching prompts.
 HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,
-                        bool concept, const AnalysisContext& ctx = {});
+                        bool conceptRoute, const AnalysisContext& ctx = {});
 
 }  // namespace hs

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/GradMode.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 #include "analysis/geometry.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <Eigen/SVD>
 
 #include "analysis/head_toolkit.h"

@@ -161,21 +161,21 @@ DualRouteSetup dualRouteSetup(const Transformer& model, const Tokenizer* tok, bo
 }
 
 // Appends copying pairs (clean and corrupt, full prompts ending with e0) to the run's prompt records.
-void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool concept) {
-  const std::string set = concept ? "concept_copying" : "token_copying";
+void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute) {
+  const std::string set = conceptRoute ? "concept_copying" : "token_copying";
   for (int i = 0; i < o.n_prompts; ++i) {
-    const CopyingPair p = copyingPair(v, o, concept, i);
-    const int query = static_cast<int>(p.clean.size()) - (concept ? 1 : 2);
-    const std::vector<int64_t> answer = {concept ? p.entity[1] : p.entity[0]};
+    const CopyingPair p = copyingPair(v, o, conceptRoute, i);
+    const int query = static_cast<int>(p.clean.size()) - (conceptRoute ? 1 : 2);
+    const std::vector<int64_t> answer = {conceptRoute ? p.entity[1] : p.entity[0]};
     out.run.prompts.push_back({set + ".clean", p.clean, query, answer, {}});
     out.run.prompts.push_back({set + ".corrupt", p.corrupt, query, answer, {}});
   }
 }
 
-void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool concept) {
+void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute) {
   for (int i = 0; i < o.n_matching; ++i) {
-    const MatchingPrompt m = matchingPrompt(v, o, concept, i);
-    out.run.prompts.push_back({concept ? "last_token_matching" : "next_token_matching",
+    const MatchingPrompt m = matchingPrompt(v, o, conceptRoute, i);
+    out.run.prompts.push_back({conceptRoute ? "last_token_matching" : "next_token_matching",
                                m.tokens,
                                static_cast<int>(m.tokens.size()) - 1,
                                m.entity,
@@ -204,7 +204,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   if (toyModel && !o.words_file.empty())
     notes.push_back("--words " + o.words_file +
                     " not used: the toy model's concept words come from its world");
-  const bool concept = !vocab.words.empty();
+  const bool conceptRoute = !vocab.words.empty();
   const int nStages = 7;
   AnalysisOutput out;
 
@@ -230,14 +230,14 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
     tokenCopy = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
     grids.push_back(tokenCopy);
     recordCopying(out, vocab, dro, false);
-    if (concept) {
+    if (conceptRoute) {
       conceptCopy = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
       grids.push_back(conceptCopy);
       recordCopying(out, vocab, dro, true);
     }
     grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
     recordMatching(out, vocab, dro, false);
-    if (concept) {
+    if (conceptRoute) {
       grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
       recordMatching(out, vocab, dro, true);
     }
@@ -274,7 +274,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   // ---- mean-ablation curves ----
   std::vector<std::pair<std::string, std::vector<HeadRef>>> orderings = {
       {"token_copying", topHeads(tokenCopy, LH)}};
-  if (concept) orderings.emplace_back("concept_copying", topHeads(conceptCopy, LH));
+  if (conceptRoute) orderings.emplace_back("concept_copying", topHeads(conceptCopy, LH));
   orderings.emplace_back("prefix_matching", topHeads(ind.induction, LH));
   orderings.emplace_back("random", randomHeadOrder(c.n_layers, c.n_heads, o.seed));
   const std::string meanSource = describeMeanSource(o.mean, &model, tok);
@@ -339,7 +339,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   for (const HeadGrid& g : grids)
     top[g.id] = topHeads(g, o.top_k);
   s["top_heads"] = top;
-  if (concept && dualRoute) {
+  if (conceptRoute && dualRoute) {
     s["token_vs_concept_jaccard_at_4"] = jaccardAtK(tokenCopy, conceptCopy, 4);
     s["token_vs_concept_jaccard_at_8"] = jaccardAtK(tokenCopy, conceptCopy, 8);
     s["token_vs_concept_spearman"] = spearmanRho(tokenCopy, conceptCopy);

@@ -3,6 +3,7 @@
 #include "analysis/ltv.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/optim/adamw.h>
 
 #include <algorithm>

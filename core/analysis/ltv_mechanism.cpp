@@ -3,6 +3,7 @@
 #include "analysis/ltv_mechanism.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <Eigen/QR>
 #include <Eigen/SVD>

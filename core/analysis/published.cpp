@@ -138,11 +138,11 @@ void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>
   static const std::regex attention("^n([0-9]+)_seqlen([0-9]+)(_randomtokents)?\\.json$");
   static const std::regex ordering("^([A-Za-z0-9_]+)\\.json$");
   if (std::regex_match(name, m, causal)) {
-    const bool concept = m[1] == "concept";
+    const bool conceptRoute = m[1] == "concept";
     const int n = std::stoi(m[3].str());
     run.n_prompts = std::max(run.n_prompts, n);
-    run.grids.push_back(grid(concept ? "dual_route.concept_copying" : "dual_route.token_copying",
-                             concept ? "Concept copying (published: ΔP of e1 at −1, patch at −2)"
+    run.grids.push_back(grid(conceptRoute ? "dual_route.concept_copying" : "dual_route.token_copying",
+                             conceptRoute ? "Concept copying (published: ΔP of e1 at −1, patch at −2)"
                                      : "Token copying (published: ΔP of e0 at −2)",
                              "ΔP", withContext(file, [&] { return scoreGrid(j, "the score list"); }),
                              provenanceOf(place, file, n, {{"sequence_len", std::stoi(m[2].str())}})));

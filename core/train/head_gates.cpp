@@ -1,6 +1,7 @@
 #include "train/head_gates.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 

@@ -70,7 +70,7 @@ nlohmann::json evalToy(const Transformer& model, const toy::ToyWorld& world, con
   auto seedOf = [&](uint64_t family, uint64_t i) { return evalSeed(opts.seed * 1000003ULL + family, i); };
 
   const auto induction = score(build([&](uint64_t i) { return toy::inductionPrompt(world, seedOf(1, i)); }));
-  const auto concept = score(build([&](uint64_t i) { return toy::conceptCopyPrompt(world, seedOf(2, i)); }));
+  const auto conceptCopy = score(build([&](uint64_t i) { return toy::conceptCopyPrompt(world, seedOf(2, i)); }));
   const auto translation = score(build([&](uint64_t i) {
     return toy::translationPrompt(world, seedOf(3, i), i % 2 == 0 ? toy::Lang::A : toy::Lang::B);
   }));
@@ -90,7 +90,7 @@ nlohmann::json evalToy(const Transformer& model, const toy::ToyWorld& world, con
   chance /= std::max<double>(1.0, static_cast<double>(cls0Prompts.size()));
 
   return {{"induction_acc", accuracy(induction)},
-          {"concept_copy_acc", accuracy(concept)},
+          {"concept_copy_acc", accuracy(conceptCopy)},
           {"translation_acc", accuracy(translation)},
           {"icl_cls_acc_8shot", accuracy(cls8)},
           {"icl_cls_acc_0shot", accuracy(cls0)},

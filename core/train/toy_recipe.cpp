@@ -1,6 +1,7 @@
 #include "train/toy_recipe.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 
 #include <filesystem>

@@ -16,6 +16,7 @@
 // - The run survives a session round trip bit for bit, and the CLI writes a session that reopens with the
 //   grids of its --json output.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -98,22 +99,22 @@ class TestDualRoute : public QObject {
   }
 
   void copyingPairLinesUp_data() {
-    QTest::addColumn<bool>("concept");
+    QTest::addColumn<bool>("conceptRoute");
     QTest::newRow("random tokens") << false;
     QTest::newRow("real words") << true;
   }
   void copyingPairLinesUp() {
-    QFETCH(bool, concept);
+    QFETCH(bool, conceptRoute);
     const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
     const hs::DualRouteVocab v = hs::toyDualRouteVocab(w);
     hs::DualRouteOptions o;
     int corruptHoldsRand = 0;
     const int pairs = 20;
     for (int i = 0; i < pairs; ++i) {
-      const hs::CopyingPair p = hs::copyingPair(v, o, concept, i);
+      const hs::CopyingPair p = hs::copyingPair(v, o, conceptRoute, i);
       const size_t E = p.entity.size(), F = size_t(o.filler_len);
-      QVERIFY(E >= 2 && E <= (concept ? 3u : 5u));
-      if (!concept) QCOMPARE(E, size_t(2 + i % 4));  // lengths balanced as the official n/4 per length
+      QVERIFY(E >= 2 && E <= (conceptRoute ? 3u : 5u));
+      if (!conceptRoute) QCOMPARE(E, size_t(2 + i % 4));  // lengths balanced as the official n/4 per length
       // [bos] first-half(F) sep rand(F − E) e0
       QCOMPARE(p.clean.size(), 1 + F + 1 + (F - E) + 1);
       QCOMPARE(p.corrupt.size(), p.clean.size());
@@ -133,7 +134,7 @@ class TestDualRoute : public QObject {
       for (int64_t t : p.entity)
         QVERIFY(!half.count(t));
       corruptHoldsRand += std::all_of(rand.begin(), rand.end(), [&](int64_t t) { return half.count(t) > 0; });
-      if (concept)
+      if (conceptRoute)
         QVERIFY(w.conceptOf(hs::toy::Lang::A, {p.entity.begin(), p.entity.end()}) >= 0 ||
                 w.conceptOf(hs::toy::Lang::B, {p.entity.begin(), p.entity.end()}) >= 0);
     }

@@ -9,6 +9,8 @@
 //   fillers (the shipped WikiText-2 excerpt), words from the corpus, the mean of mean ablation over the same
 //   corpus, one ablation curve per list task over the k grid capped by the 40 heads, and every prompt
 //   recorded.
+#include <ATen/core/grad_mode.h>
+
 #include <QTemporaryDir>
 #include <QtTest>
 

@@ -5,6 +5,7 @@
 // published values, the random-heads control (as many heads as chosen, none of them, seeded) and the
 // per-prompt table agreeing with the accuracy it explains.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QtTest>
 
 #include <set>

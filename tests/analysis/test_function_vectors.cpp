@@ -8,6 +8,7 @@
 //   accuracies in [0, 1]; the trained toy model does the task in context (ICL accuracy above zero-shot).
 // - The CLI writes a session whose grid, curve and tensors equal its --json output and reopen unchanged.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QtTest>
 
 #include <cmath>

@@ -5,6 +5,7 @@
 // writes add up to the attention block's write (through OLMo-2's post-norm too); the toy model's corpus
 // is the toy world's own text.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QtTest>
 
 #include <algorithm>

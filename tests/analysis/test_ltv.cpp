@@ -18,6 +18,7 @@
 //   ablation are there; the accuracies are recomputed from the run's recorded prompts and tensors at the
 //   site the run names; the run survives a session round trip.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <Eigen/Dense>
 #include <QtTest>
 

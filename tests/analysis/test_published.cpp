@@ -79,13 +79,13 @@ class TestPublished : public QObject {
       QVERIFY2(g && g->layers() == 32 && g->heads() == 32 && g->values.allFinite(), id);
     }
     // Values are the files' own.
-    const nlohmann::json concept =
+    const nlohmann::json conceptScores =
         hs::readJsonFile(published("causal_scores/" + m + "/concept_copying_len30_n1024.json"));
     const nlohmann::json attn = hs::readJsonFile(published("attention_scores/" + m + "/n2048_seqlen30.json"));
     const hs::HeadGrid& cg = *hs::test::findGrid(r, "dual_route.concept_copying");
     const hs::HeadGrid& lg = *hs::test::findGrid(r, "dual_route.last_token_matching");
     for (const auto& [l, h] : std::vector<std::pair<int, int>>{{0, 0}, {14, 1}, {31, 31}, {7, 19}}) {
-      QCOMPARE(cg.values(l, h), scoreOf(concept, l, h));
+      QCOMPARE(cg.values(l, h), scoreOf(conceptScores, l, h));
       QCOMPARE(lg.values(l, h), scoreOf(attn["end_tok_attn"], l, h));
     }
     QCOMPARE(cg.provenance.n_prompts, 1024);

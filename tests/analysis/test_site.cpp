@@ -15,6 +15,7 @@
 //   embedding prompts and evaluation prompts are recorded too.
 // - The CLI writes a session whose α grid equals its --json output and whose α tensor matches the grid.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QtTest>
 
 #include <cmath>

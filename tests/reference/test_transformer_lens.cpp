@@ -16,6 +16,7 @@
 // and patching the clean row into the corrupt one at a site (TransformerLens: run_with_hooks; HeadScope: a
 // replace intervention) must give the same logits.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <QTemporaryDir>
 #include <QtTest>
 

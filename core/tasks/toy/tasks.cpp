@@ -36,22 +36,22 @@ const TaskInfo& taskInfo(const std::string& name) {
   fail("toy world: unknown task \"", name, "\", expected one of: ", known);
 }
 
-int applyWordTask(const ToyWorld& w, const std::string& name, int concept) {
+int applyWordTask(const ToyWorld& w, const std::string& name, int conceptId) {
   const TaskInfo& info = taskInfo(name);
   if (info.kind != TaskKind::Word)
     fail("toy world: task \"", name, "\" is a classification task, not word -> word");
-  if (concept < 0 || concept >= w.numConcepts())
-    fail("toy world: concept ", concept, " out of range [0, ", w.numConcepts(), ")");
-  const size_t c = static_cast<size_t>(concept);
+  if (conceptId < 0 || conceptId >= w.numConcepts())
+    fail("toy world: concept ", conceptId, " out of range [0, ", w.numConcepts(), ")");
+  const size_t c = static_cast<size_t>(conceptId);
   if (name == "antonym_a") return w.antonym[c];
   if (name == "successor_a") return w.successor[c];
-  return concept;  // translation and copy keep the concept; the languages differ (or not)
+  return conceptId;  // translation and copy keep the concept; the languages differ (or not)
 }
 
 std::pair<std::vector<int>, std::vector<int>> wordTaskPair(const ToyWorld& w, const std::string& name,
-                                                           int concept) {
+                                                           int conceptId) {
   const TaskInfo& info = taskInfo(name);
-  return {w.word(info.input_lang, concept), w.word(info.output_lang, applyWordTask(w, name, concept))};
+  return {w.word(info.input_lang, conceptId), w.word(info.output_lang, applyWordTask(w, name, conceptId))};
 }
 
 int canonicalLabel(const ToyWorld& w, int category) {

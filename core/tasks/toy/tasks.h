@@ -31,10 +31,10 @@ std::vector<std::string> wordTaskNames();
 const TaskInfo& taskInfo(const std::string& name);
 
 // Word task: the concept whose word (in info.output_lang) is the answer for input concept c.
-int applyWordTask(const ToyWorld& w, const std::string& name, int concept);
+int applyWordTask(const ToyWorld& w, const std::string& name, int conceptId);
 // Word task: (input tokens, output tokens) of concept c.
 std::pair<std::vector<int>, std::vector<int>> wordTaskPair(const ToyWorld& w, const std::string& name,
-                                                           int concept);
+                                                           int conceptId);
 
 // The canonical label mapping used by the exported classification set: category k -> label_tokens[k].
 // Training and evaluation episodes never use it: they draw a fresh mapping per episode (see episodes.h).

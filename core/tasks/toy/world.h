@@ -79,8 +79,8 @@ struct ToyWorld {
   std::pair<int, int> syllableIdRange() const { return {syllables[0].front(), vocabSize()}; }
   int numConcepts() const { return static_cast<int>(category.size()); }
   int numCategories() const { return static_cast<int>(concepts_of_category.size()); }
-  const std::vector<int>& word(Lang l, int concept) const {
-    return words[index(l)][static_cast<size_t>(concept)];
+  const std::vector<int>& word(Lang l, int conceptId) const {
+    return words[index(l)][static_cast<size_t>(conceptId)];
   }
 
   const std::string& tokenString(int id) const;  // throws on an out-of-range id
