@@ -410,6 +410,16 @@ class TestConfigJson : public QObject {
     QCOMPARE(c.rope_local_theta, 10000.0);
     QVERIFY(c.rope_local_scaling.type.empty());
     QVERIFY(hs::isSlidingLayer(c, 4) && !hs::isSlidingLayer(c, 5));
+    // transformers 5 also writes the pattern it derived layer_types from as "_sliding_window_pattern"; alone
+    // it gives the layers as "sliding_window_pattern" does.
+    v5["_sliding_window_pattern"] = 6;
+    c = hs::parseHfConfig(v5, "config.json");
+    QVERIFY(hs::isSlidingLayer(c, 4) && !hs::isSlidingLayer(c, 5));
+    v5.erase("layer_types");
+    v5["_sliding_window_pattern"] = 3;
+    c = hs::parseHfConfig(v5, "config.json");
+    for (int l = 0; l < 26; ++l)
+      QCOMPARE(hs::isSlidingLayer(c, l), (l + 1) % 3 != 0);
   }
 
   // Every key is read by the family, known not to change the forward, or the file is refused naming it.
