@@ -16,7 +16,8 @@ head h's z is the slice h·d_head:(h+1)·d_head. The edits mirror HeadScope's In
 blocks.{l}.attn.hook_z (core/model/intervention.h):
   zero     z ← 0 at the selected rows, positions and heads;
   mean     z ← mean_z[l, h], the head's z averaged in float64 as head_toolkit's meanZ does: over every
-           position of every prompt of a second batch ("all"), or over the last position of each ("last");
+           position of every prompt of a second set ("all"), or over the last position of each ("last");
+           transformers runs each of these prompts alone, HeadScope's meanZ as a left-padded batch;
   replace  z ← the source run's z of that head at the same row and position (a patch from other prompts).
 Positions are absolute in the forward; negative ones count from the end (−1 = last).
 """
@@ -134,19 +135,22 @@ def interventions(heads, gen, vocab, P, tensors, spec):
     lm = L // 2
     ids = random_tokens(gen, vocab, 2, P)  # [batch, pos]
     src = random_tokens(gen, vocab, 2, P)  # [batch, pos] the patch source
-    mean_ids = random_tokens(gen, vocab, 3, P)  # [3, pos] the mean's prompts
+    # The mean's prompts, of different lengths (HeadScope's meanZ runs them as a left-padded batch).
+    mean_prompts = [random_tokens(gen, vocab, 1, n) for n in (P, P - 3, P - 5)]  # each [1, pos]
     base, _ = heads.forward(ids)
     _, src_z = heads.forward(src, capture=True)
-    _, mean_run = heads.forward(mean_ids, capture=True)
-    # mean_z [layer, head, d_head], accumulated in float64 (meanZ: ZMean::AllPositions / LastPosition)
-    mean_all = torch.stack([mean_run[l].double().mean(dim=(0, 1)) for l in range(L)]).float()
-    mean_last = torch.stack([mean_run[l][:, -1].double().mean(dim=0) for l in range(L)]).float()
+    mean_runs = [heads.forward(m, capture=True)[1] for m in mean_prompts]  # each prompt alone
+    # mean_z [layer, head, d_head] in float64 as meanZ accumulates it: over every position of every prompt
+    # (ZMean::AllPositions), or over the last position of each (ZMean::LastPosition)
+    mean_all = torch.stack([torch.cat([r[l][0].double() for r in mean_runs]).mean(0) for l in range(L)]).float()
+    mean_last = torch.stack([torch.stack([r[l][0, -1].double() for r in mean_runs]).mean(0)
+                             for l in range(L)]).float()
     tensors["iv.base"] = base
     tensors["iv.mean_all_z"] = mean_all
     tensors["iv.mean_last_z"] = mean_last
     spec["iv_tokens"] = ids.tolist()
     spec["iv_source_tokens"] = src.tolist()
-    spec["iv_mean_tokens"] = mean_ids.tolist()
+    spec["iv_mean_prompts"] = [m[0].tolist() for m in mean_prompts]
 
     def edit(layer, heads_, op, positions=(), rows=(), mean=None):
         return {"layer": layer, "heads": list(heads_), "op": op, "positions": list(positions),

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/head_toolkit.h"
 #include "model/io/safetensors.h"
 #include "model/load/model_loader.h"
 #include "model/transformer.h"
@@ -156,7 +157,6 @@ class TestHfInterventions : public QObject {
     QVERIFY2(k->error.isEmpty(), qPrintable(k->error));
     const hs::Transformer& m = k->model();
     const json& s = k->spec;
-    const int L = m.config().n_layers;
 
     const at::Tensor tokens = tokensOf(s["iv_tokens"]);  // [batch, pos]
     hs::RunRequest base;
@@ -167,40 +167,50 @@ class TestHfInterventions : public QObject {
     QVERIFY2(d0 <= k->tol,
              qPrintable(QString("%1, no intervention: max |Δ| %2 > %3").arg(name).arg(d0).arg(k->tol)));
 
-    // HeadScope's own means (head_toolkit meanZ: float64 over every position, or over the last ones) and
-    // patch source (a cached hook_z of the full site shape, indexed with the intervention's selection).
+    // HeadScope's own means and patch source: head_toolkit's meanZ over the mean's prompts (run as a
+    // left-padded batch; float64 over every real position, or over each prompt's last one) and a cached
+    // hook_z of the source prompts (the full site shape, indexed with the intervention's selection, as the
+    // patching sweep uses it).
     const std::vector<at::Tensor> srcZ =
         captureZ(m, tokensOf(s["iv_source_tokens"]));  // [batch, pos, head, d_head]
-    const std::vector<at::Tensor> meanRun = captureZ(m, tokensOf(s["iv_mean_tokens"]));
-    std::vector<at::Tensor> meanAll, meanLast;  // per layer [head, d_head] float32
-    for (int l = 0; l < L; ++l) {
-      meanAll.push_back(meanRun[l].to(at::kDouble).mean(at::IntArrayRef{0, 1}).to(at::kFloat));
-      meanLast.push_back(meanRun[l].select(1, -1).to(at::kDouble).mean(0).to(at::kFloat));
-    }
-    // Diagnostic only (z parity is hf_forward's): how far the two sides' means are apart.
-    const double dMean = maxAbs(at::stack(meanAll).to(at::kDouble) - k->reference("iv.mean_all_z"));
-    const double dMeanLast = maxAbs(at::stack(meanLast).to(at::kDouble) - k->reference("iv.mean_last_z"));
+    hs::TokenSeqs meanPrompts;
+    for (const json& p : s["iv_mean_prompts"])
+      meanPrompts.push_back(p.get<std::vector<int64_t>>());
+    const at::Tensor meanAll = hs::meanZ(m, meanPrompts, hs::ZMean::AllPositions);  // [layers, heads, d_head]
+    const at::Tensor meanLast =
+        hs::meanZ(m, meanPrompts, hs::ZMean::LastPosition);  // [layers, heads, d_head]
+    // Reported with a failure: how far the two sides' means are apart.
+    const double dMean = maxAbs(meanAll.to(at::kDouble) - k->reference("iv.mean_all_z"));
+    const double dMeanLast = maxAbs(meanLast.to(at::kDouble) - k->reference("iv.mean_last_z"));
 
     for (const json& c : s["interventions"]) {
       const QString what = QString::fromStdString(c["name"].get<std::string>());
       std::vector<hs::Intervention> ivs;
       for (const json& e : c["edits"]) {
-        hs::Intervention iv;
         const int layer = e["layer"];
-        iv.site = hs::attnZ(layer);
-        iv.heads = intsOf(e["heads"]);
-        iv.positions = intsOf(e["positions"]);
-        iv.rows = intsOf(e["rows"]);
-        iv.op = hs::parseInterventionOp(e["op"].get<std::string>());
-        if (iv.op == hs::InterventionOp::Mean) {
-          const at::Tensor heads =
-              at::tensor(std::vector<int64_t>(iv.heads.begin(), iv.heads.end()), at::kLong);
-          const at::Tensor& mean = e["mean"] == "all" ? meanAll[layer] : meanLast[layer];  // [head, d_head]
-          iv.tensor = mean.index_select(0, heads);  // [heads, d_head], broadcast over rows and positions
-        } else if (iv.op == hs::InterventionOp::Replace) {
-          iv.tensor = srcZ[layer];  // [batch, pos, head, d_head]: the full site shape
+        const std::vector<int> heads = intsOf(e["heads"]), positions = intsOf(e["positions"]);
+        const std::string op = e["op"];
+        std::vector<hs::HeadRef> refs;
+        for (int h : heads)
+          refs.push_back({layer, h});
+        if (op == "mean") {  // head_toolkit's mean ablation: z ← mean_z[layer, head] at the positions
+          QVERIFY(intsOf(e["rows"]).empty());
+          for (const hs::Intervention& iv :
+               hs::meanHeads(refs, e["mean"] == "all" ? meanAll : meanLast, positions))
+            ivs.push_back(iv);
+        } else if (op == "zero" && intsOf(e["rows"]).empty()) {  // head_toolkit's zero ablation
+          for (const hs::Intervention& iv : hs::zeroHeads(refs, positions))
+            ivs.push_back(iv);
+        } else {  // a patch (or an edit of some rows): the Intervention itself
+          hs::Intervention iv;
+          iv.site = hs::attnZ(layer);
+          iv.heads = heads;
+          iv.positions = positions;
+          iv.rows = intsOf(e["rows"]);
+          iv.op = hs::parseInterventionOp(op);
+          if (iv.op == hs::InterventionOp::Replace) iv.tensor = srcZ[layer];  // [batch, pos, head, d_head]
+          ivs.push_back(iv);
         }
-        ivs.push_back(iv);
       }
       hs::RunRequest req;
       req.tokens = tokens;
