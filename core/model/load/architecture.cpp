@@ -307,11 +307,14 @@ std::string shapeString(at::IntArrayRef s) {
 }
 
 // The stored tensor each spec of `table` reads, in table order: its own key; else the kept tensor a
-// metadata alias record names for it; else, for a tied embedding, the head's key; empty when absent. An
+// metadata alias record names for it; else, for a tied embedding, the head's key when that is the only gap
+// (a checkpoint of another family keeps its own missing keys reported as before); empty when absent. An
 // alias record naming a tensor no file holds, or one of another shape, is an error naming its file.
 std::vector<std::string> resolveKeys(const Table& table, const TensorLookup& lookup,
                                      const std::set<std::string>& present) {
   std::vector<std::string> keys;
+  size_t tiedAt = table.specs.size();  // the embedding stored under the head's name, if so
+  bool otherMissing = false;
   for (const auto& spec : table.specs) {
     std::string key;
     if (present.count(spec.key)) {
@@ -328,10 +331,13 @@ std::vector<std::string> resolveKeys(const Table& table, const TensorLookup& loo
              spec.meaning);
       key = alias.target;
     } else if (!spec.tiedAlternative.empty() && present.count(spec.tiedAlternative)) {
-      key = spec.tiedAlternative;
+      tiedAt = keys.size();
+    } else if (!spec.optional) {
+      otherMissing = true;
     }
     keys.push_back(key);
   }
+  if (tiedAt < keys.size() && !otherMissing) keys[tiedAt] = table.specs[tiedAt].tiedAlternative;
   return keys;
 }
 
@@ -415,10 +421,11 @@ long long checkWeights(const ModelConfig& config, const TensorLookup& lookup, co
     if (!unknown.empty())
       hint = hs::cat("; the checkpoint has ", unknown.size(), " tensors the ", family,
                      " layout does not use, e.g. ", unknown.front());
-    const std::string alternative = missing.front()->tiedAlternative.empty()
-                                        ? std::string()
-                                        : hs::cat(" (nor ", missing.front()->tiedAlternative,
-                                                  ", which a tied checkpoint may keep instead)");
+    const std::string& tiedAlternative = missing.front()->tiedAlternative;
+    const std::string alternative =
+        tiedAlternative.empty() || present.count(tiedAlternative)
+            ? std::string()
+            : hs::cat(" (nor ", tiedAlternative, ", which a tied checkpoint may keep instead)");
     fail(origin, ": missing tensor ", missing.front()->key, alternative, ", expected shape ",
          shapeString(missing.front()->shape), " ", missing.front()->meaning, " for model_type ", family, more,
          hint);
