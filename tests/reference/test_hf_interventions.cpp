@@ -3,13 +3,15 @@
 // for two of them). hf_interventions.py builds each random-init checkpoint and writes transformers' logits
 // for the cases it describes in spec.json; this test loads the checkpoint as a user would (loadModel) and
 // replays every case through HeadScope's own API:
-//  - head edits as Interventions on blocks.{l}.attn.hook_z (zero, mean, replace), against the same edit made
-//    in transformers with a forward pre-hook on the output projection. HeadScope's means and patch sources
-//    come from its own runs (captured hook_z), transformers' from its own, so the z of both enter too;
+//  - head edits on blocks.{l}.attn.hook_z (zero and mean ablation through head_toolkit's zeroHeads /
+//    meanHeads with meanZ's means, patches as Replace Interventions from a cached source run), against the
+//    same edit made in transformers with a forward pre-hook on the output projection. Each side's means and
+//    patch sources come from its own runs, so the z of both enter too;
 //  - a left-padded batch with its attention_mask (transformers given position_ids = cumsum(mask) − 1, as
 //    generate() does), against HeadScope's padded batch and each row run alone;
-//  - greedy decoding through the KV cache (Transformer::generateGreedy and the KV-cache loop it runs, batched
-//    and left-padded), against generate(do_sample=False), past the sliding window where there is one.
+//  - greedy decoding through the KV cache (Transformer::generateGreedy, also with heads zeroed during the
+//    prefill, and the KV-cache loop it runs on a left-padded batch), against generate(do_sample=False), past
+//    the sliding window where there is one.
 // Tolerances: float32 1e-4 absolute on logits of magnitude ~1-10 (a few float32 ulps of sums over 64-128
 // wide products and a 512-entry vocabulary, with room for the order of summation). bf16: 0.15 + 3 % of the
 // largest |logit| (hf_interventions.py bf16_tol): transformers rounds the residual stream to bf16 after each
