@@ -210,6 +210,25 @@ class TestInterventions : public QObject {
       QVERIFY2(maxAbsDiff(pattern[0][h], cleanPattern[0][h]) <= 1e-6, qPrintable(QString("head %1").arg(h)));
     QVERIFY(r.cache.at(attnK(0)).select(2, 0).equal(clean.cache.at(attnK(0)).select(2, 0)));
     QVERIFY(editedCache.k[0].equal(cleanCache.k[0]));  // the model's own kv-head keys
+    {  // a cached step: its edited keys follow the cached ones, as in one uncached run with the same edit
+      Intervention last = zeroKeys;
+      last.positions = {-1};
+      RunRequest whole{row(kClean)};
+      whole.interventions = {last};
+      whole.capture = {attnPattern(0)};
+      const at::Tensor wholePattern = model.run(whole).cache.at(attnPattern(0));  // [1, head, 8, 8]
+      KVCache cache;
+      RunRequest prefill{row(std::vector<int64_t>(kClean.begin(), kClean.end() - 1))};
+      prefill.kv = &cache;
+      model.run(prefill);
+      RunRequest step{row({kClean.back()})};
+      step.kv = &cache;
+      step.interventions = {last};
+      step.capture = {attnPattern(0)};
+      const at::Tensor stepPattern = model.run(step).cache.at(attnPattern(0));  // [1, head, 1, 8]
+      QVERIFY(maxAbsDiff(wholePattern[0][1][7], cleanPattern[0][1][7]) > 1e-3);
+      QVERIFY(maxAbsDiff(stepPattern[0].select(1, 0), wholePattern[0].select(1, 7)) <= 1e-6);
+    }
 
     RunRequest patched{row(kCorrupt)};
     patched.capture = {attnPattern(0)};
