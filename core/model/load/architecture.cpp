@@ -488,13 +488,11 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
     const std::vector<at::Tensor> parts = transform(spec, stored, config);
     bool aliased = false;  // some part still reads the stored bytes
     for (size_t i = 0; i < spec.slots.size(); ++i) {
-      at::Tensor t = parts.at(i).to(deviceOf(spec.slots[i]), dtype).contiguous();
+      at::Tensor t = convertForLoad(parts.at(i), deviceOf(spec.slots[i]), dtype);
       const bool inPlace = t.storage().is_alias_of(stored.storage());
       if (inPlace && alignCopies && t.device().is_cpu() &&
           reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 != 0) {
-        at::Tensor copy = emptyOnHugePages(t.sizes(), t.scalar_type());  // 64-byte aligned (or page aligned)
-        copy.copy_(t);
-        t = std::move(copy);
+        t = copyForLoad(t, t.scalar_type());  // 64-byte aligned (or page aligned)
       } else {
         aliased = aliased || inPlace;
       }
