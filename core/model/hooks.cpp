@@ -21,7 +21,7 @@ const std::vector<SiteInfo>& siteTable() {
       {SiteKind::ResidMid, "blocks.{l}.hook_resid_mid", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::MlpOut, "blocks.{l}.hook_mlp_out", false, -1, 1, "[batch, pos, d_model]"},
       {SiteKind::ResidPost, "blocks.{l}.hook_resid_post", false, -1, 1, "[batch, pos, d_model]"},
-      {SiteKind::LnFinal, "ln_final.hook_normalized", false, -1, 1, "[batch, pos, d_model]"},
+      {SiteKind::LnFinal, "ln_final.hook_out", false, -1, 1, "[batch, pos, d_model]"},
   };
   return table;
 }
@@ -42,8 +42,7 @@ std::string withLayer(const char* pattern, const std::string& layer) {
   return name;
 }
 
-// Every name of the table, the layer written as "L": "blocks.L.hook_resid_pre, ...,
-// ln_final.hook_normalized".
+// Every name of the table, the layer written as "L": "blocks.L.hook_resid_pre, ..., ln_final.hook_out".
 std::string validSiteNames() {
   std::string out;
   for (const SiteInfo& info : siteTable())
@@ -76,6 +75,9 @@ Site Site::parse(const std::string& name) {
     if (!allDigits) fail("hook site \"", name, "\": layer \"", digits, "\" is not a non-negative integer");
     return Site{info.kind, std::atoi(digits.c_str())};
   }
+  if (name == "ln_final.hook_normalized")  // TransformerLens's name for the final norm before its weight
+    fail("hook site \"ln_final.hook_normalized\" is not captured: in TransformerLens it is the final norm before "
+         "its weight and bias; the norm's output, which the unembedding reads, is \"ln_final.hook_out\"");
   fail("unknown hook site \"", name, "\" (valid: ", validSiteNames(), "; L is a layer number)");
 }
 

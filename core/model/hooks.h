@@ -11,9 +11,9 @@
 //   every g < group. So a head selection at these sites picks query heads: editing one changes only what
 //   that head reads, and editing TransformerLens's kv head j is editing our heads j·group … j·group +
 //   group − 1 together. With n_kv_heads = n_heads both layouts are the same.
-// - ln_final.hook_normalized is the final norm's output with its weight (and bias) applied: what the
-//   unembedding reads, and transformers' last hidden state. TransformerLens holds that under
-//   ln_final.hook_out; its ln_final.hook_normalized is before the weight, ours (− bias) / weight.
+// - The final norm's output is ln_final.hook_out (its weight and bias applied: what the unembedding reads,
+//   transformers' last hidden state), as in TransformerLens. TransformerLens's ln_final.hook_normalized, the
+//   norm before its weight, has no site here; parse() says so instead of giving another tensor that name.
 // hook_q and hook_k are the projections split into heads, before the q/k norm (Qwen3, Gemma-3, OLMo-2) and
 // before RoPE, as in TransformerLens (its hook_rot_q / hook_rot_k, after RoPE, have no site here).
 #include <string>
@@ -34,7 +34,7 @@ enum class SiteKind {
                 //                                 parallel-residual model, whose MLP reads resid_pre)
   MlpOut,       // blocks.{l}.hook_mlp_out        [batch, pos, d_model]
   ResidPost,    // blocks.{l}.hook_resid_post     [batch, pos, d_model]
-  LnFinal,      // ln_final.hook_normalized       [batch, pos, d_model]  (layer is -1)
+  LnFinal,      // ln_final.hook_out              [batch, pos, d_model]  (layer is -1)
 };
 
 struct SiteInfo {

@@ -22,7 +22,7 @@ class TestSites : public QObject {
     QCOMPARE(QString::fromStdString(residMid(4).name()), QString("blocks.4.hook_resid_mid"));
     QCOMPARE(QString::fromStdString(mlpOut(5).name()), QString("blocks.5.hook_mlp_out"));
     QCOMPARE(QString::fromStdString(residPost(31).name()), QString("blocks.31.hook_resid_post"));
-    QCOMPARE(QString::fromStdString(lnFinal().name()), QString("ln_final.hook_normalized"));
+    QCOMPARE(QString::fromStdString(lnFinal().name()), QString("ln_final.hook_out"));
   }
 
   void everySiteRoundTrips() {
@@ -53,7 +53,7 @@ class TestSites : public QObject {
 
   void badNamesAreErrorsThatQuoteTheString() {
     for (const char* bad : {"blocks.x.hook_resid_pre", "blocks..hook_resid_pre", "blocks.1.hook_nothing",
-                            "ln_final", "blocks.-1.attn.hook_z", ""}) {
+                            "ln_final", "blocks.-1.attn.hook_z", "", "ln_final.hook_normalized"}) {
       try {
         Site::parse(bad);
         QFAIL(qPrintable(QString("no error for \"%1\"").arg(bad)));

@@ -7,7 +7,7 @@
 //   blocks.{l}.hook_resid_pre       ↔ output_hidden_states[l]               [batch, pos, d_model]
 //   blocks.{l}.hook_resid_post      ↔ output_hidden_states[l + 1]; the last layer's from a forward hook on
 //                                     it, since transformers' last hidden state is after the final norm
-//   ln_final.hook_normalized        ↔ output_hidden_states[n_layers] (the final norm's output, scale applied)
+//   ln_final.hook_out               ↔ output_hidden_states[n_layers] (the final norm's output, scale applied)
 //   blocks.{l}.attn.hook_z          ↔ the input of o_proj / c_proj / dense  [batch, pos, heads*d_head]
 // Gemma's scaled embeddings are in both resid_pre 0 and hidden state 0. The prompt (24 positions) is
 // longer than every sliding window (8), so the windows bite.
@@ -256,7 +256,7 @@ class TestHfForward : public QObject {
       check("z", b + "attn.hook_z", z.reshape({z.size(0), z.size(1), -1}),
             "z." + n);  // [batch, pos, heads*d_head]
     }
-    check("ln_final", "ln_final.hook_normalized", r.cache.at(hs::lnFinal()), "hidden." + std::to_string(L));
+    check("ln_final", "ln_final.hook_out", r.cache.at(hs::lnFinal()), "hidden." + std::to_string(L));
 
     QStringList summary;
     for (const char* kind : {"logits", "pattern", "resid", "z", "ln_final"}) {

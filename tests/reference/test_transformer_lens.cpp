@@ -9,10 +9,10 @@
 //   kv
 //                                                                head (hooks.h): ours [:, :, h] = its
 //                                                                [:, :, h / group]
-//   ln_final.hook_normalized                                     ours is the final norm's output (weight and
-//                                                                bias applied: what the unembedding reads),
-//                                                                TransformerLens's ln_final.hook_out; its
-//                                                                hook_normalized is before the weight
+//   ln_final.hook_out                                            the final norm's output (weight and bias
+//                                                                applied: what the unembedding reads); its
+//                                                                hook_normalized (before the weight) is not a
+//                                                                site of ours, checked as (ours − b) / w
 // and patching the clean row into the corrupt one at a site (TransformerLens: run_with_hooks; HeadScope: a
 // replace intervention) must give the same logits.
 #include <ATen/ATen.h>
@@ -151,16 +151,16 @@ class TestTransformerLens : public QObject {
               theirs.repeat_interleave(group, 2), relativeBound(theirs));
       }
     }
-    // ln_final: ours is TransformerLens's ln_final.hook_out; its hook_normalized is ours before the weight
-    // (and bias): (ours − b) / w.
+    // ln_final.hook_out is the same name on both sides; TransformerLens's hook_normalized, which HeadScope does
+    // not capture, is ours before the weight (and bias): (ours − b) / w.
     const at::Tensor out = tl->tensor("ln_final.hook_out");  // [batch, pos, d_model]
     const at::Tensor ours = r.cache.at(hs::lnFinal());       // [batch, pos, d_model]
-    check("ln_final.hook_normalized vs its ln_final.hook_out", "ln_final", ours, out, relativeBound(out));
+    check("ln_final.hook_out", "ln_final", ours, out, relativeBound(out));
     const hs::ModelWeights& w = m.model->weights();
     const at::Tensor unweighted =
         (w.final_norm_b.defined() ? ours - w.final_norm_b : ours) / w.final_norm_w;  // [batch, pos, d_model]
     const at::Tensor normalized = tl->tensor("ln_final.hook_normalized");
-    check("ln_final.hook_normalized before the weight", "ln_final", unweighted, normalized,
+    check("its ln_final.hook_normalized = (ours - b) / w", "ln_final", unweighted, normalized,
           relativeBound(normalized));
 
     QStringList summary;
