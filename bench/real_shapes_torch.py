@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain PyTorch baseline of bench_real_shapes: a Llama checkpoint in HF layout (config.json + safetensors,
+"""Plain PyTorch baseline of bench_real_shapes: a Llama or GPT-2 checkpoint in HF layout (config.json + safetensors,
 sharded or not) read with nothing but the standard library and torch, cast to the compute dtype tensor by
 tensor, and one forward over the given tokens (all positions' logits, float32), as a researcher's own
 minimal script would do it. Prints one JSON object: load and forward seconds (median of --runs after one
@@ -101,6 +101,35 @@ def forward(W, cfg, tokens, freq):
     return (x @ head.T).float()
 
 
+def gpt2_forward(W, cfg, tokens, _freq):
+    """GPT2LMHeadModel's forward: learned positions, pre-LayerNorm, Conv1D weights [in, out], gelu_new."""
+    H, d, eps = cfg["n_head"], cfg["n_embd"], cfg.get("layer_norm_epsilon", 1e-5)
+    dh = d // H
+    B, P = tokens.shape
+    p0 = "transformer."
+    x = W[p0 + "wte.weight"][tokens] + W[p0 + "wpe.weight"][:P]
+    dt = x.dtype
+    mask = torch.full((P, P), float("-inf")).triu(1)
+
+    def ln(x, name):
+        return torch.nn.functional.layer_norm(x.float(), (d,), W[name + ".weight"].float(),
+                                              W[name + ".bias"].float(), eps).to(dt)
+
+    for l in range(cfg["n_layer"]):
+        p = f"{p0}h.{l}."
+        h = ln(x, p + "ln_1")
+        qkv = h @ W[p + "attn.c_attn.weight"] + W[p + "attn.c_attn.bias"]
+        q, k, v = (t.view(B, P, H, dh).transpose(1, 2) for t in qkv.split(d, -1))
+        s = (q @ k.transpose(-1, -2)).float() / math.sqrt(dh) + mask
+        a = (torch.softmax(s, -1).to(dt) @ v).transpose(1, 2).reshape(B, P, d)
+        x = x + a @ W[p + "attn.c_proj.weight"] + W[p + "attn.c_proj.bias"]
+        h = ln(x, p + "ln_2")
+        g = torch.nn.functional.gelu(h @ W[p + "mlp.c_fc.weight"] + W[p + "mlp.c_fc.bias"], approximate="tanh")
+        x = x + g @ W[p + "mlp.c_proj.weight"] + W[p + "mlp.c_proj.bias"]
+    x = ln(x, p0 + "ln_f")
+    return (x @ W[p0 + "wte.weight"].T).float()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -116,13 +145,15 @@ def main():
         t0 = time.perf_counter()
         W = load(a.dir, dtype)
         load_s = time.perf_counter() - t0
-        freq = inv_freq(cfg)
+        gpt2 = cfg.get("model_type") == "gpt2"
+        freq = None if gpt2 else inv_freq(cfg)
+        run = gpt2_forward if gpt2 else forward
         tokens = torch.tensor([[(7919 * i + 13) % cfg["vocab_size"] for i in range(a.tokens)]])
-        logits = forward(W, cfg, tokens, freq)  # warm-up
+        logits = run(W, cfg, tokens, freq)  # warm-up
         times = []
         for _ in range(a.runs):
             t0 = time.perf_counter()
-            logits = forward(W, cfg, tokens, freq)
+            logits = run(W, cfg, tokens, freq)
             times.append(time.perf_counter() - t0)
     times.sort()
     print(json.dumps({"load_s": load_s, "forward_s": times[len(times) // 2], "forward_runs": times,

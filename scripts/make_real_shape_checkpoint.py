@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Writes a Llama checkpoint with random bf16 weights at the real shapes of a published model, in the
-Hugging Face layout (config.json, model.safetensors or shards + model.safetensors.index.json).
+"""Writes a checkpoint with random bf16 weights at the real shapes of a published model (GPT-2 small, Llama-3.2-1B,
+Llama-3.1-8B), in the Hugging Face layout (config.json, model.safetensors or shards +
+model.safetensors.index.json), as transformers' GPT2LMHeadModel / LlamaForCausalLM name and shape them.
 
-The weights are random (normal(0, 0.02) for matrices, ones for norm gains), so the checkpoint tests speed,
+The weights are random (normal(0, 0.02) for matrices and biases, ones for norm gains), so the checkpoint tests speed,
 memory and loading at real sizes, never model quality. Each tensor is generated and written on its own
 (a chunk of rows at a time), so memory stays at one chunk whatever the model's size: the 8B shape (15 GiB)
 writes on a machine with far less RAM.
 
-usage: make_real_shape_checkpoint.py {llama-3.2-1b,llama-3.1-8b} OUT_DIR [--seed N] [--shard-bytes B]
+usage: make_real_shape_checkpoint.py {gpt2,llama-3.2-1b,llama-3.1-8b} OUT_DIR [--seed N] [--shard-bytes B]
 Needs only PyTorch (no safetensors, no transformers). Refuses when OUT_DIR's file system lacks the space.
 """
 import argparse
@@ -19,8 +20,11 @@ import sys
 
 import torch
 
-# The published configs' shapes (config.json of meta-llama/Llama-3.2-1B and meta-llama/Llama-3.1-8B).
+# The published configs' shapes (config.json of openai-community/gpt2, meta-llama/Llama-3.2-1B and
+# meta-llama/Llama-3.1-8B).
 SHAPES = {
+    "gpt2": dict(model_type="gpt2", n_embd=768, n_inner=3072, n_layer=12, n_head=12, n_positions=1024,
+                 n_ctx=1024, vocab_size=50257, tie_word_embeddings=True),
     "llama-3.2-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                          num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
                          max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True,
@@ -35,6 +39,11 @@ SHAPES = {
 
 
 def config_json(shape):
+    if shape.get("model_type") == "gpt2":
+        c = dict(architectures=["GPT2LMHeadModel"], torch_dtype="bfloat16", activation_function="gelu_new",
+                 layer_norm_epsilon=1e-5, bos_token_id=50256, eos_token_id=50256, initializer_range=0.02)
+        c.update(shape)
+        return c
     c = dict(architectures=["LlamaForCausalLM"], model_type="llama", torch_dtype="bfloat16",
              hidden_act="silu", rms_norm_eps=1e-5, attention_bias=False, mlp_bias=False,
              bos_token_id=128000, eos_token_id=128001, initializer_range=0.02)
@@ -42,8 +51,27 @@ def config_json(shape):
     return c
 
 
+def gpt2_tensors(shape):
+    """GPT2LMHeadModel's tensors (Conv1D weights stored [in, out]); the head is tied to wte."""
+    d, m, L = shape["n_embd"], shape["n_inner"], shape["n_layer"]
+    out = [("transformer.wte.weight", [shape["vocab_size"], d], "matrix"),
+           ("transformer.wpe.weight", [shape["n_positions"], d], "matrix")]
+    for l in range(L):
+        p = f"transformer.h.{l}."
+        out += [(p + "ln_1.weight", [d], "norm"), (p + "ln_1.bias", [d], "matrix"),
+                (p + "attn.c_attn.weight", [d, 3 * d], "matrix"), (p + "attn.c_attn.bias", [3 * d], "matrix"),
+                (p + "attn.c_proj.weight", [d, d], "matrix"), (p + "attn.c_proj.bias", [d], "matrix"),
+                (p + "ln_2.weight", [d], "norm"), (p + "ln_2.bias", [d], "matrix"),
+                (p + "mlp.c_fc.weight", [d, m], "matrix"), (p + "mlp.c_fc.bias", [m], "matrix"),
+                (p + "mlp.c_proj.weight", [m, d], "matrix"), (p + "mlp.c_proj.bias", [d], "matrix")]
+    out += [("transformer.ln_f.weight", [d], "norm"), ("transformer.ln_f.bias", [d], "matrix")]
+    return out
+
+
 def tensors(shape):
     """(name, torch shape, kind) in the order HF writes them; kind "norm" = ones, "matrix" = normal."""
+    if shape.get("model_type") == "gpt2":
+        return gpt2_tensors(shape)
     d, m, L = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
     q = shape["num_attention_heads"] * shape["head_dim"]
     kv = shape["num_key_value_heads"] * shape["head_dim"]
