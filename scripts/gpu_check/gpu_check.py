@@ -48,11 +48,14 @@ FAMILIES = {
     "qwen3": dict(cls="Qwen3Config", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
                   num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
                   max_position_embeddings=256, use_sliding_window=False),
-    "gpt2": dict(cls="GPT2Config", n_embd=128, n_layer=3, n_head=4, vocab_size=1000, n_positions=256),
+    # Token ids inside the small vocabulary: the defaults (50256, 50279) are refused as out of range.
+    "gpt2": dict(cls="GPT2Config", n_embd=128, n_layer=3, n_head=4, vocab_size=1000, n_positions=256,
+                 bos_token_id=999, eos_token_id=999),
     "gpt_neox": dict(cls="GPTNeoXConfig", hidden_size=128, intermediate_size=512, num_hidden_layers=3,
                      num_attention_heads=4, vocab_size=1000, max_position_embeddings=256, rotary_pct=0.25),
     "olmo2": dict(cls="Olmo2Config", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
-                  num_attention_heads=4, num_key_value_heads=4, vocab_size=1000, max_position_embeddings=256),
+                  num_attention_heads=4, num_key_value_heads=4, vocab_size=1000, max_position_embeddings=256,
+                  eos_token_id=999),
     "gemma2": dict(cls="Gemma2Config", hidden_size=128, intermediate_size=256, num_hidden_layers=4,
                    num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
                    max_position_embeddings=256, sliding_window=16),
@@ -85,18 +88,32 @@ def probe(args, model, out, device=None, dtype="f32", gpu_layers=None, time_it=F
     return info, logits
 
 
+def dtype_kw(dtype):
+    """transformers 5 names the load dtype `dtype` (`torch_dtype` is deprecated there); earlier ones and the
+    dry run's stand-in take `torch_dtype`."""
+    import transformers
+    try:
+        major = int(transformers.__version__.split(".")[0])
+    except ValueError:
+        major = 0
+    return {"dtype": dtype} if major >= 5 else {"torch_dtype": dtype}
+
+
 def make_family(name, spec, folder):
     import transformers
     cfg = getattr(transformers, spec["cls"])(**{k: v for k, v in spec.items() if k != "cls"})
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, **dtype_kw(torch.float32))
     with torch.no_grad():  # norms away from 1 and non-zero biases, so every weight matters
         for n, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(folder, safe_serialization=True)
-    return model
+    # The reference is the model as transformers loads the folder HeadScope reads: the in-memory one can
+    # differ from what was saved (a tied GPT-2 whose head was initialised apart from its embedding).
+    return transformers.AutoModelForCausalLM.from_pretrained(folder, **dtype_kw(torch.float32),
+                                                             attn_implementation="eager")
 
 
 def families(args, report):
@@ -177,7 +194,7 @@ def sweep_parity(args, report):
     info, _ = probe(args, folder, os.path.join(args.out, "sweep.f32"), grid=True)
     ours = torch.tensor(info["grid"], dtype=torch.float64)
     n = len(TOKENS)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32,
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, **dtype_kw(torch.float32),
                                                               attn_implementation="eager").to(DEVICE)
     vocab = model.config.vocab_size
     corrupt = list(TOKENS)
@@ -241,7 +258,7 @@ def timings(args, report):
         vocab = json.load(f)["vocab_size"]
     ids = [(7919 * i + 13) % vocab for i in range(128)]
     ours, _ = probe(args, folder, os.path.join(args.out, "1b.f32"), dtype="bf16", time_it=True, ids=ids)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, **dtype_kw(torch.bfloat16),
                                                               attn_implementation="eager").to(DEVICE)
     x = torch.tensor([ids], device=DEVICE)
 
