@@ -8,6 +8,7 @@
 // [--time] [--grid]
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <chrono>
