@@ -158,8 +158,16 @@ class TestCli : public QObject {
     QVERIFY2(first.exitCode == 0, first.err.c_str());
     const json kernels = first.parsed()["numeric_kernels"];
     QCOMPARE(kernels.size(), size_t(1));
+    // ATen's scalar path: "NO AVX" in libtorch 1.13, "DEFAULT" in 2.x.
+    const json capability = kernels[0]["aten_cpu_capability"];
+    QVERIFY2(capability == "NO AVX" || capability == "DEFAULT", kernels.dump().c_str());
+    // The GEMM kernel overrides below are OpenBLAS's: the system's, which Debian's libtorch uses. A PyTorch
+    // wheel's libtorch (make test-torch2) brings its own BLAS, whose kernels these variables do not choose.
+    if (std::string(HEADSCOPE_EXPECTED_BLAS_THREADS).empty() &&
+        kernels[0]["blas"].get<std::string>().rfind("OpenBLAS", 0) != 0)
+      QSKIP(qPrintable(QString::fromStdString("OPENBLAS_CORETYPE does not choose this libtorch's GEMMs: " +
+                                              kernels[0].dump())));
     QCOMPARE(kernels[0]["blas_core"].get<std::string>(), "Prescott");
-    QCOMPARE(kernels[0]["aten_cpu_capability"].get<std::string>(), "NO AVX");
     QVERIFY2(kernels[0]["blas"].get<std::string>().rfind("OpenBLAS", 0) == 0, kernels.dump().c_str());
     QCOMPARE(kernels[0]["intra_op_threads"].get<int>(), 1);
     // OpenBLAS's own pool follows the recipe's one thread, whatever the machine's cores.

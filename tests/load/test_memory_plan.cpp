@@ -157,9 +157,12 @@ class TestMemoryPlan : public QObject {
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("tpu", -1, 4); }), "unknown device \"tpu\""));
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("cpu", 2, 4); }), "--gpu-layers 2 needs one CUDA device"));
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("cpu,", -1, 4); }), "empty entry"));
-    if (!at::hasCUDA()) {
+    if (!at::hasCUDA()) {  // a CPU libtorch says so; a CUDA one without a usable GPU gives the runtime's reason
       const std::string e = errorOf([] { hs::parseDeviceMap("cuda:0,cuda:1", -1, 4); });
-      QVERIFY2(has(e, "this build of libtorch has no CUDA"), e.c_str());
+      if (hs::cudaUnusableReason().empty())
+        QVERIFY2(has(e, "this build of libtorch has no CUDA"), e.c_str());
+      else
+        QVERIFY2(has(e, "no GPU is usable: the CUDA runtime") && !has(e, "has no CUDA"), e.c_str());
     }
   }
 
@@ -168,6 +171,16 @@ class TestMemoryPlan : public QObject {
   // The runtime is a stand-in (tests/load/fake_cuda_runtime.cpp) loaded the way libtorch loads libcudart.
   void cudaRuntimeWithoutUsableGpu() {
     if (at::hasCUDA()) QSKIP("this libtorch sees a GPU");
+    if (!hs::cudaUnusableReason().empty()) {
+      // A CUDA libtorch (the PyTorch 2.x wheel, make test-torch2) on this GPU-less machine: its own runtime
+      // is loaded, so the stand-in cannot be; the real runtime's reason must reach the user instead.
+      const std::string e = errorOf([] { hs::parseDeviceMap("cuda", -1, 4); });
+      QVERIFY2(has(e, "device \"cuda\" requested, but no GPU is usable: the CUDA runtime says \"") &&
+                   has(e, "(error ") && has(e, "--device cpu"),
+               e.c_str());
+      QCOMPARE(hs::cudaFreeBytes(0), int64_t(-1));
+      return;
+    }
     QCOMPARE(hs::cudaUnusableReason(), std::string());  // no runtime loaded: a CPU-only libtorch
     QCOMPARE(hs::cudaFreeBytes(0), int64_t(-1));
     void* lib = dlopen(FAKE_CUDA_RUNTIME, RTLD_NOW | RTLD_GLOBAL);

@@ -333,8 +333,12 @@ class TestHostileInputs : public QObject {
         roomy = true;
       }
     }
-    QVERIFY2(refused, "no limit in the sweep was refused: it no longer reaches a limit too small");
     QVERIFY2(roomy, "no limit in the sweep let every CPU compute");
+    // The guard's refusals and thread caps concern the system's OpenBLAS (Debian's libtorch); a PyTorch
+    // wheel's libtorch brings its own BLAS, and its CUDA libraries need more room than the sweep's small
+    // limits give the dynamic loader. Every run above still ended, with its answer or one line.
+    if (std::string(HEADSCOPE_EXPECTED_BLAS_THREADS).empty()) return;
+    QVERIFY2(refused, "no limit in the sweep was refused: it no longer reaches a limit too small");
     if (cpus >= 2) QVERIFY2(capped, "no limit in the sweep ran with fewer threads");
     // An analysis runs to its end (or refuses in one line) under a limit that leaves room for few threads.
     const CliRun fv = runCli({"fv", "toy", "--n", "4", "--out", tmp_.filePath("tight.hscope").toStdString()},
