@@ -27,8 +27,8 @@
 //
 // usage: bench_patching [--runs N] [--naive-heads K] [--full-naive] [--no-python] [--tokens T]
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <nlohmann/json.hpp>
 #include "bench_util.h"
 #include "sweep_bench.h"

@@ -36,8 +36,8 @@
 //                          [--no-command] [--data DIR]
 // Prints one JSON object on stdout, then a table of the figures and ratios (ours / peer) on stderr.
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <sys/resource.h>
 #include <unistd.h>
 

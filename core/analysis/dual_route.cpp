@@ -72,8 +72,8 @@ std::vector<int64_t> drawFiller(const DualRouteVocab& v, const DualRouteOptions&
 
 // The entity of prompt `index`: random tokens of a length cycling through [entity_min, entity_max], or a
 // real word from the length bucket index mod (number of lengths present).
-std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index,
-                                toy::Rng& rng) {
+std::vector<int64_t> drawEntity(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute,
+                                int index, toy::Rng& rng) {
   if (conceptRoute) {
     if (v.words.empty()) fail("dual route: concept prompts need real words (none in ", v.source, ")");
     std::map<size_t, std::vector<const std::vector<int64_t>*>> byLength;
@@ -250,7 +250,8 @@ CopyingPair copyingPair(const DualRouteVocab& v, const DualRouteOptions& o, bool
   return p;
 }
 
-MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index) {
+MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute,
+                              int index) {
   toy::Rng rng = promptRng(o, conceptRoute ? kConceptMatch : kTokenMatch, index);
   MatchingPrompt m;
   m.entity = drawEntity(v, o, conceptRoute, index, rng);
@@ -309,7 +310,8 @@ HeadGrid copyingScores(const Transformer& model, const DualRouteVocab& v, const 
   HeadGrid g = patchingSweepAverage(model, specs, ctx);
   const Provenance sweep = g.provenance;
   g.provenance = provenanceOf(
-      v, o, conceptRoute ? "dual-route concept copying (real words)" : "dual-route token copying (random tokens)");
+      v, o,
+      conceptRoute ? "dual-route concept copying (real words)" : "dual-route token copying (random tokens)");
   g.provenance.model = sweep.model;
   g.provenance.options["patch_mode"] = "from_clean";
   g.provenance.options["metric"] = "target_prob";
@@ -391,7 +393,7 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
   g.provenance.options["key"] = conceptRoute ? "e[-1]" : "e[0]";
   g.id = conceptRoute ? "dual_route.last_token_matching" : "dual_route.next_token_matching";
   g.name = conceptRoute ? "Last-token matching (value-weighted attention to e[−1])"
-                   : "Next-token matching (value-weighted attention to e[0])";
+                        : "Next-token matching (value-weighted attention to e[0])";
   g.unit = "value-weighted attention";
   return g;
 }

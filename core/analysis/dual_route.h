@@ -94,7 +94,8 @@ struct MatchingPrompt {
   std::vector<int64_t> entity;
   int64_t entity_first = 0, entity_last = 0;  // absolute positions in tokens
 };
-MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute, int index);
+MatchingPrompt matchingPrompt(const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute,
+                              int index);
 
 // Grid "dual_route.token_copying" (unit ΔP).
 HeadGrid tokenCopyingScores(const Transformer& model, const DualRouteVocab& v, const DualRouteOptions& o,

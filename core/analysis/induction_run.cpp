@@ -161,7 +161,8 @@ DualRouteSetup dualRouteSetup(const Transformer& model, const Tokenizer* tok, bo
 }
 
 // Appends copying pairs (clean and corrupt, full prompts ending with e0) to the run's prompt records.
-void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute) {
+void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o,
+                   bool conceptRoute) {
   const std::string set = conceptRoute ? "concept_copying" : "token_copying";
   for (int i = 0; i < o.n_prompts; ++i) {
     const CopyingPair p = copyingPair(v, o, conceptRoute, i);
@@ -172,7 +173,8 @@ void recordCopying(AnalysisOutput& out, const DualRouteVocab& v, const DualRoute
   }
 }
 
-void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o, bool conceptRoute) {
+void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRouteOptions& o,
+                    bool conceptRoute) {
   for (int i = 0; i < o.n_matching; ++i) {
     const MatchingPrompt m = matchingPrompt(v, o, conceptRoute, i);
     out.run.prompts.push_back({conceptRoute ? "last_token_matching" : "next_token_matching",

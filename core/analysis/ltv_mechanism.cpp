@@ -3,8 +3,8 @@
 #include "analysis/ltv_mechanism.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 #include <Eigen/QR>
 #include <Eigen/SVD>
 

@@ -143,7 +143,7 @@ void readFile(const fs::path& path, std::map<std::pair<std::string, std::string>
     run.n_prompts = std::max(run.n_prompts, n);
     run.grids.push_back(grid(conceptRoute ? "dual_route.concept_copying" : "dual_route.token_copying",
                              conceptRoute ? "Concept copying (published: ΔP of e1 at −1, patch at −2)"
-                                     : "Token copying (published: ΔP of e0 at −2)",
+                                          : "Token copying (published: ΔP of e0 at −2)",
                              "ΔP", withContext(file, [&] { return scoreGrid(j, "the score list"); }),
                              provenanceOf(place, file, n, {{"sequence_len", std::stoi(m[2].str())}})));
     return;

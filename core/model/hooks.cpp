@@ -76,8 +76,10 @@ Site Site::parse(const std::string& name) {
     return Site{info.kind, std::atoi(digits.c_str())};
   }
   if (name == "ln_final.hook_normalized")  // TransformerLens's name for the final norm before its weight
-    fail("hook site \"ln_final.hook_normalized\" is not captured: in TransformerLens it is the final norm before "
-         "its weight and bias; the norm's output, which the unembedding reads, is \"ln_final.hook_out\"");
+    fail(
+        "hook site \"ln_final.hook_normalized\" is not captured: in TransformerLens it is the final norm "
+        "before "
+        "its weight and bias; the norm's output, which the unembedding reads, is \"ln_final.hook_out\"");
   fail("unknown hook site \"", name, "\" (valid: ", validSiteNames(), "; L is a layer number)");
 }
 

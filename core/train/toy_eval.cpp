@@ -70,7 +70,8 @@ nlohmann::json evalToy(const Transformer& model, const toy::ToyWorld& world, con
   auto seedOf = [&](uint64_t family, uint64_t i) { return evalSeed(opts.seed * 1000003ULL + family, i); };
 
   const auto induction = score(build([&](uint64_t i) { return toy::inductionPrompt(world, seedOf(1, i)); }));
-  const auto conceptCopy = score(build([&](uint64_t i) { return toy::conceptCopyPrompt(world, seedOf(2, i)); }));
+  const auto conceptCopy =
+      score(build([&](uint64_t i) { return toy::conceptCopyPrompt(world, seedOf(2, i)); }));
   const auto translation = score(build([&](uint64_t i) {
     return toy::translationPrompt(world, seedOf(3, i), i % 2 == 0 ? toy::Lang::A : toy::Lang::B);
   }));

@@ -1,8 +1,8 @@
 #include "train/toy_recipe.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 
 #include <filesystem>
 #include <thread>

@@ -1,9 +1,9 @@
 #include "train/trainer.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/types.h>  // before clip_grad.h, which uses torch::Tensor without including it
 
 #include <torch/nn/utils/clip_grad.h>

@@ -8,8 +8,8 @@
 //   per prompt with the right gold label index and word, matches the coordinates tensor, is centred;
 //   the two directions are orthonormal and lie in the label subspace.
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <QtTest>
 
 #include <cmath>

@@ -10,8 +10,8 @@
 // - float16 on this libtorch: refused on the CPU at load time with a message naming the way out when its
 //   kernels are missing (libtorch 1.13), otherwise held to the bf16 tolerance.
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <QTemporaryDir>
 #include <QtTest>
 

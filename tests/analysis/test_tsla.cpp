@@ -20,8 +20,8 @@
 // - The run written as a session (saveSession) reopens with identical grids, curves, tables and tensors;
 //   the CLI (when built) writes a session whose grids equal the in-process run.
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>

@@ -65,9 +65,10 @@ inline bool referenceEnvUsable(QString* why) {
       const bool ok =
           p.waitForFinished(300000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
       const QStringList err = QString::fromLocal8Bit(p.readAllStandardError()).trimmed().split('\n');
-      reason = ok ? QString()
-                  : QString("reference environment %1 is broken (%2): rerun ./scripts/setup.sh --with-reference")
-                        .arg(QString::fromStdString(python), err.isEmpty() ? QString("no output") : err.last());
+      reason =
+          ok ? QString()
+             : QString("reference environment %1 is broken (%2): rerun ./scripts/setup.sh --with-reference")
+                   .arg(QString::fromStdString(python), err.isEmpty() ? QString("no output") : err.last());
       state = ok ? 1 : 0;
     }
   }
@@ -81,8 +82,9 @@ inline QString runReferencePython(const QString& script, const QStringList& args
                                   int timeoutMs = 900000) {
   QProcess p;
   p.setProcessEnvironment(referenceProcessEnvironment());
-  const QString path =
-      QFileInfo(script).isAbsolute() ? script : QString::fromStdString(sourceDir("tests/reference/")) + script;
+  const QString path = QFileInfo(script).isAbsolute()
+                           ? script
+                           : QString::fromStdString(sourceDir("tests/reference/")) + script;
   p.start(QString::fromStdString(referenceVenvPython()), QStringList{path} + args);
   if (!p.waitForFinished(timeoutMs) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
     QStringList tail = QString::fromLocal8Bit(p.readAllStandardError()).trimmed().split('\n');
@@ -102,12 +104,11 @@ inline QString runReferencePython(const QString& script, const QStringList& args
 
 // First line of a test that needs the reference environment (initTestCase): skips the suite in one line
 // without it, or fails it where HEADSCOPE_REQUIRE_REFERENCE=1.
-#define HS_REQUIRE_REFERENCE_ENV()                            \
-  do {                                                        \
-    QString why_;                                             \
-    if (!hs::test::referenceEnvUsable(&why_)) {               \
-      if (hs::test::referenceRequired())                      \
-        QFAIL(qPrintable(why_ + " (HEADSCOPE_REQUIRE_REFERENCE=1)")); \
-      QSKIP(qPrintable(why_));                                \
-    }                                                         \
+#define HS_REQUIRE_REFERENCE_ENV()                                                                     \
+  do {                                                                                                 \
+    QString why_;                                                                                      \
+    if (!hs::test::referenceEnvUsable(&why_)) {                                                        \
+      if (hs::test::referenceRequired()) QFAIL(qPrintable(why_ + " (HEADSCOPE_REQUIRE_REFERENCE=1)")); \
+      QSKIP(qPrintable(why_));                                                                         \
+    }                                                                                                  \
   } while (0)

@@ -53,7 +53,8 @@ class TestGpuCheckDryRun : public QObject {
     const json r = json::parse(f.readAll().toStdString());
     const std::string all = r.dump(1);
 
-    const std::string transformers = r.at("transformers").is_string() ? r.at("transformers").get<std::string>() : "";
+    const std::string transformers =
+        r.at("transformers").is_string() ? r.at("transformers").get<std::string>() : "";
     if (real)
       QVERIFY2(!transformers.empty() && transformers != "dry-run stand-in", all.c_str());
     else

@@ -157,7 +157,8 @@ class TestMemoryPlan : public QObject {
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("tpu", -1, 4); }), "unknown device \"tpu\""));
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("cpu", 2, 4); }), "--gpu-layers 2 needs one CUDA device"));
     QVERIFY(has(errorOf([] { hs::parseDeviceMap("cpu,", -1, 4); }), "empty entry"));
-    if (!at::hasCUDA()) {  // a CPU libtorch says so; a CUDA one without a usable GPU gives the runtime's reason
+    if (!at::hasCUDA()) {  // a CPU libtorch says so; a CUDA one without a usable GPU gives the runtime's
+                           // reason
       const std::string e = errorOf([] { hs::parseDeviceMap("cuda:0,cuda:1", -1, 4); });
       if (hs::cudaUnusableReason().empty())
         QVERIFY2(has(e, "this build of libtorch has no CUDA"), e.c_str());

@@ -151,8 +151,8 @@ class TestTransformerLens : public QObject {
               theirs.repeat_interleave(group, 2), relativeBound(theirs));
       }
     }
-    // ln_final.hook_out is the same name on both sides; TransformerLens's hook_normalized, which HeadScope does
-    // not capture, is ours before the weight (and bias): (ours − b) / w.
+    // ln_final.hook_out is the same name on both sides; TransformerLens's hook_normalized, which HeadScope
+    // does not capture, is ours before the weight (and bias): (ours − b) / w.
     const at::Tensor out = tl->tensor("ln_final.hook_out");  // [batch, pos, d_model]
     const at::Tensor ours = r.cache.at(hs::lnFinal());       // [batch, pos, d_model]
     check("ln_final.hook_out", "ln_final", ours, out, relativeBound(out));

@@ -4,8 +4,8 @@
 // sessions, and checks what it prints against the same session read in C++: the runs, every grid's shape,
 // top head and value, every tensor's dtype, shape and first value. The sessions are one written through the
 // core session API with every dtype (BF16 and an empty tensor included) and non-finite grid values, and one
-// written by `headscope-cli tsla` on the toy model. The safetensors-package reader (not packaged in Debian 12)
-// runs with the reference environment's Python (tests/common/reference_env.h), which CI installs.
+// written by `headscope-cli tsla` on the toy model. The safetensors-package reader (not packaged in Debian
+// 12) runs with the reference environment's Python (tests/common/reference_env.h), which CI installs.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>

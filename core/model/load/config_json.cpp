@@ -554,7 +554,8 @@ void parseGemma(const Fields& f, ModelConfig& c, bool gemma3) {
     // transformers 5 writes the pattern as "_sliding_window_pattern" (beside layer_types, which it derives
     // from it); older files as "sliding_window_pattern".
     const int pattern =
-        gemma3 ? f.optPositiveInt("sliding_window_pattern", f.optPositiveInt("_sliding_window_pattern", 6)) : 2;
+        gemma3 ? f.optPositiveInt("sliding_window_pattern", f.optPositiveInt("_sliding_window_pattern", 6))
+               : 2;
     for (int l = 0; l < c.n_layers; ++l)
       c.layer_attention.push_back((l + 1) % pattern != 0 ? LayerAttention::Sliding : LayerAttention::Global);
   }
