@@ -1,6 +1,7 @@
-// HeadScope against TransformerLens, the tool researchers would pick instead, on the same checkpoint, tokens
-// and thread count: the forward, and activation patching of every head's hook_z (HeadScope's exact sweep vs
-// TransformerLens's run_with_hooks loop, one hooked forward per head).
+// HeadScope against TransformerLens, the tool researchers would pick instead, and against transformers
+// itself, on the same checkpoint, tokens and thread count: the forward, and activation patching of every
+// head's hook_z (HeadScope's exact sweep vs TransformerLens's run_with_hooks loop, and vs transformers with
+// forward pre-hooks on the attention output projection: one hooked forward per head; bench/tl_bench.py).
 //
 // Model: GPT-2-small-shaped (12 layers × 12 heads, d_model 768, d_mlp 3072, vocab 50257, context 1024) with
 // transformers' own random init (seed 0), written by bench/tl_bench.py as save_pretrained writes it;
@@ -21,8 +22,9 @@
 //    the corrupt prompt per head, timed over --naive-heads heads spread over the layers (sweep_bench.h) and
 //    extrapolated to 144 (setup + 144 × the median per-head forward; --full times all 144). The timed heads'
 //    values are compared with HeadScope's grid, so both sides are seen to do the same work.
-// Ratios are ours / TransformerLens (below 1: HeadScope is faster). The load average is reported with them:
-// on a shared machine the two processes, run one after the other, may see different loads.
+// Ratios are ours / peer (below 1: HeadScope is faster), under "transformer_lens" and "transformers". The
+// load average is reported with them: on a shared machine the two processes, run one after the other, may see
+// different loads.
 //
 // Needs the reference environment (.venv-reference, ./scripts/setup.sh --with-reference, or the folder in
 // HEADSCOPE_REFERENCE_VENV); without it, prints one line saying it skipped and why, and exits 0.
@@ -157,48 +159,51 @@ int main(int argc, char** argv) {
     for (auto [l, h] : subset)
       heads.push_back({l, h});
     job["heads"] = heads;
-    const std::string jobPath = tmpDir + "/job.json", logitsPath = tmpDir + "/tl_logits.safetensors";
+    const std::string jobPath = tmpDir + "/job.json", logitsPath = tmpDir + "/peer_logits.safetensors";
     std::ofstream(jobPath) << job.dump();
-    const nlohmann::json tl =
-        nlohmann::json::parse(capture(pythonEnv() + python + " " + script + " time --model " + folder +
-                                      " --job " + jobPath + " --out " + logitsPath));
-    report["load_average_after_transformer_lens"] = loadAverage();
-
-    const at::Tensor tlLogits = hs::SafetensorsFile::open(logitsPath)->tensor("logits");  // [1, pos, vocab]
-    const double forwardDelta = (ourLogits - tlLogits).abs().max().item<double>();
-    const std::vector<double> tlValues = tl["values"].get<std::vector<double>>();
-    double gridDelta = 0;
-    for (size_t i = 0; i < subset.size(); ++i)
-      gridDelta = std::max(gridDelta, std::abs(tlValues[i] - grid.values(subset[i].first, subset[i].second)));
-
-    const double oursForward = median(tForward), tlForward = tl["forward_median_s"].get<double>();
-    const double oursSweep = median(tSweep);
-    const double tlLoop = tl["setup_s"].get<double>() + tl["per_forward_median_s"].get<double>() * nHeads;
     report["model"] = {
         {"shape", "gpt2-small"}, {"layers", L},           {"heads", H},
         {"d_model", c.d_model},  {"vocab", c.vocab_size}, {"weights", "transformers' random init, seed 0"}};
     report["tokens"] = nTokens;
     report["threads"] = threads;
     report["runs"] = runs;
-    report["transformer_lens_torch"] = tl["torch"];
+    const double oursForward = median(tForward), oursSweep = median(tSweep);
     report["forward_ours_s"] = oursForward;
     report["forward_ours_runs"] = tForward;
-    report["forward_transformer_lens_s"] = tlForward;
-    report["forward_transformer_lens_runs"] = tl["forward_runs"];
-    report["forward_ours_over_transformer_lens"] = oursForward / tlForward;
-    report["forward_max_abs_logit_diff"] = forwardDelta;
-    report["forward_max_abs_logit"] = tlLogits.abs().max().item<double>();
     report["patching_ours_sweep_s"] = oursSweep;
     report["patching_ours_sweep_runs"] = tSweep;
-    report["patching_transformer_lens_loop_s"] = tlLoop;
-    report["patching_transformer_lens_setup_s"] = tl["setup_s"];
-    report["patching_transformer_lens_per_head_s"] = tl["per_forward_median_s"];
-    report["patching_transformer_lens_heads_timed"] = subset.size();
-    report["patching_transformer_lens_extrapolated"] = !full;
-    report["patching_ours_over_transformer_lens"] = oursSweep / tlLoop;
-    report["patching_max_abs_grid_diff"] = gridDelta;  // over the heads TransformerLens ran
     report["patching_max_abs_grid_value"] = grid.values.cwiseAbs().maxCoeff();
-    report["transformer_lens_boot_s"] = tl["boot_s"];
+    report["patching_heads_timed"] = subset.size();
+    report["patching_extrapolated"] = !full;
+    // Each peer on the same job: its forward and its per-head loop, compared with ours value by value.
+    for (const std::string peer : {"transformer_lens", "transformers"}) {
+      const nlohmann::json r =
+          nlohmann::json::parse(capture(pythonEnv() + python + " " + script + " time --model " + folder +
+                                        " --job " + jobPath + " --out " + logitsPath + " --library " + peer));
+      const at::Tensor peerLogits =
+          hs::SafetensorsFile::open(logitsPath)->tensor("logits");  // [1, pos, vocab]
+      const std::vector<double> values = r["values"].get<std::vector<double>>();
+      double gridDelta = 0;
+      for (size_t i = 0; i < subset.size(); ++i)
+        gridDelta = std::max(gridDelta, std::abs(values[i] - grid.values(subset[i].first, subset[i].second)));
+      const double peerForward = r["forward_median_s"].get<double>();
+      const double peerLoop = r["setup_s"].get<double>() + r["per_forward_median_s"].get<double>() * nHeads;
+      report[peer] = {{"torch", r["torch"]},
+                      {"boot_s", r["boot_s"]},
+                      {"forward_s", peerForward},
+                      {"forward_runs", r["forward_runs"]},
+                      {"forward_ours_over_peer", oursForward / peerForward},
+                      {"forward_max_abs_logit_diff", (ourLogits - peerLogits).abs().max().item<double>()},
+                      {"forward_max_abs_logit", peerLogits.abs().max().item<double>()},
+                      {"patching_loop_s", peerLoop},
+                      {"patching_setup_s", r["setup_s"]},
+                      {"patching_per_head_s", r["per_forward_median_s"]},
+                      {"patching_ours_over_peer", oursSweep / peerLoop},
+                      {"patching_max_abs_grid_diff", gridDelta},  // over the heads the peer ran
+                      {"load_average_after", loadAverage()}};
+      std::cerr << peer << ": forward ours / peer " << oursForward / peerForward << ", patching ours / peer "
+                << oursSweep / peerLoop << "\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "bench_transformer_lens: " << e.what() << "\n";
     fs::remove_all(tmpDir);

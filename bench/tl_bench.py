@@ -1,10 +1,11 @@
-"""TransformerLens's half of bench_transformer_lens.cpp, run with the reference environment's Python.
+"""The peers' half of bench_transformer_lens.cpp (TransformerLens and transformers), run with the reference
+environment's Python.
 
     tl_bench.py gen --out FOLDER
         A GPT-2-small-shaped transformers checkpoint (12 layers x 12 heads, d_model 768, vocab 50257, context
         1024; transformers' own random init, seed 0), float32 safetensors as save_pretrained writes it, and a
         word-level tokenizer beside it in FOLDER-tokenizer (TransformerLens will not boot without one).
-    tl_bench.py time --model FOLDER --job job.json --out logits.safetensors
+    tl_bench.py time --model FOLDER --job job.json --out logits.safetensors [--library transformer_lens]
         job.json: {"clean": [...], "corrupt": [...], "target": t, "distractor": d, "heads": [[layer, head],
         ...], "threads": n, "runs": r}. Boots TransformerLens on FOLDER (TransformerBridge with the
         HookedTransformer hook names, no weight processing: TransformerLens 4.x has no HookedTransformer) and
@@ -15,6 +16,12 @@
             (hook_z only) and the corrupt run, then one run_with_hooks(corrupt) per head with a hook writing
             the clean z of that head at the last position; metric = logit[target] - logit[distractor] at
             the last position, minus the corrupt run's. Timed over the listed heads; per-forward median.
+    tl_bench.py time ... --library transformers
+        The same with transformers itself (AutoModelForCausalLM, eager attention): its forward, and the loop
+        as one writes it there: forward pre-hooks on each layer's attention output projection capture the
+        clean run's input (the heads' z, concatenated), then one hooked forward of the corrupt prompt per head
+        writes that head's slice at the last position, asking for the last position's logits only
+        (logits_to_keep=1).
 Prints one JSON object.
 """
 
@@ -41,12 +48,52 @@ def gen(out):
     print(json.dumps({"folder": out, "parameters": sum(p.numel() for p in model.parameters())}))
 
 
+def boot_transformers(model_dir):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager").eval()
+
+
+def transformers_loop(model, clean, corrupt, heads, metric):
+    """The clean z (o_proj input) at the last position per layer, the corrupt metric, then one hooked forward
+    per head; returns (setup seconds, per-head seconds, per-head metric changes)."""
+    from hf_models import attn_out_proj, head_dim
+
+    dh = head_dim(model)
+    t0 = time.perf_counter()
+    clean_z = {}
+    hooks = [attn_out_proj(model, l).register_forward_pre_hook(
+        lambda m, a, l=l: clean_z.__setitem__(l, a[0][:, -1].clone())) for l, _ in sorted(set(heads))]
+    try:
+        model(clean, logits_to_keep=1)
+    finally:
+        for h in hooks:
+            h.remove()
+    corrupt_metric = metric(model(corrupt, logits_to_keep=1).logits)
+    setup_s = time.perf_counter() - t0
+    times, values = [], []
+    for layer, head in heads:
+        def pre(m, a, layer=layer, head=head):
+            z = a[0].clone()  # [batch, pos, heads * d_head]
+            z[:, -1, head * dh:(head + 1) * dh] = clean_z[layer][:, head * dh:(head + 1) * dh]
+            return (z,)
+        t0 = time.perf_counter()
+        hook = attn_out_proj(model, layer).register_forward_pre_hook(pre)
+        try:
+            patched = model(corrupt, logits_to_keep=1).logits
+        finally:
+            hook.remove()
+        times.append(time.perf_counter() - t0)
+        values.append(metric(patched) - corrupt_metric)
+    return setup_s, times, values, corrupt_metric
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
 
 
-def time_command(model_dir, job_path, out):
+def time_command(model_dir, job_path, out, library):
     from safetensors.torch import save_file
     from transformers import AutoTokenizer
 
@@ -54,7 +101,10 @@ def time_command(model_dir, job_path, out):
         job = json.load(f)
     torch.set_num_threads(job["threads"])
     t0 = time.perf_counter()
-    bridge = boot_bridge(model_dir, AutoTokenizer.from_pretrained(model_dir + "-tokenizer"))
+    if library == "transformers":
+        bridge = boot_transformers(model_dir)
+    else:
+        bridge = boot_bridge(model_dir, AutoTokenizer.from_pretrained(model_dir + "-tokenizer"))
     boot_s = time.perf_counter() - t0
     clean = torch.tensor([job["clean"]], dtype=torch.int64)  # [1, pos]
     corrupt = torch.tensor([job["corrupt"]], dtype=torch.int64)  # [1, pos]
@@ -64,14 +114,21 @@ def time_command(model_dir, job_path, out):
     def metric(logits):  # logits [1, pos, vocab]
         return (logits[0, -1, target] - logits[0, -1, distractor]).item()
 
+    def forward(tokens):  # all-position logits [1, pos, vocab]
+        return bridge(tokens).logits if library == "transformers" else bridge(tokens)
+
     with torch.no_grad():
-        logits = bridge(clean)  # warm-up
+        logits = forward(clean)  # warm-up
         forward_runs = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            logits = bridge(clean)
+            logits = forward(clean)
             forward_runs.append(time.perf_counter() - t0)
         save_file({"logits": logits.float().contiguous()}, out)
+        if library == "transformers":
+            heads = [tuple(h) for h in job["heads"]]
+            setup_s, times, values, corrupt_metric = transformers_loop(bridge, clean, corrupt, heads, metric)
+            return report(library, boot_s, forward_runs, setup_s, times, values, corrupt_metric)
 
         t0 = time.perf_counter()
         _, clean_cache = bridge.run_with_cache(clean, names_filter=lambda name: name.endswith("hook_z"))
@@ -91,9 +148,14 @@ def time_command(model_dir, job_path, out):
             patched = bridge.run_with_hooks(corrupt, fwd_hooks=[(f"blocks.{layer}.attn.hook_z", patch_head(head))])
             times.append(time.perf_counter() - t0)
             values.append(metric(patched) - corrupt_metric)
+    report(library, boot_s, forward_runs, setup_s, times, values, corrupt_metric)
+
+
+def report(library, boot_s, forward_runs, setup_s, times, values, corrupt_metric):
     print(
         json.dumps(
             dict(
+                library=library,
                 boot_s=boot_s,
                 forward_median_s=median(forward_runs),
                 forward_runs=forward_runs,
@@ -118,11 +180,12 @@ def main():
     t.add_argument("--model", required=True)
     t.add_argument("--job", required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--library", choices=["transformer_lens", "transformers"], default="transformer_lens")
     args = parser.parse_args()
     if args.command == "gen":
         gen(args.out)
     else:
-        time_command(args.model, args.job, args.out)
+        time_command(args.model, args.job, args.out, args.library)
 
 
 if __name__ == "__main__":
