@@ -31,6 +31,7 @@ print("TORCH_INC='%s'" % " ".join("-isystem " + p for p in c.include_paths()))
 print("TORCH_LIB='%s'" % c.library_paths()[0])
 print("ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
 print("TORCH_CUDA=%d" % int(torch.cuda.is_available()))
+print("CXX_STD=%s" % ("c++20" if int(torch.__version__.split(".")[0]) >= 2 else "c++17"))  # 2.x headers need 20
 PYEOF
 )"
 echo "gpu_check: torch $("$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)'), CUDA usable: $TORCH_CUDA, ABI $ABI"
@@ -39,7 +40,7 @@ echo "gpu_check: torch $("$PY" -c 'import torch; print(torch.__version__, torch.
 # The flags go in a response file: the string macros keep their quotes however many shells pass them on.
 RSP=$BUILD/cxxflags.rsp
 {
-  echo "-std=c++17 -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$ABI -DQT_NO_KEYWORDS -Icore -Iapp/cli"
+  echo "-std=$CXX_STD -O2 -fPIC -D_GLIBCXX_USE_CXX11_ABI=$ABI -DQT_NO_KEYWORDS -Icore -Iapp/cli"
   echo "-isystem $DEPS/usr/include -isystem $DEPS/usr/include/eigen3 $TORCH_INC"
   printf -- '-DHEADSCOPE_RESOURCE_DIR=\\"%s\\" -DHEADSCOPE_VERSION=\\"gpu-check\\" -DHEADSCOPE_SOURCE_DIR=\\"%s\\"\n' \
     "$PWD/resources" "$PWD"
