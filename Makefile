@@ -119,4 +119,4 @@ test-torch2:
 	  -DHEADSCOPE_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON $(CMAKE_FLAGS) \
 	  -DCMAKE_PREFIX_PATH="$$($(REFERENCE_PYTHON) -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 	cmake --build $(TORCH2_BUILD) -j$(JOBS)
-	cd $(TORCH2_BUILD) && ctest --output-on-failure --timeout 900 -LE reference
+	cd $(TORCH2_BUILD) && ctest -j$(JOBS) --output-on-failure --timeout 900 -LE reference
