@@ -38,15 +38,9 @@ at::Tensor emptyOnHugePages(at::IntArrayRef sizes, at::ScalarType dtype) {
   return at::empty(sizes, opts);
 }
 
-namespace {
-
-#ifdef __linux__
-#ifndef MADV_POPULATE_WRITE
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL and the writes fault as usual
 #endif
-#endif
-
-}  // namespace
 
 at::Tensor copyForLoad(const at::Tensor& src, at::ScalarType dtype) {
   const size_t bytes = size_t(src.numel()) * c10::elementSize(dtype);
