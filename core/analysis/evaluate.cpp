@@ -192,9 +192,10 @@ MethodInfo evaluateMethod() {
   return m;
 }
 
-AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
-                           const AnalysisContext& ctx, const Tokenizer* tok) {
-  // One intervention per head: a head ticked twice would make the numbers depend on the order.
+namespace {
+
+// One intervention per head: a head ticked twice would make the numbers depend on the order.
+void checkOneInterventionPerHead(const Transformer& model, const EvaluateOptions& o) {
   std::map<HeadRef, std::string> kindOf;
   for (const auto& [kind, heads] :
        {std::pair<const char*, const std::vector<HeadRef>*>{"zero_ablate", &o.zero_ablate},
@@ -209,61 +210,97 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
              "); keep one");
     }
   }
-  IclEvalOptions base;
-  base.batch = o.batch;
-  base.label_tokens = task.label_tokens;
-  const TokenSeqs icl = tokenSeqs(task.icl);
-  at::Tensor patchZ, steerZ;  // [layers, heads, d_head] the patches' values and the steering vectors
-  const int nAblated = static_cast<int>(o.zero_ablate.size() + o.mean_ablate.size());
-  const int draws = nAblated > 0 ? o.random_draws : 0;
-  // Progress: the source vectors, four evaluations and the random draws share [0, 1] by their forwards.
-  const double step = 1.0 / (5 + draws);
-  // [layers, heads, d_head] the mean of mean_ablate (and its random control), from o.mean
-  at::Tensor ablationMean;
-  if (!o.mean_ablate.empty())
-    ablationMean = resolveMeanZ(model, tok, o.mean, icl, subContext(ctx, 0.0, 0.5 * step, "mean z"));
-  if (!o.patch_clean.empty())
-    patchZ = headSourceZ(model, tok, task.icl, o.patch_source, o.mean,
-                         subContext(ctx, 0.5 * step, 0.75 * step, "patch source"), o.batch);
-  if (!o.steer.empty()) {
-    if (patchZ.defined() && sameSource(o.patch_source, o.steer_source))
-      steerZ = patchZ;
-    else if (ablationMean.defined() && o.steer_source.source == "mean")
-      steerZ = ablationMean;
-    else
-      steerZ = headSourceZ(model, tok, task.icl, o.steer_source, o.mean,
-                           subContext(ctx, 0.75 * step, step, "steering source"), o.batch);
-  }
+}
 
-  const IclEval iclBase = evaluateIcl(model, task.icl, base, subContext(ctx, step, 2 * step, "ICL"));
-  IclEval iclInt = iclBase;
-  if (nAblated > 0) {
+// The per-head vectors the interventions read, each [layers, heads, d_head] (undefined when unused).
+struct SourceVectors {
+  at::Tensor ablationMean;  // the mean of mean_ablate (and its random control), from o.mean
+  at::Tensor patchZ;        // the patches' values
+  at::Tensor steerZ;        // the steering vectors
+};
+
+// The vectors of mean ablation, patching and steering; steering reuses the patch's or the ablation mean's
+// vectors when it names the same source. Progress [0, step).
+SourceVectors resolveSourceVectors(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                                   const Tokenizer* tok, const AnalysisContext& ctx, double step) {
+  SourceVectors v;
+  if (!o.mean_ablate.empty())
+    v.ablationMean =
+        resolveMeanZ(model, tok, o.mean, tokenSeqs(task.icl), subContext(ctx, 0.0, 0.5 * step, "mean z"));
+  if (!o.patch_clean.empty())
+    v.patchZ = headSourceZ(model, tok, task.icl, o.patch_source, o.mean,
+                           subContext(ctx, 0.5 * step, 0.75 * step, "patch source"), o.batch);
+  if (!o.steer.empty()) {
+    if (v.patchZ.defined() && sameSource(o.patch_source, o.steer_source))
+      v.steerZ = v.patchZ;
+    else if (v.ablationMean.defined() && o.steer_source.source == "mean")
+      v.steerZ = v.ablationMean;
+    else
+      v.steerZ = headSourceZ(model, tok, task.icl, o.steer_source, o.mean,
+                             subContext(ctx, 0.75 * step, step, "steering source"), o.batch);
+  }
+  return v;
+}
+
+// One prompt set evaluated without and with the interventions (the same when there are none).
+struct BeforeAfter {
+  IclEval before;
+  IclEval after;
+};
+
+// The ICL prompts without and with zero_ablate / mean_ablate. Progress [step, 3 step).
+BeforeAfter evaluateIclAblated(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                               const IclEvalOptions& base, const at::Tensor& ablationMean,
+                               const AnalysisContext& ctx, double step) {
+  BeforeAfter r;
+  r.before = evaluateIcl(model, task.icl, base, subContext(ctx, step, 2 * step, "ICL"));
+  r.after = r.before;
+  if (!o.zero_ablate.empty() || !o.mean_ablate.empty()) {
     IclEvalOptions e = base;
     e.interventions = ablations(o.zero_ablate, o.mean_ablate, ablationMean);
-    iclInt = evaluateIcl(model, task.icl, e, subContext(ctx, 2 * step, 3 * step, "ICL with ablations"));
+    r.after = evaluateIcl(model, task.icl, e, subContext(ctx, 2 * step, 3 * step, "ICL with ablations"));
   }
-  const IclEval zsBase =
-      evaluateIcl(model, task.zero_shot, base, subContext(ctx, 3 * step, 4 * step, "zero-shot"));
-  IclEval zsInt = zsBase;
-  const int nPatched = static_cast<int>(o.patch_clean.size() + o.steer.size());
-  if (nPatched > 0) {
+  return r;
+}
+
+// The zero-shot prompts without and with patch_clean / steer at N. Progress [3 step, 5 step).
+BeforeAfter evaluateZeroShotPatched(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                                    const IclEvalOptions& base, const SourceVectors& v,
+                                    const AnalysisContext& ctx, double step) {
+  BeforeAfter r;
+  r.before = evaluateIcl(model, task.zero_shot, base, subContext(ctx, 3 * step, 4 * step, "zero-shot"));
+  r.after = r.before;
+  if (!o.patch_clean.empty() || !o.steer.empty()) {
     IclEvalOptions e = base;
-    if (!o.patch_clean.empty()) e.interventions = replaceHeads(o.patch_clean, patchZ, {-1});
+    if (!o.patch_clean.empty()) e.interventions = replaceHeads(o.patch_clean, v.patchZ, {-1});
     if (!o.steer.empty())
-      for (const Intervention& iv : steerHeads(model, o.steer, steerZ, o.steer_layer, {-1}, o.steer_scale))
+      for (const Intervention& iv : steerHeads(model, o.steer, v.steerZ, o.steer_layer, {-1}, o.steer_scale))
         e.interventions.push_back(iv);
-    zsInt =
+    r.after =
         evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
   }
+  return r;
+}
 
-  // The random-heads control: the same number of heads and kinds, drawn from the heads not chosen.
+// The random-heads control: the table "evaluate.random_control" and each draw's accuracy.
+struct RandomControl {
+  Table table;
+  std::vector<double> accuracy;  // [draws]
+};
+
+// `draws` ICL evaluations, each with as many heads ablated as were chosen and of the same kinds, drawn
+// (seeded) from the heads not chosen. Progress [5 step, (5 + draws) step).
+RandomControl randomHeadsControl(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                                 const IclEvalOptions& base, const at::Tensor& ablationMean, int draws,
+                                 const AnalysisContext& ctx, double step) {
+  const int nAblated = static_cast<int>(o.zero_ablate.size() + o.mean_ablate.size());
   std::set<HeadRef> chosen(o.zero_ablate.begin(), o.zero_ablate.end());
   chosen.insert(o.mean_ablate.begin(), o.mean_ablate.end());
-  Table control;
+  RandomControl rc;
+  Table& control = rc.table;
   control.id = "evaluate.random_control";
   control.name = "ICL accuracy with random heads ablated (as many as chosen)";
   control.columns = {"draw", "heads", "accuracy", "tr_ratio"};
-  std::vector<double> drawAccuracy;
   const ModelConfig& c = model.config();
   for (int d = 0; d < draws; ++d) {
     const std::vector<HeadRef> heads =
@@ -279,12 +316,14 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
     for (const HeadRef& h : heads)
       names += (names.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
     control.rows.push_back({d + 1, names, doubleToJson(r.accuracy), doubleToJson(r.tr_ratio)});
-    drawAccuracy.push_back(r.accuracy);
+    rc.accuracy.push_back(r.accuracy);
   }
+  return rc;
+}
 
-  AnalysisOutput out;
-  out.run.id = ctx.runId("evaluate");
-  out.run.method = "evaluate";
+// The run's options (with descriptions of the sources used and the task) and its two prompt sets.
+void recordOptionsAndPrompts(AnalysisOutput& out, const Transformer& model, const IclTask& task,
+                             const EvaluateOptions& o, const Tokenizer* tok) {
   out.run.options = evaluateOptionTable().write(o);
   if (!o.mean_ablate.empty() || (!o.steer.empty() && o.steer_source.source == "mean"))
     out.run.options["mean_source_description"] = describeMeanSource(o.mean, &model, tok);
@@ -301,35 +340,43 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
     recordPrompts(out, "icl", task.icl);
     recordPrompts(out, "zero_shot", task.zero_shot);
   }
+}
+
+// Table "evaluate.accuracy", one row per condition; each condition's numbers also go into `summary`.
+Table accuracyTable(const BeforeAfter& icl, const BeforeAfter& zeroShot, int nAblated, int nPatched,
+                    nlohmann::json& summary) {
   Table t;
   t.id = "evaluate.accuracy";
   t.name = "Accuracy and TR ratio with and without the interventions";
   t.columns = {"condition", "prompts", "n", "heads", "accuracy", "accuracy_lo", "accuracy_hi", "tr_ratio"};
   const std::vector<std::tuple<const char*, const char*, const IclEval*, int>> rows = {
-      {"icl", "icl", &iclBase, 0},
-      {"icl_intervened", "icl", &iclInt, nAblated},
-      {"zero_shot", "zero_shot", &zsBase, 0},
-      {"zero_shot_intervened", "zero_shot", &zsInt, nPatched}};
+      {"icl", "icl", &icl.before, 0},
+      {"icl_intervened", "icl", &icl.after, nAblated},
+      {"zero_shot", "zero_shot", &zeroShot.before, 0},
+      {"zero_shot_intervened", "zero_shot", &zeroShot.after, nPatched}};
   for (const auto& [cond, prompts, e, heads] : rows) {
-    out.run.summary[cond] = evalJson(*e);
-    const nlohmann::json& s = out.run.summary[cond];
+    summary[cond] = evalJson(*e);
+    const nlohmann::json& s = summary[cond];
     t.rows.push_back(
         {cond, prompts, e->n, heads, s["accuracy"], s["accuracy_lo"], s["accuracy_hi"], s["tr_ratio"]});
   }
-  out.run.summary["n_ablated"] = nAblated;
-  out.run.summary["n_patched"] = nPatched;
-  out.run.tables = {t};
-  if (draws > 0) {
-    const double mean = std::accumulate(drawAccuracy.begin(), drawAccuracy.end(), 0.0) / draws;
-    out.run.summary["random_control"] = {{"draws", draws},
-                                         {"heads", nAblated},
-                                         {"accuracy", doubleToJson(mean)},
-                                         {"accuracy_lo", doubleToJson(quantile(drawAccuracy, 0.025))},
-                                         {"accuracy_hi", doubleToJson(quantile(drawAccuracy, 0.975))}};
-    out.run.tables.push_back(control);
-  }
+  return t;
+}
 
-  // Every prompt before / after: which queries the interventions broke or fixed.
+// The draws' mean accuracy and its 2.5 / 97.5 % range (summary "random_control").
+nlohmann::json randomControlSummary(const std::vector<double>& drawAccuracy, int nAblated) {
+  const int draws = static_cast<int>(drawAccuracy.size());
+  const double mean = std::accumulate(drawAccuracy.begin(), drawAccuracy.end(), 0.0) / draws;
+  return {{"draws", draws},
+          {"heads", nAblated},
+          {"accuracy", doubleToJson(mean)},
+          {"accuracy_lo", doubleToJson(quantile(drawAccuracy, 0.025))},
+          {"accuracy_hi", doubleToJson(quantile(drawAccuracy, 0.975))}};
+}
+
+// Table "evaluate.prompts": every prompt before / after, which queries the interventions broke or fixed.
+Table perPromptTable(const IclTask& task, const BeforeAfter& icl, const BeforeAfter& zeroShot,
+                     const Tokenizer* tok) {
   Table per;
   per.id = "evaluate.prompts";
   per.name = "Every prompt: answer, prediction and answer probability before / after the interventions";
@@ -349,9 +396,43 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
                           doubleToJson(std::exp(after.answer_logprob[i]))});
     }
   };
-  addRows("icl", task.icl, iclBase, iclInt);
-  addRows("zero_shot", task.zero_shot, zsBase, zsInt);
-  out.run.tables.push_back(per);
+  addRows("icl", task.icl, icl.before, icl.after);
+  addRows("zero_shot", task.zero_shot, zeroShot.before, zeroShot.after);
+  return per;
+}
+
+}  // namespace
+
+AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
+                           const AnalysisContext& ctx, const Tokenizer* tok) {
+  checkOneInterventionPerHead(model, o);
+  IclEvalOptions base;
+  base.batch = o.batch;
+  base.label_tokens = task.label_tokens;
+  const int nAblated = static_cast<int>(o.zero_ablate.size() + o.mean_ablate.size());
+  const int nPatched = static_cast<int>(o.patch_clean.size() + o.steer.size());
+  const int draws = nAblated > 0 ? o.random_draws : 0;
+  // Progress: the source vectors, four evaluations and the random draws share [0, 1] by their forwards.
+  const double step = 1.0 / (5 + draws);
+
+  const SourceVectors vectors = resolveSourceVectors(model, task, o, tok, ctx, step);
+  const BeforeAfter icl = evaluateIclAblated(model, task, o, base, vectors.ablationMean, ctx, step);
+  const BeforeAfter zeroShot = evaluateZeroShotPatched(model, task, o, base, vectors, ctx, step);
+  const RandomControl control =
+      randomHeadsControl(model, task, o, base, vectors.ablationMean, draws, ctx, step);
+
+  AnalysisOutput out;
+  out.run.id = ctx.runId("evaluate");
+  out.run.method = "evaluate";
+  recordOptionsAndPrompts(out, model, task, o, tok);
+  out.run.tables = {accuracyTable(icl, zeroShot, nAblated, nPatched, out.run.summary)};
+  out.run.summary["n_ablated"] = nAblated;
+  out.run.summary["n_patched"] = nPatched;
+  if (draws > 0) {
+    out.run.summary["random_control"] = randomControlSummary(control.accuracy, nAblated);
+    out.run.tables.push_back(control.table);
+  }
+  out.run.tables.push_back(perPromptTable(task, icl, zeroShot, tok));
   ctx.report(1.0, "done");
   return out;
 }
