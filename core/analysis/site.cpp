@@ -260,22 +260,28 @@ int64_t separatorToken(const Tokenizer& tok, const PromptTemplate& tmpl) {
   return ids.empty() ? -1 : ids.front();
 }
 
-AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                       const SiteOptions& opt, const AnalysisContext& ctx) {
-  const ModelConfig& c = model.config();
-  if (opt.n_embed < 1 || opt.n_train < 0 || opt.max_new_tokens < 1)
-    fail("site: n_embed and max_new_tokens must be >= 1 and n_train >= 0");
+namespace {
 
-  // Embedding and training prompts come from opt.train_split of the same dataset and seed as the
-  // evaluation set (the split depends on the seed, so no evaluation query is used): ICL prompts
-  // 0..n_embed−1 give t; the training steps draw from the zero-shot prompts of every query of the split
-  // (or of its first n_train queries in the spec's seeded order).
-  const Dataset data = withContext("site: task", [&] { return loadTaskDataset(spec); });
+// The prompt sets of a run: embedding and training prompts from opt.train_split of the same dataset and
+// seed as the evaluation set.
+struct SitePrompts {
+  Dataset data;
+  IclTask embed;  // ICL prompts 0..n_embed−1: averaged into t
+  IclTask train;  // zero-shot prompts the training steps draw from
+  IclTask eval;   // the evaluation set (spec)
+};
+
+// The split depends on the seed, so no evaluation query is used for embedding or training; the training
+// steps draw from the zero-shot prompts of every query of the split (or of its first n_train queries in the
+// spec's seeded order).
+SitePrompts buildSitePrompts(const Tokenizer& tok, const TaskSpec& spec, const SiteOptions& opt) {
+  SitePrompts p;
+  p.data = withContext("site: task", [&] { return loadTaskDataset(spec); });
+  const Dataset& data = p.data;
   TaskSpec embedSpec = spec;
   embedSpec.split = opt.train_split;
   embedSpec.n_prompts = opt.n_embed;
-  const IclTask embedTask =
-      withContext("site: embedding prompts", [&] { return buildIclTask(tok, embedSpec, data); });
+  p.embed = withContext("site: embedding prompts", [&] { return buildIclTask(tok, embedSpec, data); });
   const Split split = splitIndices(static_cast<int>(data.examples.size()), spec.seed);
   const size_t poolSize = opt.train_split == "train"   ? split.train.size()
                           : opt.train_split == "valid" ? split.valid.size()
@@ -283,29 +289,39 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
   TaskSpec trainSpec = embedSpec;
   trainSpec.shots = 0;  // only the zero-shot prompts are used
   trainSpec.n_prompts = opt.n_train > 0 ? opt.n_train : static_cast<int>(std::max<size_t>(1, poolSize));
-  const IclTask trainTask =
-      withContext("site: training prompts", [&] { return buildIclTask(tok, trainSpec, data); });
-  const IclTask evalTask =
-      withContext("site: evaluation prompts", [&] { return buildIclTask(tok, spec, data); });
+  p.train = withContext("site: training prompts", [&] { return buildIclTask(tok, trainSpec, data); });
+  p.eval = withContext("site: evaluation prompts", [&] { return buildIclTask(tok, spec, data); });
+  return p;
+}
 
-  // t[l, k]: mean z at N over the embedding prompts.
-  const at::Tensor t = meanZ(model, tokenSeqs(embedTask.icl), ZMean::LastPosition,
-                             subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
-
+// One training example per zero-shot prompt: its tokens and first answer token.
+std::vector<SiteExample> trainingExamples(const IclTask& train) {
   std::vector<SiteExample> examples;
-  for (const Prompt& p : trainTask.zero_shot)
+  for (const Prompt& p : train.zero_shot)
     examples.push_back({std::vector<int64_t>(p.ids.begin(), p.ids.end()), int64_t(p.answer_token)});
-  const SiteTraining tr =
-      trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
-  const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
+  return examples;
+}
 
-  // Evaluation, injection in the prefill pass only (first-token match reads N of that pass).
+// The scoring rule of the evaluation: first-token or exact match, generation stopping at the template's
+// separator or EOS, case-insensitive unless the dataset's name says otherwise.
+SiteScoring evaluationScoring(const Transformer& model, const Tokenizer& tok, const SiteOptions& opt,
+                              const SitePrompts& p) {
   SiteScoring scoring;
   scoring.exact_match = opt.exact_match;
   scoring.max_new_tokens = opt.max_new_tokens;
-  scoring.stop = separatorToken(tok, evalTask.tmpl);
-  scoring.eos = tok.eosId() >= 0 ? tok.eosId() : c.eos_token_id;
-  scoring.lowercase = !siteCaseSensitiveTask(data.id);
+  scoring.stop = separatorToken(tok, p.eval.tmpl);
+  scoring.eos = tok.eosId() >= 0 ? tok.eosId() : model.config().eos_token_id;
+  scoring.lowercase = !siteCaseSensitiveTask(p.data.id);
+  return scoring;
+}
+
+// Table "site.accuracy": zero-shot, ICL, SITE and SITE restricted to the high-α / low-α heads, injected in
+// the prefill pass only (first-token match reads N of that pass). Each accuracy also goes into `accJson`.
+// Progress [0.7, 1).
+Table accuracyTable(const Transformer& model, const Tokenizer& tok, const IclTask& evalTask,
+                    const at::Tensor& t, const at::Tensor& alpha, const SiteScoring& scoring,
+                    const AnalysisContext& ctx, nlohmann::json& accJson) {
+  const ModelConfig& c = model.config();
   const at::Tensor high = mask(alpha > 0.5), low = mask(alpha < 0.5);  // [layers, heads]
   struct Condition {
     const char* id;
@@ -317,15 +333,15 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                                         {"site", &evalTask.zero_shot, alpha},
                                         {"high_alpha", &evalTask.zero_shot, high},
                                         {"low_alpha", &evalTask.zero_shot, low}};
-  const std::string rule = opt.exact_match ? "exact_match" : "first_token";
+  const std::string rule = scoring.exact_match ? "exact_match" : "first_token";
   Table acc;
   acc.id = "site.accuracy";
   acc.name =
-      opt.exact_match
+      scoring.exact_match
           ? "Exact-match accuracy: greedy generation starts with the answer (lower-cased string prefix)"
           : "First-token accuracy: the argmax at N is the answer's first token";
   acc.columns = {"condition", "accuracy", "n", "heads_injected", "scoring"};
-  nlohmann::json accJson = nlohmann::json::object();
+  accJson = nlohmann::json::object();
   for (size_t i = 0; i < conds.size(); ++i) {
     const Condition& cd = conds[i];
     const std::vector<Intervention> ivs =
@@ -340,6 +356,81 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
     acc.rows.push_back({cd.id, a, int(cd.prompts->size()), heads, rule});
     accJson[cd.id] = a;
   }
+  return acc;
+}
+
+// Grid "site.alpha": α = sigmoid(logit) per head.
+HeadGrid alphaGrid(const ModelConfig& c, const at::Tensor& alpha, const Provenance& prov) {
+  HeadGrid g;
+  g.id = "site.alpha";
+  g.name = "SITE head weight α = sigmoid(logit)";
+  g.unit = "α";
+  const at::Tensor a64 = alpha.to(at::kDouble).contiguous();  // [layers, heads]
+  g.values.resize(c.n_layers, c.n_heads);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h)
+      g.values(l, h) = a64[l][h].item<double>();
+  g.provenance = prov;
+  return g;
+}
+
+// The mean of the last (up to) 20 losses at every step: [steps].
+std::vector<double> movingAverage20(const std::vector<double>& loss) {
+  std::vector<double> avg;
+  double window = 0;
+  for (size_t s = 0; s < loss.size(); ++s) {
+    window += loss[s];
+    if (s >= 20) window -= loss[s - 20];
+    avg.push_back(window / double(std::min<size_t>(s + 1, 20)));
+  }
+  return avg;
+}
+
+// Curve "site.loss": every step's loss and its 20-step moving average.
+Curve lossCurve(const std::vector<double>& loss, const std::vector<double>& avg, const Provenance& prov) {
+  Curve curve;
+  curve.id = "site.loss";
+  curve.name = "SITE training loss (cross-entropy of the first answer token)";
+  curve.x_label = "step";
+  curve.y_label = "loss";
+  for (size_t s = 0; s < loss.size(); ++s)
+    curve.x.push_back(double(s + 1));
+  curve.series = {{"loss", loss}, {"loss_avg20", avg}};
+  curve.provenance = prov;
+  return curve;
+}
+
+// The prompt sets a run records: "embed", "train" (every step's drawn prompt, in order), "zero_shot", "icl".
+void recordSitePrompts(AnalysisOutput& out, const SitePrompts& p, const SiteTraining& tr) {
+  recordPrompts(out, "embed", p.embed.icl);
+  std::vector<Prompt> drawn;
+  for (int i : tr.drawn)
+    drawn.push_back(p.train.zero_shot[static_cast<size_t>(i)]);
+  recordPrompts(out, "train", drawn);
+  recordPrompts(out, "zero_shot", p.eval.zero_shot);
+  recordPrompts(out, "icl", p.eval.icl);
+}
+
+}  // namespace
+
+AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                       const SiteOptions& opt, const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
+  if (opt.n_embed < 1 || opt.n_train < 0 || opt.max_new_tokens < 1)
+    fail("site: n_embed and max_new_tokens must be >= 1 and n_train >= 0");
+  const SitePrompts prompts = buildSitePrompts(tok, spec, opt);
+
+  // t[l, k]: mean z at N over the embedding prompts.
+  const at::Tensor t = meanZ(model, tokenSeqs(prompts.embed.icl), ZMean::LastPosition,
+                             subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
+  const std::vector<SiteExample> examples = trainingExamples(prompts.train);
+  const SiteTraining tr =
+      trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
+  const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
+
+  const SiteScoring scoring = evaluationScoring(model, tok, opt, prompts);
+  nlohmann::json accJson;
+  Table acc = accuracyTable(model, tok, prompts.eval, t, alpha, scoring, ctx, accJson);
 
   Provenance prov =
       makeProvenance("site", ctx, spec.dataset, spec.seed, spec.n_prompts, siteOptionTable().write(opt));
@@ -352,35 +443,9 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
   out.run.id = ctx.runId("site");
   out.run.method = "site";
   out.run.options = prov.options;
-
-  HeadGrid g;
-  g.id = "site.alpha";
-  g.name = "SITE head weight α = sigmoid(logit)";
-  g.unit = "α";
-  const at::Tensor a64 = alpha.to(at::kDouble).contiguous();  // [layers, heads]
-  g.values.resize(c.n_layers, c.n_heads);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_heads; ++h)
-      g.values(l, h) = a64[l][h].item<double>();
-  g.provenance = prov;
-  out.run.grids.push_back(g);
-
-  Curve loss;
-  loss.id = "site.loss";
-  loss.name = "SITE training loss (cross-entropy of the first answer token)";
-  loss.x_label = "step";
-  loss.y_label = "loss";
-  std::vector<double> avg;
-  double window = 0;
-  for (size_t s = 0; s < tr.loss.size(); ++s) {
-    loss.x.push_back(double(s + 1));
-    window += tr.loss[s];
-    if (s >= 20) window -= tr.loss[s - 20];
-    avg.push_back(window / double(std::min<size_t>(s + 1, 20)));
-  }
-  loss.series = {{"loss", tr.loss}, {"loss_avg20", avg}};
-  loss.provenance = prov;
-  out.run.curves.push_back(loss);
+  out.run.grids.push_back(alphaGrid(c, alpha, prov));
+  const std::vector<double> avg = movingAverage20(tr.loss);
+  out.run.curves.push_back(lossCurve(tr.loss, avg, prov));
   out.run.tables.push_back(acc);
 
   const int nHigh = int((alpha > 0.5).sum().item<int64_t>());
@@ -391,16 +456,10 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                      {"mean_alpha", alpha.mean().item<double>()},
                      {"loss_first20", avg.size() >= 20 ? avg[19] : avg.back()},
                      {"loss_last20", avg.back()},
-                     {"n_eval", int(evalTask.zero_shot.size())},
-                     {"scoring", rule},
+                     {"n_eval", int(prompts.eval.zero_shot.size())},
+                     {"scoring", scoring.exact_match ? "exact_match" : "first_token"},
                      {"n_train_queries", int(examples.size())}};
-  recordPrompts(out, "embed", embedTask.icl);
-  std::vector<Prompt> drawn;
-  for (int i : tr.drawn)
-    drawn.push_back(trainTask.zero_shot[static_cast<size_t>(i)]);
-  recordPrompts(out, "train", drawn);
-  recordPrompts(out, "zero_shot", evalTask.zero_shot);
-  recordPrompts(out, "icl", evalTask.icl);
+  recordSitePrompts(out, prompts, tr);
   out.addTensor("alpha", alpha);
   out.addTensor("t", t);
   ctx.report(1.0, "done");
