@@ -109,62 +109,166 @@ at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
   return fv;
 }
 
-AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
-                     const FvOptions& opt, const AnalysisContext& ctx) {
-  const ModelConfig& c = model.config();
+namespace {
+
+void checkFvOptions(const ModelConfig& c, const FvOptions& opt) {
   if (opt.n_mean < 1 || opt.n_corrupt < 1) fail("fv: n_mean and n_corrupt must be >= 1");
   if (static_cast<int64_t>(opt.n_mean) + opt.n_corrupt > std::numeric_limits<int>::max())
     fail("fv: n_mean + n_corrupt is ", static_cast<int64_t>(opt.n_mean) + opt.n_corrupt, ", more than ",
          std::numeric_limits<int>::max());
   if (opt.top < 1 || opt.top > c.n_layers * c.n_heads)
     fail("fv: top must be in [1, ", c.n_layers * c.n_heads, "], got ", opt.top);
+}
 
-  // Prompt sets from the source split: the first n_mean clean prompts give z̄, the next n_corrupt (other
-  // queries while the split has enough) are shuffled for the AIE. One spec, one seed: the split (which
-  // depends on the seed) stays the evaluation set's, so no evaluation query is a source query.
+// The prompt sets of a run.
+struct FvPrompts {
+  IclTask eval;                  // the evaluation set (spec)
+  std::vector<Prompt> clean;     // [n_mean] clean ICL prompts of z̄
+  std::vector<Prompt> shuffled;  // [n_corrupt] shuffled-label prompts of the AIE
+};
+
+// Prompt sets from the source split: the first n_mean clean prompts give z̄, the next n_corrupt (other
+// queries while the split has enough) are shuffled for the AIE. One spec, one seed: the split (which
+// depends on the seed) stays the evaluation set's, so no evaluation query is a source query.
+FvPrompts buildFvPrompts(const Tokenizer& tok, const TaskSpec& spec, const FvOptions& opt) {
   TaskSpec sourceSpec = spec;
   sourceSpec.split = opt.source_split;
   sourceSpec.n_prompts = opt.n_mean + opt.n_corrupt;
   const IclTask source = withContext("fv: source prompts", [&] { return buildIclTask(tok, sourceSpec); });
-  const IclTask evalTask = withContext("fv: evaluation prompts", [&] { return buildIclTask(tok, spec); });
-  const std::vector<Prompt> clean(source.icl.begin(), source.icl.begin() + opt.n_mean);
+  FvPrompts p;
+  p.eval = withContext("fv: evaluation prompts", [&] { return buildIclTask(tok, spec); });
+  p.clean.assign(source.icl.begin(), source.icl.begin() + opt.n_mean);
   const std::vector<Prompt> allShuffled = shuffledLabelPrompts(tok, source, spec.seed);
-  const std::vector<Prompt> shuffled(allShuffled.begin() + opt.n_mean, allShuffled.end());
+  p.shuffled.assign(allShuffled.begin() + opt.n_mean, allShuffled.end());
+  return p;
+}
 
-  at::NoGradGuard noGrad;
-  const at::Tensor meanZ =
-      hs::meanZ(model, tokenSeqs(clean), ZMean::LastPosition, subContext(ctx, 0.0, 0.2, "mean z"));
-  HeadGrid aie = averageIndirectEffect(model, shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
+// The FV of the top heads: [d_model]. Attention post-norm (OLMo-2): each head's write through the norm at
+// the clean prompts' activations, averaged over them (W_O z̄ is not the heads' additive write there;
+// head_toolkit.h).
+at::Tensor topHeadsFunctionVector(const Transformer& model, const at::Tensor& meanZ,
+                                  const std::vector<Prompt>& clean, const std::vector<HeadRef>& top) {
+  if (additiveHeadWrites(model)) return functionVector(model, meanZ, top);
+  const at::Tensor meanA = headOutputsAtLast(model, tokenSeqs(clean)).mean(0);  // [layers, heads, d_model]
+  at::Tensor fv = at::zeros({model.config().d_model}, at::kFloat);              // [d_model]
+  for (const HeadRef& h : top)
+    fv += meanA[h.layer][h.head];
+  return fv;
+}
 
-  const std::vector<HeadRef> top = topHeads(aie, opt.top);
-  at::Tensor fv;  // [d_model]
-  if (additiveHeadWrites(model)) {
-    fv = functionVector(model, meanZ, top);
-  } else {
-    // Attention post-norm (OLMo-2): each head's write through the norm at the clean prompts' activations,
-    // averaged over them (W_O z̄ is not the heads' additive write there; head_toolkit.h).
-    const at::Tensor meanA = headOutputsAtLast(model, tokenSeqs(clean)).mean(0);  // [layers, heads, d_model]
-    fv = at::zeros({c.d_model}, at::kFloat);
-    for (const HeadRef& h : top)
-      fv += meanA[h.layer][h.head];
-  }
+// Accuracies on the evaluation queries: zero-shot and ICL, and zero-shot with the FV added after each layer.
+struct FvAccuracy {
+  IclEval zero_shot;
+  IclEval icl;
+  std::vector<double> layers;  // [layers] 0 .. L−1
+  std::vector<double> fv;      // [layers] zero-shot accuracy with the FV added to hook_resid_post(l) at N
+};
 
-  // Accuracies on the evaluation queries.
+// Progress [0.8, 1).
+FvAccuracy accuracyWithFvPerLayer(const Transformer& model, const IclTask& evalTask, const at::Tensor& fv,
+                                  int batch, const AnalysisContext& ctx) {
+  const ModelConfig& c = model.config();
   IclEvalOptions eo;
-  eo.batch = opt.batch;
+  eo.batch = batch;
   eo.label_tokens = evalTask.label_tokens;
-  const IclEval zs = evaluateIcl(model, evalTask.zero_shot, eo);
-  const IclEval icl = evaluateIcl(model, evalTask.icl, eo);
-  std::vector<double> layers, fvAcc;
+  FvAccuracy a;
+  a.zero_shot = evaluateIcl(model, evalTask.zero_shot, eo);
+  a.icl = evaluateIcl(model, evalTask.icl, eo);
   for (int l = 0; l < c.n_layers; ++l) {
     ctx.checkCancelled();
     IclEvalOptions lo = eo;
     lo.interventions = {addToResidual(residPost(l), fv)};
-    layers.push_back(l);
-    fvAcc.push_back(evaluateIcl(model, evalTask.zero_shot, lo).accuracy);
+    a.layers.push_back(l);
+    a.fv.push_back(evaluateIcl(model, evalTask.zero_shot, lo).accuracy);
     ctx.report(0.8 + 0.2 * (l + 1) / c.n_layers, cat("FV accuracy: layer ", l + 1, "/", c.n_layers));
   }
-  const int best = int(std::max_element(fvAcc.begin(), fvAcc.end()) - fvAcc.begin());
+  return a;
+}
+
+// The AIE grid with the run's provenance; the sweep's own options (mode, metric) kept under "sweep".
+HeadGrid withRunProvenance(HeadGrid aie, const Provenance& prov, int nCorrupt) {
+  nlohmann::json sweep = aie.provenance.options;
+  aie.provenance = prov;
+  aie.provenance.n_prompts = nCorrupt;
+  aie.provenance.options["sweep"] = sweep;
+  return aie;
+}
+
+// Curve "fv.accuracy_vs_layer": the FV series with the zero-shot and ICL accuracies as constant series.
+Curve accuracyCurve(const FvAccuracy& a, const Provenance& prov) {
+  Curve curve;
+  curve.id = "fv.accuracy_vs_layer";
+  curve.name = "Zero-shot accuracy with the FV added after layer l";
+  curve.x_label = "layer";
+  curve.y_label = "accuracy";
+  curve.x = a.layers;
+  curve.series = {{"fv", a.fv},
+                  {"zero_shot", std::vector<double>(a.layers.size(), a.zero_shot.accuracy)},
+                  {"icl", std::vector<double>(a.layers.size(), a.icl.accuracy)}};
+  curve.provenance = prov;
+  return curve;
+}
+
+// Table "fv.top_heads": rank, head and AIE of every head summed into the FV.
+Table topHeadsTable(const HeadGrid& aie, const std::vector<HeadRef>& top, const Provenance& prov) {
+  Table tops;
+  tops.id = "fv.top_heads";
+  tops.name = "Heads of the function vector";
+  tops.columns = {"rank", "layer", "head", "aie"};
+  for (size_t i = 0; i < top.size(); ++i)
+    tops.rows.push_back(
+        {int(i + 1), top[i].layer, top[i].head, doubleToJson(aie.values(top[i].layer, top[i].head))});
+  tops.provenance = prov;
+  return tops;
+}
+
+nlohmann::json fvSummary(const HeadGrid& aie, const std::vector<HeadRef>& top, const FvAccuracy& a,
+                         const at::Tensor& fv, const IclTask& evalTask) {
+  nlohmann::json topJson = nlohmann::json::array(), topAie = nlohmann::json::array();
+  for (const HeadRef& h : top) {
+    topJson.push_back(h);
+    topAie.push_back(doubleToJson(aie.values(h.layer, h.head)));
+  }
+  const int best = int(std::max_element(a.fv.begin(), a.fv.end()) - a.fv.begin());
+  return {{"top_heads", topJson},
+          {"top_aie", topAie},
+          {"best_layer", best},
+          {"fv_accuracy_best", a.fv[size_t(best)]},
+          {"zero_shot_accuracy", a.zero_shot.accuracy},
+          {"icl_accuracy", a.icl.accuracy},
+          {"fv_norm", fv.norm().item<double>()},
+          {"n_eval", int(evalTask.zero_shot.size())}};
+}
+
+// Prompt sets "clean", "corrupt", "eval_zero_shot" and "eval_icl" (with the label set for classification).
+void recordFvPrompts(AnalysisOutput& out, const FvPrompts& p) {
+  recordPrompts(out, "clean", p.clean);
+  recordPrompts(out, "corrupt", p.shuffled);
+  if (p.eval.classification()) {
+    const std::vector<std::vector<int>> labelSet = {p.eval.label_tokens};
+    recordPrompts(out, "eval_zero_shot", p.eval.zero_shot, labelSet);
+    recordPrompts(out, "eval_icl", p.eval.icl, labelSet);
+  } else {
+    recordPrompts(out, "eval_zero_shot", p.eval.zero_shot);
+    recordPrompts(out, "eval_icl", p.eval.icl);
+  }
+}
+
+}  // namespace
+
+AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
+                     const FvOptions& opt, const AnalysisContext& ctx) {
+  checkFvOptions(model.config(), opt);
+  const FvPrompts prompts = buildFvPrompts(tok, spec, opt);
+
+  at::NoGradGuard noGrad;
+  const at::Tensor meanZ =
+      hs::meanZ(model, tokenSeqs(prompts.clean), ZMean::LastPosition, subContext(ctx, 0.0, 0.2, "mean z"));
+  const HeadGrid aie =
+      averageIndirectEffect(model, prompts.shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
+  const std::vector<HeadRef> top = topHeads(aie, opt.top);
+  const at::Tensor fv = topHeadsFunctionVector(model, meanZ, prompts.clean, top);  // [d_model]
+  const FvAccuracy acc = accuracyWithFvPerLayer(model, prompts.eval, fv, opt.batch, ctx);
 
   // Provenance shared by every result (options: the FV options and the task).
   Provenance prov =
@@ -175,57 +279,11 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
   out.run.id = ctx.runId("fv");
   out.run.method = "fv";
   out.run.options = prov.options;
-
-  nlohmann::json sweep = aie.provenance.options;  // mode, metric of the sweep
-  aie.provenance = prov;
-  aie.provenance.n_prompts = opt.n_corrupt;
-  aie.provenance.options["sweep"] = sweep;
-  out.run.grids.push_back(aie);
-
-  Curve curve;
-  curve.id = "fv.accuracy_vs_layer";
-  curve.name = "Zero-shot accuracy with the FV added after layer l";
-  curve.x_label = "layer";
-  curve.y_label = "accuracy";
-  curve.x = layers;
-  curve.series = {{"fv", fvAcc},
-                  {"zero_shot", std::vector<double>(layers.size(), zs.accuracy)},
-                  {"icl", std::vector<double>(layers.size(), icl.accuracy)}};
-  curve.provenance = prov;
-  out.run.curves.push_back(curve);
-
-  Table tops;
-  tops.id = "fv.top_heads";
-  tops.name = "Heads of the function vector";
-  tops.columns = {"rank", "layer", "head", "aie"};
-  nlohmann::json topJson = nlohmann::json::array(), topAie = nlohmann::json::array();
-  for (size_t i = 0; i < top.size(); ++i) {
-    const double v = aie.values(top[i].layer, top[i].head);
-    tops.rows.push_back({int(i + 1), top[i].layer, top[i].head, doubleToJson(v)});
-    topJson.push_back(top[i]);
-    topAie.push_back(doubleToJson(v));
-  }
-  tops.provenance = prov;
-  out.run.tables.push_back(tops);
-
-  out.run.summary = {{"top_heads", topJson},
-                     {"top_aie", topAie},
-                     {"best_layer", best},
-                     {"fv_accuracy_best", fvAcc[size_t(best)]},
-                     {"zero_shot_accuracy", zs.accuracy},
-                     {"icl_accuracy", icl.accuracy},
-                     {"fv_norm", fv.norm().item<double>()},
-                     {"n_eval", int(evalTask.zero_shot.size())}};
-  const std::vector<std::vector<int>> labelSet = {evalTask.label_tokens};
-  recordPrompts(out, "clean", clean);
-  recordPrompts(out, "corrupt", shuffled);
-  if (evalTask.classification()) {
-    recordPrompts(out, "eval_zero_shot", evalTask.zero_shot, labelSet);
-    recordPrompts(out, "eval_icl", evalTask.icl, labelSet);
-  } else {
-    recordPrompts(out, "eval_zero_shot", evalTask.zero_shot);
-    recordPrompts(out, "eval_icl", evalTask.icl);
-  }
+  out.run.grids.push_back(withRunProvenance(aie, prov, opt.n_corrupt));
+  out.run.curves.push_back(accuracyCurve(acc, prov));
+  out.run.tables.push_back(topHeadsTable(aie, top, prov));
+  out.run.summary = fvSummary(aie, top, acc, fv, prompts.eval);
+  recordFvPrompts(out, prompts);
   out.addTensor("fv", fv);
   out.addTensor("mean_z", meanZ);
   ctx.report(1.0, "done");
