@@ -185,153 +185,176 @@ void recordMatching(AnalysisOutput& out, const DualRouteVocab& v, const DualRout
   }
 }
 
-}  // namespace
-
-AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
-                            const AnalysisContext& ctx) {
+void checkInductionOptions(const InductionRunOptions& o) {
   if (o.n < 0 || o.n_matching < 0 || o.n_eval < 1)
     fail("induction run: n = ", o.n, ", n_matching = ", o.n_matching, " (>= 0) and n_eval = ", o.n_eval,
          " (>= 1)");
   // The word list is checked before any work, whatever the model (a device or FIFO is refused by name).
   if (!o.words_file.empty()) requireRegularFile(o.words_file, "word list");
-  const ModelConfig& c = model.config();
-  const int LH = c.n_layers * c.n_heads;
-  const bool toyModel = isToyVocabulary(model, tok);
-  const toy::ToyWorld world = toy::ToyWorld::build();
-  DualRouteSetup setup = dualRouteSetup(model, tok, toyModel, o);
-  const DualRouteVocab& vocab = setup.vocab;
-  const DualRouteOptions& dro = setup.options;
-  nlohmann::json& notes = setup.notes;
+}
+
+// Notes on the parts a run on this model leaves out or ignores.
+void noteUnusedParts(nlohmann::json& notes, bool toyModel, const InductionRunOptions& o) {
   if (!toyModel) notes.push_back("concept patching skipped: it runs on the toy world only");
   if (toyModel && !o.words_file.empty())
     notes.push_back("--words " + o.words_file +
                     " not used: the toy model's concept words come from its world");
-  const bool conceptRoute = !vocab.words.empty();
-  const int nStages = 7;
-  AnalysisOutput out;
+}
 
-  // ---- classic induction scores on repeated random tokens ----
+// Classic induction and previous-token scores on repeated random tokens (toy world: its syllables, which
+// induction prompts copy; otherwise the middle half of the vocabulary); the scored sequences are recorded.
+InductionScores classicInductionScores(AnalysisOutput& out, const Transformer& model, const Tokenizer* tok,
+                                       const DualRouteSetup& setup, const InductionRunOptions& o,
+                                       const AnalysisContext& ctx) {
   InductionScoreOptions io;
   io.span = o.span;
-  io.n_sequences = dro.n_prompts;
+  io.n_sequences = setup.options.n_prompts;
   io.seed = o.seed;
-  io.bos = vocab.bos;
-  // Toy world: its syllables (what induction prompts copy); otherwise the middle half of the vocabulary.
+  io.bos = setup.vocab.bos;
   const std::pair<int64_t, int64_t> tokenRange = inductionTokenRange(model, tok);
   io.token_low = tokenRange.first;
   io.token_high = tokenRange.second;
-  const InductionScores ind = inductionScores(model, io, stage(ctx, 0, nStages, "induction scores"));
+  const InductionScores ind = inductionScores(model, io, ctx);
   for (const std::vector<int64_t>& seq : ind.sequences)
     out.run.prompts.push_back({"induction", seq, -1, {}, {}});
-  const bool dualRoute = o.stages != "scores", all = o.stages == "all";
+  return ind;
+}
 
-  // ---- dual-route grids ----
-  std::vector<HeadGrid> grids = {ind.previous_token, ind.induction};
-  HeadGrid tokenCopy, conceptCopy;
-  if (dualRoute) {
-    tokenCopy = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
-    grids.push_back(tokenCopy);
-    recordCopying(out, vocab, dro, false);
-    if (conceptRoute) {
-      conceptCopy = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
-      grids.push_back(conceptCopy);
-      recordCopying(out, vocab, dro, true);
-    }
-    grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
-    recordMatching(out, vocab, dro, false);
-    if (conceptRoute) {
-      grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
-      recordMatching(out, vocab, dro, true);
-    }
+// The dual-route grids, each recorded with its prompts; the concept grids only with concept words.
+struct DualRouteGrids {
+  HeadGrid token_copying;
+  HeadGrid concept_copying;     // empty without concept words
+  std::vector<HeadGrid> grids;  // token copying, concept copying, next-token and last-token matching
+};
+
+DualRouteGrids dualRouteGrids(AnalysisOutput& out, const Transformer& model, const DualRouteSetup& setup,
+                              const AnalysisContext& ctx, int nStages) {
+  const DualRouteVocab& vocab = setup.vocab;
+  const DualRouteOptions& dro = setup.options;
+  const bool conceptRoute = !vocab.words.empty();
+  DualRouteGrids g;
+  g.token_copying = tokenCopyingScores(model, vocab, dro, stage(ctx, 1, nStages, "token copying"));
+  g.grids.push_back(g.token_copying);
+  recordCopying(out, vocab, dro, false);
+  if (conceptRoute) {
+    g.concept_copying = conceptCopyingScores(model, vocab, dro, stage(ctx, 2, nStages, "concept copying"));
+    g.grids.push_back(g.concept_copying);
+    recordCopying(out, vocab, dro, true);
   }
-  for (HeadGrid& g : grids)
-    g.provenance.model = ctx.model_path;
-
-  // ---- the tasks of the ablations ----
-  std::vector<NextTokenTask> tasks;
-  if (toyModel) {
-    tasks = toyListTasks(world, o.n_eval, o.seed, o.shots);
-  } else {
-    tasks.push_back(randomCopyTask(vocab, o.n_eval, o.seed));
-    if (all && tok) {
-      const std::string dataDir = o.list_data.empty() ? defaultListData() : o.list_data;
-      ListTaskOptions lo;
-      lo.n = o.n_eval;
-      lo.seed = o.seed;
-      std::stringstream ids(o.list_tasks);
-      for (std::string id; std::getline(ids, id, ',');) {
-        if (id.empty()) continue;
-        if (id == "nonsense" ? vocab.corpus.empty() : dataDir.empty()) {
-          notes.push_back(id == "nonsense" ? "list task nonsense skipped: no corpus fillers"
-                                           : "list task " + id +
-                                                 " skipped: no word-list folder (--list-data; "
-                                                 "../shared/data/datasets/dual_route is not here)");
-          continue;
-        }
-        tasks.push_back(listTask(id, *tok, dataDir, vocab, lo));
-      }
-    }
+  g.grids.push_back(matchingScores(model, vocab, dro, false, stage(ctx, 3, nStages, "next-token matching")));
+  recordMatching(out, vocab, dro, false);
+  if (conceptRoute) {
+    g.grids.push_back(matchingScores(model, vocab, dro, true, stage(ctx, 3, nStages, "last-token matching")));
+    recordMatching(out, vocab, dro, true);
   }
+  return g;
+}
 
-  // ---- mean-ablation curves ----
-  std::vector<std::pair<std::string, std::vector<HeadRef>>> orderings = {
-      {"token_copying", topHeads(tokenCopy, LH)}};
+// The list tasks of the dual-route study (list_tasks.h) on a model other than the toy model, skipped with a
+// note when their data is missing.
+void appendListTasks(std::vector<NextTokenTask>& tasks, const Tokenizer& tok, const DualRouteVocab& vocab,
+                     const InductionRunOptions& o, nlohmann::json& notes) {
+  const std::string dataDir = o.list_data.empty() ? defaultListData() : o.list_data;
+  ListTaskOptions lo;
+  lo.n = o.n_eval;
+  lo.seed = o.seed;
+  std::stringstream ids(o.list_tasks);
+  for (std::string id; std::getline(ids, id, ',');) {
+    if (id.empty()) continue;
+    if (id == "nonsense" ? vocab.corpus.empty() : dataDir.empty()) {
+      notes.push_back(id == "nonsense" ? "list task nonsense skipped: no corpus fillers"
+                                       : "list task " + id +
+                                             " skipped: no word-list folder (--list-data; "
+                                             "../shared/data/datasets/dual_route is not here)");
+      continue;
+    }
+    tasks.push_back(listTask(id, tok, dataDir, vocab, lo));
+  }
+}
+
+// The tasks of the ablations: the toy world's list tasks, or random-token copying (plus, for the curves,
+// the list tasks) on other models. One of them is "copy_random", the induction task.
+std::vector<NextTokenTask> ablationTasks(const toy::ToyWorld& world, const Tokenizer* tok, bool toyModel,
+                                         bool withListTasks, const DualRouteVocab& vocab,
+                                         const InductionRunOptions& o, nlohmann::json& notes) {
+  if (toyModel) return toyListTasks(world, o.n_eval, o.seed, o.shots);
+  std::vector<NextTokenTask> tasks = {randomCopyTask(vocab, o.n_eval, o.seed)};
+  if (withListTasks && tok) appendListTasks(tasks, *tok, vocab, o, notes);
+  return tasks;
+}
+
+using HeadOrderings = std::vector<std::pair<std::string, std::vector<HeadRef>>>;
+
+// The head orderings of the mean-ablation curves: every head by token copying, concept copying (with
+// concept words), prefix matching, and in a seeded random order.
+HeadOrderings ablationOrderings(const ModelConfig& c, const HeadGrid& tokenCopy, const HeadGrid& conceptCopy,
+                                const HeadGrid& prefixMatching, bool conceptRoute, uint64_t seed) {
+  const int LH = c.n_layers * c.n_heads;
+  HeadOrderings orderings = {{"token_copying", topHeads(tokenCopy, LH)}};
   if (conceptRoute) orderings.emplace_back("concept_copying", topHeads(conceptCopy, LH));
-  orderings.emplace_back("prefix_matching", topHeads(ind.induction, LH));
-  orderings.emplace_back("random", randomHeadOrder(c.n_layers, c.n_heads, o.seed));
-  const std::string meanSource = describeMeanSource(o.mean, &model, tok);
-  if (all && dualRoute) {
-    TokenSeqs taskPrompts;
-    for (const NextTokenTask& t : tasks)
-      taskPrompts.insert(taskPrompts.end(), t.prompts.begin(), t.prompts.end());
-    AblationCurveOptions ao;
-    ao.ks = o.ks;
-    ao.mean_z = resolveMeanZ(model, tok, o.mean, taskPrompts, stage(ctx, 4, nStages, "mean z"));
-    ao.mean_source = meanSource;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      Curve cv =
-          ablationCurve(model, tasks[i], orderings, ao, stage(ctx, 4, nStages, "ablation " + tasks[i].id));
-      cv.provenance.model = ctx.model_path;
-      cv.provenance.seed = o.seed;
-      out.run.curves.push_back(std::move(cv));
-      std::vector<std::vector<int64_t>> answers;
-      for (int64_t a : tasks[i].answers)
-        answers.push_back({a});
-      recordPrompts(out, "ablation." + tasks[i].id, tasks[i].prompts, answers);
-    }
-  }
+  orderings.emplace_back("prefix_matching", topHeads(prefixMatching, LH));
+  orderings.emplace_back("random", randomHeadOrder(c.n_layers, c.n_heads, seed));
+  return orderings;
+}
 
-  // ---- induction accuracy with the top prefix-matching heads ablated ----
+// Records a task's prompts as "ablation.<id>" with its one-token answers.
+void recordAblationTask(AnalysisOutput& out, const NextTokenTask& task) {
+  std::vector<std::vector<int64_t>> answers;
+  for (int64_t a : task.answers)
+    answers.push_back({a});
+  recordPrompts(out, "ablation." + task.id, task.prompts, answers);
+}
+
+// One mean-ablation curve per task (the mean from o.mean, source "task" averaging every task's prompts),
+// each followed by its task's prompts.
+void meanAblationCurves(AnalysisOutput& out, const Transformer& model, const Tokenizer* tok,
+                        const std::vector<NextTokenTask>& tasks, const HeadOrderings& orderings,
+                        const InductionRunOptions& o, const std::string& meanSource,
+                        const AnalysisContext& ctx, int nStages) {
+  TokenSeqs taskPrompts;
+  for (const NextTokenTask& t : tasks)
+    taskPrompts.insert(taskPrompts.end(), t.prompts.begin(), t.prompts.end());
+  AblationCurveOptions ao;
+  ao.ks = o.ks;
+  ao.mean_z = resolveMeanZ(model, tok, o.mean, taskPrompts, stage(ctx, 4, nStages, "mean z"));
+  ao.mean_source = meanSource;
+  for (const NextTokenTask& task : tasks) {
+    Curve cv = ablationCurve(model, task, orderings, ao, stage(ctx, 4, nStages, "ablation " + task.id));
+    cv.provenance.model = ctx.model_path;
+    cv.provenance.seed = o.seed;
+    out.run.curves.push_back(std::move(cv));
+    recordAblationTask(out, task);
+  }
+}
+
+// Table "induction.ablation": induction accuracy on the "copy_random" task with the top prefix-matching
+// heads ablated; the task's prompts recorded when `recordTask` (the curves record them otherwise).
+Table inductionAccuracyAblation(AnalysisOutput& out, const Transformer& model,
+                                const std::vector<NextTokenTask>& tasks, const HeadGrid& prefixMatching,
+                                const InductionRunOptions& o, bool recordTask, const AnalysisContext& ctx) {
   const NextTokenTask* inductionTask = nullptr;
   for (const NextTokenTask& t : tasks)
     if (t.id == "copy_random") inductionTask = &t;
-  Table ablation = inductionAblationTable(model, *inductionTask, ind.induction, o.top_k, o.seed,
-                                          stage(ctx, 5, nStages, "ablation"));
+  Table ablation = inductionAblationTable(model, *inductionTask, prefixMatching, o.top_k, o.seed, ctx);
   ablation.provenance.model = ctx.model_path;
   out.run.tables.push_back(ablation);
-  if (!(all && dualRoute)) {
-    std::vector<std::vector<int64_t>> answers;
-    for (int64_t a : inductionTask->answers)
-      answers.push_back({a});
-    recordPrompts(out, "ablation." + inductionTask->id, inductionTask->prompts, answers);
-  }
+  if (recordTask) recordAblationTask(out, *inductionTask);
+  return ablation;
+}
 
-  // ---- cross-language concept patching (toy world) ----
-  if (toyModel && all && dualRoute) {
-    Table cp = conceptPatchingTable(model, world, conceptCopy, tokenCopy, o.top_k, dro.n_prompts, o.seed,
-                                    o.shots, stage(ctx, 6, nStages, "concept patching"), &out.run.prompts);
-    cp.provenance.model = ctx.model_path;
-    out.run.tables.push_back(cp);
-  }
-
-  // ---- summary ----
-  nlohmann::json& s = out.run.summary;
+// The run's summary: its setup, induction accuracies, top heads of every grid, token vs concept copying
+// agreement, each task's unablated accuracy and the notes.
+nlohmann::json inductionSummary(const AnalysisOutput& out, const DualRouteSetup& setup, bool toyModel,
+                                const std::string& meanSource, const InductionScores& ind,
+                                const Table& ablation, const std::vector<HeadGrid>& grids,
+                                const DualRouteGrids& dr, bool compareRoutes, int topK) {
+  nlohmann::json s;
   s["toy_model"] = toyModel;
-  s["vocab"] = vocab.source;
-  s["n"] = dro.n_prompts;
-  s["n_matching"] = dro.n_matching;
-  s["filler"] = dro.filler;
-  s["sep"] = vocab.sep;
+  s["vocab"] = setup.vocab.source;
+  s["n"] = setup.options.n_prompts;
+  s["n_matching"] = setup.options.n_matching;
+  s["filler"] = setup.options.filler;
+  s["sep"] = setup.vocab.sep;
   s["mean_source"] = meanSource;
   s["copy_accuracy"] = ind.copy_accuracy;
   s["induction_acc"] = ablation.rows[0][2];
@@ -339,19 +362,64 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   s["induction_acc_random_ablated"] = ablation.rows[2][2];
   nlohmann::json top = nlohmann::json::object();
   for (const HeadGrid& g : grids)
-    top[g.id] = topHeads(g, o.top_k);
+    top[g.id] = topHeads(g, topK);
   s["top_heads"] = top;
-  if (conceptRoute && dualRoute) {
-    s["token_vs_concept_jaccard_at_4"] = jaccardAtK(tokenCopy, conceptCopy, 4);
-    s["token_vs_concept_jaccard_at_8"] = jaccardAtK(tokenCopy, conceptCopy, 8);
-    s["token_vs_concept_spearman"] = spearmanRho(tokenCopy, conceptCopy);
+  if (compareRoutes) {
+    s["token_vs_concept_jaccard_at_4"] = jaccardAtK(dr.token_copying, dr.concept_copying, 4);
+    s["token_vs_concept_jaccard_at_8"] = jaccardAtK(dr.token_copying, dr.concept_copying, 8);
+    s["token_vs_concept_spearman"] = spearmanRho(dr.token_copying, dr.concept_copying);
   }
   nlohmann::json acc = nlohmann::json::object();
   for (const Curve& cv : out.run.curves)
     acc[cv.provenance.task] = cv.series.front().second.front();  // k = 0 of the first ordering
   s["task_accuracy"] = acc;
-  s["notes"] = notes;
+  s["notes"] = setup.notes;
+  return s;
+}
 
+}  // namespace
+
+AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, const InductionRunOptions& o,
+                            const AnalysisContext& ctx) {
+  checkInductionOptions(o);
+  const bool toyModel = isToyVocabulary(model, tok);
+  const toy::ToyWorld world = toy::ToyWorld::build();
+  DualRouteSetup setup = dualRouteSetup(model, tok, toyModel, o);
+  noteUnusedParts(setup.notes, toyModel, o);
+  const bool conceptRoute = !setup.vocab.words.empty();
+  const bool dualRoute = o.stages != "scores", all = o.stages == "all";
+  const int nStages = 7;
+  AnalysisOutput out;
+
+  const InductionScores ind =
+      classicInductionScores(out, model, tok, setup, o, stage(ctx, 0, nStages, "induction scores"));
+  DualRouteGrids dr;
+  if (dualRoute) dr = dualRouteGrids(out, model, setup, ctx, nStages);
+  std::vector<HeadGrid> grids = {ind.previous_token, ind.induction};
+  grids.insert(grids.end(), dr.grids.begin(), dr.grids.end());
+  for (HeadGrid& g : grids)
+    g.provenance.model = ctx.model_path;
+
+  const std::vector<NextTokenTask> tasks =
+      ablationTasks(world, tok, toyModel, all, setup.vocab, o, setup.notes);
+  const HeadOrderings orderings = ablationOrderings(model.config(), dr.token_copying, dr.concept_copying,
+                                                    ind.induction, conceptRoute, o.seed);
+  const std::string meanSource = describeMeanSource(o.mean, &model, tok);
+  if (all && dualRoute) meanAblationCurves(out, model, tok, tasks, orderings, o, meanSource, ctx, nStages);
+
+  const Table ablation = inductionAccuracyAblation(out, model, tasks, ind.induction, o, !(all && dualRoute),
+                                                   stage(ctx, 5, nStages, "ablation"));
+
+  if (toyModel && all && dualRoute) {
+    Table cp = conceptPatchingTable(model, world, dr.concept_copying, dr.token_copying, o.top_k,
+                                    setup.options.n_prompts, o.seed, o.shots,
+                                    stage(ctx, 6, nStages, "concept patching"), &out.run.prompts);
+    cp.provenance.model = ctx.model_path;
+    out.run.tables.push_back(cp);
+  }
+
+  out.run.summary = inductionSummary(out, setup, toyModel, meanSource, ind, ablation, grids, dr,
+                                     conceptRoute && dualRoute, o.top_k);
   out.run.id = ctx.runId("induction");
   out.run.method = "induction";
   out.run.grids = std::move(grids);
