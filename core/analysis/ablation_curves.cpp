@@ -171,99 +171,115 @@ Table inductionAblationTable(const Transformer& model, const NextTokenTask& indu
   return t;
 }
 
-Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
-                           const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots,
-                           const AnalysisContext& ctx, std::vector<PromptRecord>* prompts) {
-  const ModelConfig& c = model.config();
-  if (k < 1 || k > c.n_layers * c.n_heads) fail("concept patching: k = ", k, " outside [1, heads]");
-  if (n < 1) fail("concept patching: n = ", n, ", expected >= 1");
-  at::NoGradGuard noGrad;
-  const std::vector<std::pair<std::string, std::vector<HeadRef>>> sets = {
-      {"no_patch", {}},
-      {cat("top", k, "_concept_copying"), topHeads(conceptCopying, k)},
-      {cat("top", k, "_token_copying"), topHeads(tokenCopying, k)},
-      {cat("random", k), [&] {
-         const auto order = randomHeadOrder(c.n_layers, c.n_heads, seed);
-         return std::vector<HeadRef>(order.begin(), order.begin() + k);
-       }()}};
-  // counts[set][outcome]: meaning_moved, kept, language_moved, other
-  std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
+namespace {
 
-  // hook_z of every layer at the last position of a prompt: per layer [heads, d_head].
-  auto zAtLast = [&](const std::vector<int64_t>& p) {
-    RunRequest req;
-    req.tokens = at::tensor(p, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
-    req.last_logits_only = true;
-    for (int l = 0; l < c.n_layers; ++l)
-      req.capture.insert(attnZ(l));
-    const RunResult r = model.run(req);
-    std::vector<at::Tensor> z;
-    for (int l = 0; l < c.n_layers; ++l)
-      z.push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 1]);  // [heads, d_head]
-    return z;
-  };
+using NamedHeadSets = std::vector<std::pair<std::string, std::vector<HeadRef>>>;
 
-  for (int i = 0; i < n; ++i) {
-    ctx.checkCancelled();
-    const toy::EvalPrompt dst =
-        toy::functionPrompt(w, toy::evalSeed(seed, static_cast<uint64_t>(i)), "translate_b_a", shots);
-    const int cd = w.conceptOf(toy::Lang::A, dst.answer);
-    toy::EvalPrompt src;
-    int cs = -1;
-    for (uint64_t j = 0; j < 1000 && cs < 0; ++j) {
-      src = toy::functionPrompt(
-          w, toy::evalSeed(toy::deriveSeed(seed, 0x737263ULL, static_cast<uint64_t>(i)), j), "translate_a_b",
-          shots);
-      const int c2 = w.conceptOf(toy::Lang::B, src.answer);
-      if (c2 != cd && w.word(toy::Lang::A, c2)[0] != w.word(toy::Lang::A, cd)[0]) cs = c2;
-    }
-    if (cd < 0 || cs < 0) fail("concept patching: no usable prompt pair ", i);
-    const std::vector<at::Tensor> zSrc = zAtLast(toIds(src.tokens));  // per layer [heads, d_head]
-    const std::vector<int64_t> dstIds = toIds(dst.tokens);
-    if (prompts) {
-      prompts->push_back({"concept_patching.source",
-                          toIds(src.tokens),
-                          static_cast<int>(src.tokens.size()) - 1,
-                          toIds(src.answer),
-                          {}});
-      prompts->push_back({"concept_patching.destination",
-                          dstIds,
-                          static_cast<int>(dstIds.size()) - 1,
-                          toIds(dst.answer),
-                          {}});
-    }
-    const std::vector<int>& meaningWord = w.word(toy::Lang::A, cs);
-    const std::vector<int>& keptWord = w.word(toy::Lang::A, cd);
-    const int steps = static_cast<int>(std::max(meaningWord.size(), keptWord.size()));
-    for (size_t s = 0; s < sets.size(); ++s) {
-      std::vector<Intervention> ivs;
-      for (const HeadRef& h : sets[s].second) {
-        Intervention iv;
-        iv.site = attnZ(h.layer);
-        iv.heads = {h.head};
-        iv.positions = {-1};
-        iv.op = InterventionOp::Replace;
-        iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
-        ivs.push_back(iv);
-      }
-      // Greedy generation of the answer word with the patch at −1 of every forward.
-      const std::vector<int64_t> newIds = generateWithInterventions(model, dstIds, steps, ivs);
-      const std::vector<int> generated(newIds.begin(), newIds.end());
-      auto spells = [&](const std::vector<int>& word) {
-        return generated.size() >= word.size() && std::equal(word.begin(), word.end(), generated.begin());
-      };
-      int outcome = 3;
-      if (spells(meaningWord))
-        outcome = 0;
-      else if (spells(keptWord))
-        outcome = 1;
-      else if (!generated.empty() && w.languageOfToken(generated[0]) == toy::index(toy::Lang::B))
-        outcome = 2;
-      ++counts[s][static_cast<size_t>(outcome)];
-    }
-    ctx.report(double(i + 1) / n, cat("concept patching: pair ", i + 1, "/", n));
+// The head sets of concept patching: none, the top-k concept-copying and token-copying heads, k random heads.
+NamedHeadSets conceptPatchingHeadSets(const ModelConfig& c, const HeadGrid& conceptCopying,
+                                      const HeadGrid& tokenCopying, int k, uint64_t seed) {
+  const std::vector<HeadRef> order = randomHeadOrder(c.n_layers, c.n_heads, seed);
+  return {{"no_patch", {}},
+          {cat("top", k, "_concept_copying"), topHeads(conceptCopying, k)},
+          {cat("top", k, "_token_copying"), topHeads(tokenCopying, k)},
+          {cat("random", k), std::vector<HeadRef>(order.begin(), order.begin() + k)}};
+}
+
+// Pair i of concept patching: the destination translates B → A (concept cd), the source A → B (concept cs,
+// whose A word starts with another token than cd's).
+struct PatchingPair {
+  toy::EvalPrompt src;
+  toy::EvalPrompt dst;
+  int cs = -1;
+  int cd = -1;
+};
+
+PatchingPair conceptPatchingPair(const toy::ToyWorld& w, uint64_t seed, int i, int shots) {
+  PatchingPair p;
+  p.dst = toy::functionPrompt(w, toy::evalSeed(seed, static_cast<uint64_t>(i)), "translate_b_a", shots);
+  p.cd = w.conceptOf(toy::Lang::A, p.dst.answer);
+  for (uint64_t j = 0; j < 1000 && p.cs < 0; ++j) {
+    p.src =
+        toy::functionPrompt(w, toy::evalSeed(toy::deriveSeed(seed, 0x737263ULL, static_cast<uint64_t>(i)), j),
+                            "translate_a_b", shots);
+    const int c2 = w.conceptOf(toy::Lang::B, p.src.answer);
+    if (c2 != p.cd && w.word(toy::Lang::A, c2)[0] != w.word(toy::Lang::A, p.cd)[0]) p.cs = c2;
   }
+  if (p.cd < 0 || p.cs < 0) fail("concept patching: no usable prompt pair ", i);
+  return p;
+}
 
+// The pair's source (query at −1) and destination (answer = the kept A word) prompt records.
+void recordPatchingPair(std::vector<PromptRecord>& prompts, const PatchingPair& p) {
+  prompts.push_back({"concept_patching.source",
+                     toIds(p.src.tokens),
+                     static_cast<int>(p.src.tokens.size()) - 1,
+                     toIds(p.src.answer),
+                     {}});
+  prompts.push_back({"concept_patching.destination",
+                     toIds(p.dst.tokens),
+                     static_cast<int>(p.dst.tokens.size()) - 1,
+                     toIds(p.dst.answer),
+                     {}});
+}
+
+// hook_z of every layer at the last position of a prompt: per layer [heads, d_head].
+std::vector<at::Tensor> zAtLast(const Transformer& model, const std::vector<int64_t>& p) {
+  const ModelConfig& c = model.config();
+  RunRequest req;
+  req.tokens = at::tensor(p, at::kLong).view({1, -1}).to(model.device());  // [1, pos]
+  req.last_logits_only = true;
+  for (int l = 0; l < c.n_layers; ++l)
+    req.capture.insert(attnZ(l));
+  const RunResult r = model.run(req);
+  std::vector<at::Tensor> z;
+  for (int l = 0; l < c.n_layers; ++l)
+    z.push_back(r.cache.at(attnZ(l))[0][static_cast<int64_t>(p.size()) - 1]);  // [heads, d_head]
+  return z;
+}
+
+// The source's z (per layer [heads, d_head]) of `heads` written over hook_z at −1.
+std::vector<Intervention> sourceZPatch(const std::vector<HeadRef>& heads,
+                                       const std::vector<at::Tensor>& zSrc) {
+  std::vector<Intervention> ivs;
+  for (const HeadRef& h : heads) {
+    Intervention iv;
+    iv.site = attnZ(h.layer);
+    iv.heads = {h.head};
+    iv.positions = {-1};
+    iv.op = InterventionOp::Replace;
+    iv.tensor = zSrc[static_cast<size_t>(h.layer)][h.head];  // [d_head]
+    ivs.push_back(iv);
+  }
+  return ivs;
+}
+
+// The outcomes of a patched generation, in the table's column order.
+enum PatchOutcome { kMeaningMoved = 0, kKept = 1, kLanguageMoved = 2, kOther = 3 };
+
+// Greedy generation of the destination's answer word (as many tokens as the longer of the two A words)
+// with `ivs` at −1 of every forward, and what it spelled.
+PatchOutcome patchedGenerationOutcome(const Transformer& model, const toy::ToyWorld& w, const PatchingPair& p,
+                                      const std::vector<Intervention>& ivs) {
+  const std::vector<int64_t> dstIds = toIds(p.dst.tokens);
+  const std::vector<int>& meaningWord = w.word(toy::Lang::A, p.cs);
+  const std::vector<int>& keptWord = w.word(toy::Lang::A, p.cd);
+  const int steps = static_cast<int>(std::max(meaningWord.size(), keptWord.size()));
+  const std::vector<int64_t> newIds = generateWithInterventions(model, dstIds, steps, ivs);
+  const std::vector<int> generated(newIds.begin(), newIds.end());
+  auto spells = [&](const std::vector<int>& word) {
+    return generated.size() >= word.size() && std::equal(word.begin(), word.end(), generated.begin());
+  };
+  if (spells(meaningWord)) return kMeaningMoved;
+  if (spells(keptWord)) return kKept;
+  if (!generated.empty() && w.languageOfToken(generated[0]) == toy::index(toy::Lang::B))
+    return kLanguageMoved;
+  return kOther;
+}
+
+// Table "dual_route.concept_patching": each head set's share of every outcome over the n pairs.
+Table conceptPatchingShares(const NamedHeadSets& sets, const std::vector<std::array<int, 4>>& counts, int n,
+                            int k, uint64_t seed, int shots) {
   Table t;
   t.id = "dual_route.concept_patching";
   t.name = "Cross-language concept patching (whole answer word)";
@@ -291,6 +307,30 @@ Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, con
        "meaning_moved: the source concept's A word generated exactly; kept: the destination's; "
        "language_moved: the first generated token is a language-B token; other: anything else"}};
   return t;
+}
+
+}  // namespace
+
+Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
+                           const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots,
+                           const AnalysisContext& ctx, std::vector<PromptRecord>* prompts) {
+  const ModelConfig& c = model.config();
+  if (k < 1 || k > c.n_layers * c.n_heads) fail("concept patching: k = ", k, " outside [1, heads]");
+  if (n < 1) fail("concept patching: n = ", n, ", expected >= 1");
+  at::NoGradGuard noGrad;
+  const NamedHeadSets sets = conceptPatchingHeadSets(c, conceptCopying, tokenCopying, k, seed);
+  // counts[set][outcome]: meaning_moved, kept, language_moved, other
+  std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
+  for (int i = 0; i < n; ++i) {
+    ctx.checkCancelled();
+    const PatchingPair pair = conceptPatchingPair(w, seed, i, shots);
+    const std::vector<at::Tensor> zSrc = zAtLast(model, toIds(pair.src.tokens));  // per layer [heads, d_head]
+    if (prompts) recordPatchingPair(*prompts, pair);
+    for (size_t s = 0; s < sets.size(); ++s)
+      ++counts[s][patchedGenerationOutcome(model, w, pair, sourceZPatch(sets[s].second, zSrc))];
+    ctx.report(double(i + 1) / n, cat("concept patching: pair ", i + 1, "/", n));
+  }
+  return conceptPatchingShares(sets, counts, n, k, seed, shots);
 }
 
 }  // namespace hs
