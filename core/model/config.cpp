@@ -26,6 +26,25 @@ const char* toString(Architecture a) {
   return "unknown";
 }
 
+ModelConfig llamaBaseConfig(const std::string& sourceFormat, RopeLayout ropeLayout) {
+  ModelConfig c;
+  c.arch = Architecture::Llama;
+  c.model_type = "llama";
+  c.source_format = sourceFormat;
+  c.norm = NormKind::RMSNorm;
+  c.norm_eps = 1e-5;
+  c.norm_placement = NormPlacement::Pre;
+  c.rope_layout = ropeLayout;
+  c.rope_theta = 10000.0;
+  c.mlp = MlpKind::SwiGLU;
+  c.activation = "silu";
+  c.qkv_bias = false;
+  c.attn_out_bias = false;
+  c.mlp_bias = false;
+  c.qk_norm = QkNorm::None;
+  return c;
+}
+
 bool isSlidingLayer(const ModelConfig& c, int layer) {
   return c.sliding_window > 0 && layer >= 0 && layer < static_cast<int>(c.layer_attention.size()) &&
          c.layer_attention[static_cast<size_t>(layer)] == LayerAttention::Sliding;

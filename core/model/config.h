@@ -96,6 +96,11 @@ struct ModelConfig {
 
 const char* toString(Architecture a);
 
+// The fields every Llama-architecture reader shares (llama2.c, GGUF, the toy recipe): RMSNorm (eps 1e-5),
+// SwiGLU with silu, RoPE with base 10000 in `ropeLayout`, pre-norm blocks, no biases and no q/k norm. The
+// caller sets the sizes, rotary_dim, the token ids, tying and whatever its format stores differently.
+ModelConfig llamaBaseConfig(const std::string& sourceFormat, RopeLayout ropeLayout);
+
 // Whether layer `layer` uses sliding-window attention.
 bool isSlidingLayer(const ModelConfig& c, int layer);
 

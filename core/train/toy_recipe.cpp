@@ -174,10 +174,8 @@ nlohmann::json matrixJson(const at::Tensor& m) {
 ToyRecipe defaultToyRecipe() {
   ToyRecipe r;
   const toy::ToyWorld world = toy::ToyWorld::build(r.world);
+  r.model = llamaBaseConfig("hf", RopeLayout::RotateHalf);
   ModelConfig& c = r.model;
-  c.arch = Architecture::Llama;
-  c.model_type = "llama";
-  c.source_format = "hf";
   c.n_layers = 4;
   c.n_heads = 8;
   c.n_kv_heads = 8;
@@ -186,13 +184,7 @@ ToyRecipe defaultToyRecipe() {
   c.d_mlp = 384;
   c.vocab_size = world.vocabSize();
   c.context_length = r.seq_len;
-  c.norm = NormKind::RMSNorm;
-  c.norm_eps = 1e-5;
-  c.rope_layout = RopeLayout::RotateHalf;
-  c.rope_theta = 10000.0;
   c.rotary_dim = c.d_head;
-  c.mlp = MlpKind::SwiGLU;
-  c.activation = "silu";
   c.tied_embeddings = false;
   c.bos_token_id = toy::tok::kBos;
   c.eos_token_id = toy::tok::kEos;

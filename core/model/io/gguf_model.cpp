@@ -123,17 +123,15 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
 
   RawCheckpoint ck;
   ck.path = path;
+  // llama.cpp converters keep Meta's interleaved q/k rows.
+  ck.config = llamaBaseConfig("gguf", RopeLayout::Interleaved);
   ModelConfig& c = ck.config;
-  c.arch = Architecture::Llama;
-  c.model_type = "llama";
-  c.source_format = "gguf";
   c.n_layers = static_cast<int>(m.integer(p + "block_count", 1, limits::kMaxLayers));
   c.d_model = static_cast<int>(m.integer(p + "embedding_length", 1, limits::kMaxDModel));
   c.d_mlp = static_cast<int>(m.integer(p + "feed_forward_length", 1, limits::kMaxDMlp));
   c.n_heads = static_cast<int>(m.integer(p + "attention.head_count", 1, limits::kMaxHeads));
   c.n_kv_heads = static_cast<int>(m.integer(p + "attention.head_count_kv", 1, limits::kMaxHeads, c.n_heads));
   c.context_length = static_cast<int>(m.integer(p + "context_length", 1, limits::kMaxContext));
-  c.norm = NormKind::RMSNorm;
   c.norm_eps = m.number(p + "attention.layer_norm_rms_epsilon");
   c.rope_theta = m.number(p + "rope.freq_base", 10000.0);
   auto positive = [&](int v, const char* what) {
@@ -156,7 +154,6 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
   c.rotary_dim = static_cast<int>(m.integer(p + "rope.dimension_count", 1, limits::kMaxDHead, c.d_head));
   if (c.rotary_dim <= 0 || c.rotary_dim > c.d_head || c.rotary_dim % 2 != 0)
     fail(path, ": rope.dimension_count ", c.rotary_dim, " must be even and in 1..d_head (", c.d_head, ")");
-  c.rope_layout = RopeLayout::Interleaved;  // llama.cpp converters keep Meta's interleaved q/k rows
 
   if (m.has(p + "rope.scaling.type")) {
     const std::string type = m.string(p + "rope.scaling.type");
@@ -170,8 +167,6 @@ RawCheckpoint readGgufModel(const std::string& path, bool withTensors) {
     c.rope_scaling.type = "linear";
     c.rope_scaling.factor = m.number(p + "rope.scale_linear");
   }
-  c.mlp = MlpKind::SwiGLU;
-  c.activation = "silu";
   c.bos_token_id = m.tokenId("tokenizer.ggml.bos_token_id");
   c.eos_token_id = m.tokenId("tokenizer.ggml.eos_token_id");
 

@@ -128,19 +128,23 @@ std::string layerKey(int l, const char* suffix) {
   return "model.layers." + std::to_string(l) + "." + suffix;
 }
 
-}  // namespace
+using TensorMap = decltype(RawCheckpoint::tensors);
 
-RawCheckpoint readLlama2c(const std::string& path, bool withTensors) {
-  auto map = MappedFile::open(path);
-  const Header h = parseHeader(*map);
-  const uint64_t D = h.dim, H = h.hidden, L = h.layers, V = h.vocab, S = h.seqLen;
+// Bytes of the legacy freq_cis_real/imag table of a v0 file.
+uint64_t ropeTableBytes(const Header& h) {
+  const uint64_t hs = static_cast<uint64_t>(h.dim / h.heads);
+  return 2 * static_cast<uint64_t>(h.seqLen) * (hs / 2) * 4;
+}
+
+// Checks the file's size against what the header implies, before any tensor is touched. Returns whether
+// a v0 file carries the legacy RoPE table.
+bool checkFileSize(const Header& h, const MappedFile& map, const std::string& path) {
+  const uint64_t D = h.dim, H = h.hidden, L = h.layers, V = h.vocab;
   const uint64_t hs = D / h.heads, kvDim = hs * h.kvHeads;
-
-  // Bytes the header implies, checked before touching any tensor.
   const uint64_t normFloats = (2 * L + 1) * D;
   const uint64_t matrixFloats =
       V * D + L * (D * D + 2 * kvDim * D + D * D + 3 * H * D) + (h.shared ? 0 : V * D);
-  const uint64_t ropeBytes = 2 * S * (hs / 2) * 4;  // legacy freq_cis_real/imag (v0 only)
+  const uint64_t ropeBytes = ropeTableBytes(h);
   uint64_t expected = 0, alternative = 0;
   if (h.version == 0) {
     expected = h.headerBytes + (normFloats + matrixFloats) * 4 + ropeBytes;
@@ -151,102 +155,128 @@ RawCheckpoint readLlama2c(const std::string& path, bool withTensors) {
     const uint64_t G = static_cast<uint64_t>(h.groupSize);
     expected = alternative = h.headerBytes + normFloats * 4 + matrixFloats + matrixFloats / G * 4;
   }
-  if (map->size() != expected && map->size() != alternative) {
+  if (map.size() != expected && map.size() != alternative) {
     if (h.version == 0)
-      fail(path, ": file has ", map->size(), " bytes, header implies ", expected, " (or ", alternative,
+      fail(path, ": file has ", map.size(), " bytes, header implies ", expected, " (or ", alternative,
            " without the legacy RoPE table) for llama2.c v0 {dim ", h.dim, ", hidden_dim ", h.hidden,
            ", n_layers ", h.layers, ", n_heads ", h.heads, ", n_kv_heads ", h.kvHeads, ", vocab ", h.vocab,
            ", seq_len ", h.seqLen, h.shared ? ", shared classifier}" : ", untied classifier}");
-    fail(path, ": file has ", map->size(), " bytes, header implies ", expected, " for llama2.c v", h.version,
+    fail(path, ": file has ", map.size(), " bytes, header implies ", expected, " for llama2.c v", h.version,
          " {dim ", h.dim, ", hidden_dim ", h.hidden, ", n_layers ", h.layers, ", n_heads ", h.heads,
          ", n_kv_heads ", h.kvHeads, ", vocab ", h.vocab, ", seq_len ", h.seqLen,
          h.shared ? ", shared classifier}" : ", untied classifier}");
   }
-  const bool hasRopeTable = h.version == 0 && map->size() == expected;
+  return h.version == 0 && map.size() == expected;
+}
 
-  RawCheckpoint ck;
-  ck.path = path;
-  ModelConfig& c = ck.config;
-  c.arch = Architecture::Llama;
-  c.model_type = "llama";
-  c.source_format = "llama2c";
+ModelConfig llama2cConfig(const Header& h) {
+  ModelConfig c = llamaBaseConfig("llama2c", RopeLayout::Interleaved);
   c.n_layers = h.layers;
   c.n_heads = h.heads;
   c.n_kv_heads = h.kvHeads;
   c.d_model = h.dim;
-  c.d_head = static_cast<int>(hs);
+  c.d_head = h.dim / h.heads;
   c.d_mlp = h.hidden;
   c.vocab_size = h.vocab;
   c.context_length = h.seqLen;
-  c.norm = NormKind::RMSNorm;
-  c.norm_eps = 1e-5;
-  c.rope_layout = RopeLayout::Interleaved;
-  c.rope_theta = 10000.0;
   c.rotary_dim = c.d_head;
-  c.mlp = MlpKind::SwiGLU;
-  c.activation = "silu";
   c.tied_embeddings = h.shared;
   c.bos_token_id = 1;
   c.eos_token_id = 2;
   c.dtype = "float32";
+  return c;
+}
+
+// The tensor sizes of a header: d_model, d_mlp, n_kv_heads * d_head, vocab, n_layers.
+struct Dims {
+  int64_t d, m, kv, v, nl;
+};
+Dims dimsOf(const Header& h) {
+  return {h.dim, h.hidden, int64_t{h.dim / h.heads} * h.kvHeads, h.vocab, h.layers};
+}
+
+// Per-layer blocks are stored [n_layers, ...]; each layer's tensor is a view of its row.
+void perLayer(TensorMap& T, const at::Tensor& all, const char* suffix) {
+  for (int64_t l = 0; l < all.size(0); ++l)
+    T[layerKey(static_cast<int>(l), suffix)] = all.select(0, l);
+}
+
+// v0 (llama2.c's legacy export): fp32, the embedding first, an optional RoPE table before the classifier.
+void readV0Tensors(const Header& h, bool hasRopeTable, Cursor& cur, TensorMap& T) {
+  const auto [d, m, kv, v, nl] = dimsOf(h);
+  T["model.embed_tokens.weight"] = cur.f32({v, d});                  // [vocab, d_model]
+  perLayer(T, cur.f32({nl, d}), "input_layernorm.weight");           // [L, d_model]
+  perLayer(T, cur.f32({nl, d, d}), "self_attn.q_proj.weight");       // [L, n_heads*d_head, d_model]
+  perLayer(T, cur.f32({nl, kv, d}), "self_attn.k_proj.weight");      // [L, n_kv*d_head, d_model]
+  perLayer(T, cur.f32({nl, kv, d}), "self_attn.v_proj.weight");      // [L, n_kv*d_head, d_model]
+  perLayer(T, cur.f32({nl, d, d}), "self_attn.o_proj.weight");       // [L, d_model, n_heads*d_head]
+  perLayer(T, cur.f32({nl, d}), "post_attention_layernorm.weight");  // [L, d_model]
+  perLayer(T, cur.f32({nl, m, d}), "mlp.gate_proj.weight");          // [L, d_mlp, d_model]  w1
+  perLayer(T, cur.f32({nl, d, m}), "mlp.down_proj.weight");          // [L, d_model, d_mlp]  w2
+  perLayer(T, cur.f32({nl, m, d}), "mlp.up_proj.weight");            // [L, d_mlp, d_model]  w3
+  T["model.norm.weight"] = cur.f32({d});                             // [d_model]
+  if (hasRopeTable) cur.skip(ropeTableBytes(h));
+  if (!h.shared) T["lm_head.weight"] = cur.f32({v, d});  // [vocab, d_model]
+}
+
+// v1: fp32, the norms first.
+void readV1Tensors(const Header& h, Cursor& cur, TensorMap& T) {
+  const auto [d, m, kv, v, nl] = dimsOf(h);
+  perLayer(T, cur.f32({nl, d}), "input_layernorm.weight");           // [L, d_model]
+  perLayer(T, cur.f32({nl, d}), "post_attention_layernorm.weight");  // [L, d_model]
+  T["model.norm.weight"] = cur.f32({d});                             // [d_model]
+  T["model.embed_tokens.weight"] = cur.f32({v, d});                  // [vocab, d_model]
+  perLayer(T, cur.f32({nl, d, d}), "self_attn.q_proj.weight");       // [L, n_heads*d_head, d_model]
+  perLayer(T, cur.f32({nl, kv, d}), "self_attn.k_proj.weight");      // [L, n_kv*d_head, d_model]
+  perLayer(T, cur.f32({nl, kv, d}), "self_attn.v_proj.weight");      // [L, n_kv*d_head, d_model]
+  perLayer(T, cur.f32({nl, d, d}), "self_attn.o_proj.weight");       // [L, d_model, n_heads*d_head]
+  perLayer(T, cur.f32({nl, m, d}), "mlp.gate_proj.weight");          // [L, d_mlp, d_model]
+  perLayer(T, cur.f32({nl, d, m}), "mlp.down_proj.weight");          // [L, d_model, d_mlp]
+  perLayer(T, cur.f32({nl, m, d}), "mlp.up_proj.weight");            // [L, d_mlp, d_model]
+  if (!h.shared) T["lm_head.weight"] = cur.f32({v, d});              // [vocab, d_model]
+}
+
+// v2: fp32 norms, Q8_0 matrices (dequantised to fp32 here).
+void readQ80Tensors(const Header& h, Cursor& cur, TensorMap& T) {
+  const auto [d, m, kv, v, nl] = dimsOf(h);
+  const int g = h.groupSize;
+  perLayer(T, cur.f32({nl, d}), "input_layernorm.weight");                // [L, d_model]
+  perLayer(T, cur.f32({nl, d}), "post_attention_layernorm.weight");       // [L, d_model]
+  T["model.norm.weight"] = cur.f32({d});                                  // [d_model]
+  T["model.embed_tokens.weight"] = cur.q80({v, d}, g, "tok_embeddings");  // [vocab, d_model]
+  // Each layer's matrix is quantised on its own: values then scales, layer after layer.
+  auto quantLayers = [&](std::vector<int64_t> shape, const char* suffix) {
+    for (int l = 0; l < h.layers; ++l)
+      T[layerKey(l, suffix)] = cur.q80(shape, g, layerKey(l, suffix));
+  };
+  quantLayers({d, d}, "self_attn.q_proj.weight");
+  quantLayers({kv, d}, "self_attn.k_proj.weight");
+  quantLayers({kv, d}, "self_attn.v_proj.weight");
+  quantLayers({d, d}, "self_attn.o_proj.weight");
+  quantLayers({m, d}, "mlp.gate_proj.weight");
+  quantLayers({d, m}, "mlp.down_proj.weight");
+  quantLayers({m, d}, "mlp.up_proj.weight");
+  if (!h.shared) T["lm_head.weight"] = cur.q80({v, d}, g, "output");  // [vocab, d_model]
+}
+
+}  // namespace
+
+RawCheckpoint readLlama2c(const std::string& path, bool withTensors) {
+  auto map = MappedFile::open(path);
+  const Header h = parseHeader(*map);
+  const bool hasRopeTable = checkFileSize(h, *map, path);
+  RawCheckpoint ck;
+  ck.path = path;
+  ck.config = llama2cConfig(h);
   if (!withTensors) return ck;
 
-  const int64_t d = h.dim, m = h.hidden, kv = static_cast<int64_t>(kvDim), v = h.vocab, nl = h.layers;
-  auto& T = ck.tensors;
-  // Per-layer blocks are stored [n_layers, ...]; each layer's tensor is a view of its row.
-  auto perLayer = [&](const at::Tensor& all, const char* suffix) {
-    for (int l = 0; l < h.layers; ++l)
-      T[layerKey(l, suffix)] = all.select(0, l);
-  };
   Cursor cur(map, h.headerBytes);
-
-  if (h.version == 0) {
-    T["model.embed_tokens.weight"] = cur.f32({v, d});               // [vocab, d_model]
-    perLayer(cur.f32({nl, d}), "input_layernorm.weight");           // [L, d_model]
-    perLayer(cur.f32({nl, d, d}), "self_attn.q_proj.weight");       // [L, n_heads*d_head, d_model]
-    perLayer(cur.f32({nl, kv, d}), "self_attn.k_proj.weight");      // [L, n_kv*d_head, d_model]
-    perLayer(cur.f32({nl, kv, d}), "self_attn.v_proj.weight");      // [L, n_kv*d_head, d_model]
-    perLayer(cur.f32({nl, d, d}), "self_attn.o_proj.weight");       // [L, d_model, n_heads*d_head]
-    perLayer(cur.f32({nl, d}), "post_attention_layernorm.weight");  // [L, d_model]
-    perLayer(cur.f32({nl, m, d}), "mlp.gate_proj.weight");          // [L, d_mlp, d_model]  w1
-    perLayer(cur.f32({nl, d, m}), "mlp.down_proj.weight");          // [L, d_model, d_mlp]  w2
-    perLayer(cur.f32({nl, m, d}), "mlp.up_proj.weight");            // [L, d_mlp, d_model]  w3
-    T["model.norm.weight"] = cur.f32({d});                          // [d_model]
-    if (hasRopeTable) cur.skip(ropeBytes);
-    if (!h.shared) T["lm_head.weight"] = cur.f32({v, d});  // [vocab, d_model]
-  } else if (h.version == 1) {
-    perLayer(cur.f32({nl, d}), "input_layernorm.weight");           // [L, d_model]
-    perLayer(cur.f32({nl, d}), "post_attention_layernorm.weight");  // [L, d_model]
-    T["model.norm.weight"] = cur.f32({d});                          // [d_model]
-    T["model.embed_tokens.weight"] = cur.f32({v, d});               // [vocab, d_model]
-    perLayer(cur.f32({nl, d, d}), "self_attn.q_proj.weight");       // [L, n_heads*d_head, d_model]
-    perLayer(cur.f32({nl, kv, d}), "self_attn.k_proj.weight");      // [L, n_kv*d_head, d_model]
-    perLayer(cur.f32({nl, kv, d}), "self_attn.v_proj.weight");      // [L, n_kv*d_head, d_model]
-    perLayer(cur.f32({nl, d, d}), "self_attn.o_proj.weight");       // [L, d_model, n_heads*d_head]
-    perLayer(cur.f32({nl, m, d}), "mlp.gate_proj.weight");          // [L, d_mlp, d_model]
-    perLayer(cur.f32({nl, d, m}), "mlp.down_proj.weight");          // [L, d_model, d_mlp]
-    perLayer(cur.f32({nl, m, d}), "mlp.up_proj.weight");            // [L, d_mlp, d_model]
-    if (!h.shared) T["lm_head.weight"] = cur.f32({v, d});           // [vocab, d_model]
-  } else {
-    const int g = h.groupSize;
-    perLayer(cur.f32({nl, d}), "input_layernorm.weight");                   // [L, d_model]
-    perLayer(cur.f32({nl, d}), "post_attention_layernorm.weight");          // [L, d_model]
-    T["model.norm.weight"] = cur.f32({d});                                  // [d_model]
-    T["model.embed_tokens.weight"] = cur.q80({v, d}, g, "tok_embeddings");  // [vocab, d_model]
-    // Each layer's matrix is quantised on its own: values then scales, layer after layer.
-    auto quantLayers = [&](std::vector<int64_t> shape, const char* suffix) {
-      for (int l = 0; l < h.layers; ++l)
-        T[layerKey(l, suffix)] = cur.q80(shape, g, layerKey(l, suffix));
-    };
-    quantLayers({d, d}, "self_attn.q_proj.weight");
-    quantLayers({kv, d}, "self_attn.k_proj.weight");
-    quantLayers({kv, d}, "self_attn.v_proj.weight");
-    quantLayers({d, d}, "self_attn.o_proj.weight");
-    quantLayers({m, d}, "mlp.gate_proj.weight");
-    quantLayers({d, m}, "mlp.down_proj.weight");
-    quantLayers({m, d}, "mlp.up_proj.weight");
-    if (!h.shared) T["lm_head.weight"] = cur.q80({v, d}, g, "output");  // [vocab, d_model]
-  }
+  if (h.version == 0)
+    readV0Tensors(h, hasRopeTable, cur, ck.tensors);
+  else if (h.version == 1)
+    readV1Tensors(h, cur, ck.tensors);
+  else
+    readQ80Tensors(h, cur, ck.tensors);
   if (cur.offset() != map->size())
     fail(path, ": read ", cur.offset(), " bytes of ", map->size(), " (internal layout mismatch)");
   return ck;
