@@ -169,15 +169,8 @@ std::vector<std::pair<std::string, std::string>> readMerges(const JsonNode& mode
   return merges;
 }
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const std::string& configPath) {
-  const json rootJson = readJsonFile(path, json_limits::tokenizer());
-  const json configJson =
-      configPath.empty() ? json() : readJsonFile(configPath, json_limits::tokenizerConfig());
-  const JsonNode root(rootJson, path);
-  std::optional<JsonNode> config;
-  if (!configPath.empty()) config = JsonNode(configJson, configPath);
+// model.type after the checks every type shares: a "model" object with a "vocab" object, no word affixes.
+std::string checkedModelType(const JsonNode& root, const std::string& path) {
   if (!root.isObject() || !root.has("model") || !root.at("model").isObject())
     fail(path, ": tokenizer.json has no \"model\" object");
   const JsonNode model = root.at("model");
@@ -189,12 +182,10 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
     fail(path, ": model.vocab is missing or not an object of piece -> id");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!model.optString(key, "").empty()) fail(path, ": model.", key, " is not supported");
+  return type;
+}
 
-  std::unordered_map<std::string, int> vocab;
-  model.at("vocab").forEachMember(
-      [&](const std::string& piece, const JsonNode& id) { vocab.emplace(piece, id.intIn(0, kMaxTokenId)); });
-  const auto merges = readMerges(model);
-
+std::vector<AddedToken> readAddedTokens(const JsonNode& root) {
   std::vector<AddedToken> added;
   if (auto list = root.find("added_tokens")) {
     list->forEachElement([&](size_t, const JsonNode& t) {
@@ -209,134 +200,180 @@ std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const st
       added.push_back(std::move(a));
     });
   }
-  auto idOf = [&](const std::string& content) -> std::optional<int> {
+  return added;
+}
+
+// What every model type takes from tokenizer.json and tokenizer_config.json.
+struct Parts {
+  std::string path;
+  std::unordered_map<std::string, int> vocab;
+  std::vector<AddedToken> added;
+  Specials specials;
+  std::vector<JsonNode> normalizers, preTokenizers;
+  Normalizer normalizer;
+
+  // An added token's id first, then the vocabulary's.
+  std::optional<int> idOf(const std::string& content) const {
     for (const AddedToken& a : added)
       if (a.content == content) return a.id;
     auto it = vocab.find(content);
     if (it != vocab.end()) return it->second;
     return std::nullopt;
-  };
-  const Specials specials = resolveSpecials(root, config, idOf);
-
-  const std::vector<JsonNode> normalizers = flatten(root, "normalizer", "normalizers");
-  const std::vector<JsonNode> preTokenizers = flatten(root, "pre_tokenizer", "pretokenizers");
-  Normalizer normalizer = readNormalizer(normalizers, path);
-
-  if (type == "WordLevel") {
-    for (const JsonNode& p : preTokenizers)
-      if (p.optString("type", "") != "WhitespaceSplit")
-        fail(path, ": pre_tokenizer \"", p.optString("type", ""),
-             "\" is not supported with WordLevel (WhitespaceSplit)");
-    WordLevelConfig cfg;
-    if (model.has("unk_token") && model.at("unk_token").isString()) {
-      const std::string unkToken = model.at("unk_token").string();
-      auto unk = idOf(unkToken);
-      if (!unk) fail(path, ": model.unk_token \"", unkToken, "\" is not in the vocabulary");
-      cfg.unk = *unk;
-    }
-    cfg.vocab = std::move(vocab);
-    cfg.added = std::move(added);
-    cfg.normalizer = std::move(normalizer);
-    cfg.bos = specials.bos;
-    cfg.eos = specials.eos;
-    cfg.addBos = specials.addBos;
-    cfg.source = path;
-    return std::make_unique<WordLevelTokenizer>(std::move(cfg));
   }
-  bool byteLevel = false;
-  for (const JsonNode& p : preTokenizers)
-    byteLevel = byteLevel || p.optString("type", "") == "ByteLevel";
+};
 
-  if (byteLevel) {
-    ByteLevelBpeConfig cfg;
-    cfg.normalizer = std::move(normalizer);
-    for (const JsonNode& p : preTokenizers) {
-      const std::string t = p.optString("type", "");
-      if (t == "ByteLevel") {
-        if (p.optBool("use_regex", true)) cfg.splitRegexes.push_back(kGpt2SplitRegex);
-        cfg.addPrefixSpace = p.optBool("add_prefix_space", false);
-      } else if (t == "Split") {
-        const std::string behavior = p.optString("behavior", "Isolated");
-        const bool invert = p.optBool("invert", false);
-        if (behavior != "Isolated" || invert)
-          fail(path, ": pre_tokenizer Split with behavior \"", behavior, "\"", invert ? " (inverted)" : "",
-               " is not supported (only Isolated)");
-        const JsonNode pat = p.at("pattern");
-        if (pat.has("Regex"))
-          cfg.splitRegexes.push_back(pat.at("Regex").string());
-        else if (pat.has("String"))
-          cfg.splitRegexes.push_back(escapeRegex(pat.at("String").string()));
-        else
-          pat.wrongType("{\"Regex\": ...} or {\"String\": ...}");
-      } else if (t == "Digits") {
-        cfg.splitRegexes.push_back(p.optBool("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
-      } else {
-        fail(path, ": pre_tokenizer \"", t, "\" is not supported together with ByteLevel");
-      }
+// Moves the pieces, added tokens and special ids into a tokenizer's config (after every idOf lookup).
+template <class Config>
+void moveCommonInto(Config& cfg, Parts& parts) {
+  cfg.vocab = std::move(parts.vocab);
+  cfg.added = std::move(parts.added);
+  cfg.bos = parts.specials.bos;
+  cfg.eos = parts.specials.eos;
+  cfg.addBos = parts.specials.addBos;
+  cfg.source = parts.path;
+}
+
+// The id of model.unk_token when it is a string; one outside the vocabulary is an error.
+std::optional<int> unkTokenId(const JsonNode& model, const Parts& parts) {
+  if (!model.has("unk_token") || !model.at("unk_token").isString()) return std::nullopt;
+  const std::string unkToken = model.at("unk_token").string();
+  auto unk = parts.idOf(unkToken);
+  if (!unk) fail(parts.path, ": model.unk_token \"", unkToken, "\" is not in the vocabulary");
+  return unk;
+}
+
+std::unique_ptr<Tokenizer> makeWordLevel(const JsonNode& model, Parts& parts) {
+  for (const JsonNode& p : parts.preTokenizers)
+    if (p.optString("type", "") != "WhitespaceSplit")
+      fail(parts.path, ": pre_tokenizer \"", p.optString("type", ""),
+           "\" is not supported with WordLevel (WhitespaceSplit)");
+  WordLevelConfig cfg;
+  if (auto unk = unkTokenId(model, parts)) cfg.unk = *unk;
+  cfg.normalizer = std::move(parts.normalizer);
+  moveCommonInto(cfg, parts);
+  return std::make_unique<WordLevelTokenizer>(std::move(cfg));
+}
+
+// The split regexes and prefix space of ByteLevel and the Split / Digits pre-tokenizers around it.
+void readByteLevelPreTokenizers(const std::vector<JsonNode>& preTokenizers, const std::string& path,
+                                ByteLevelBpeConfig& cfg) {
+  for (const JsonNode& p : preTokenizers) {
+    const std::string t = p.optString("type", "");
+    if (t == "ByteLevel") {
+      if (p.optBool("use_regex", true)) cfg.splitRegexes.push_back(kGpt2SplitRegex);
+      cfg.addPrefixSpace = p.optBool("add_prefix_space", false);
+    } else if (t == "Split") {
+      const std::string behavior = p.optString("behavior", "Isolated");
+      const bool invert = p.optBool("invert", false);
+      if (behavior != "Isolated" || invert)
+        fail(path, ": pre_tokenizer Split with behavior \"", behavior, "\"", invert ? " (inverted)" : "",
+             " is not supported (only Isolated)");
+      const JsonNode pat = p.at("pattern");
+      if (pat.has("Regex"))
+        cfg.splitRegexes.push_back(pat.at("Regex").string());
+      else if (pat.has("String"))
+        cfg.splitRegexes.push_back(escapeRegex(pat.at("String").string()));
+      else
+        pat.wrongType("{\"Regex\": ...} or {\"String\": ...}");
+    } else if (t == "Digits") {
+      cfg.splitRegexes.push_back(p.optBool("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
+    } else {
+      fail(path, ": pre_tokenizer \"", t, "\" is not supported together with ByteLevel");
     }
-    cfg.vocab = std::move(vocab);
-    cfg.merges = merges;
-    cfg.added = std::move(added);
-    cfg.ignoreMerges = model.optBool("ignore_merges", false);
-    cfg.bos = specials.bos;
-    cfg.eos = specials.eos;
-    cfg.addBos = specials.addBos;
-    cfg.source = path;
-    return std::make_unique<ByteLevelBpeTokenizer>(std::move(cfg));
   }
+}
 
-  // SentencePiece-style: the "▁" conventions come from the normalizer or a Metaspace pre-tokenizer.
+std::unique_ptr<Tokenizer> makeByteLevel(const JsonNode& model, Parts& parts,
+                                         std::vector<std::pair<std::string, std::string>> merges) {
+  ByteLevelBpeConfig cfg;
+  cfg.normalizer = std::move(parts.normalizer);
+  readByteLevelPreTokenizers(parts.preTokenizers, parts.path, cfg);
+  cfg.merges = std::move(merges);
+  cfg.ignoreMerges = model.optBool("ignore_merges", false);
+  moveCommonInto(cfg, parts);
+  return std::make_unique<ByteLevelBpeTokenizer>(std::move(cfg));
+}
+
+// One Metaspace pre-tokenizer: the "▁" replacement, when it is prepended, and whether it splits.
+void readMetaspace(const JsonNode& p, const std::string& path, SentencePieceBpeConfig& cfg) {
+  const std::string t = p.optString("type", "");
+  if (t != "Metaspace")
+    fail(path, ": pre_tokenizer \"", t, "\" is not supported for a SentencePiece-style BPE");
+  const std::string replacement = p.optString("replacement", tokentext::kMetaSpace);
+  if (replacement != tokentext::kMetaSpace)
+    fail(path, ": Metaspace replacement \"", replacement, "\" is not supported (expected \"▁\")");
+  const std::string scheme =
+      p.optString("prepend_scheme", p.optBool("add_prefix_space", true) ? "always" : "never");
+  if (scheme == "always")
+    cfg.prepend = PrependScheme::Always;
+  else if (scheme == "first")
+    cfg.prepend = PrependScheme::First;
+  else if (scheme == "never")
+    cfg.prepend = PrependScheme::Never;
+  else
+    fail(path, ": Metaspace prepend_scheme \"", scheme, "\" is not one of always, first, never");
+  cfg.splitOnMetaSpace = p.optBool("split", true);
+  cfg.metaspace = true;
+}
+
+// SentencePiece-style: the "▁" conventions come from the normalizer or a Metaspace pre-tokenizer.
+std::unique_ptr<Tokenizer> makeSentencePiece(const JsonNode& model, Parts& parts,
+                                             std::vector<std::pair<std::string, std::string>> merges) {
   SentencePieceBpeConfig cfg;
   bool sentencePiece = model.optBool("byte_fallback", false);
   cfg.prepend = PrependScheme::Never;
-  for (const JsonNode& n : normalizers) {
+  for (const JsonNode& n : parts.normalizers) {
     const std::string t = n.optString("type", "");
     if ((t == "Prepend" && n.optString("prepend", "") == tokentext::kMetaSpace) ||
         (t == "Replace" && n.optString("content", "") == tokentext::kMetaSpace))
       sentencePiece = true;
   }
-  cfg.normalizer = std::move(normalizer);
-  for (const JsonNode& p : preTokenizers) {
-    const std::string t = p.optString("type", "");
-    if (t != "Metaspace")
-      fail(path, ": pre_tokenizer \"", t, "\" is not supported for a SentencePiece-style BPE");
-    const std::string replacement = p.optString("replacement", tokentext::kMetaSpace);
-    if (replacement != tokentext::kMetaSpace)
-      fail(path, ": Metaspace replacement \"", replacement, "\" is not supported (expected \"▁\")");
-    const std::string scheme =
-        p.optString("prepend_scheme", p.optBool("add_prefix_space", true) ? "always" : "never");
-    if (scheme == "always")
-      cfg.prepend = PrependScheme::Always;
-    else if (scheme == "first")
-      cfg.prepend = PrependScheme::First;
-    else if (scheme == "never")
-      cfg.prepend = PrependScheme::Never;
-    else
-      fail(path, ": Metaspace prepend_scheme \"", scheme, "\" is not one of always, first, never");
-    cfg.splitOnMetaSpace = p.optBool("split", true);
-    cfg.metaspace = true;
+  cfg.normalizer = std::move(parts.normalizer);
+  for (const JsonNode& p : parts.preTokenizers) {
+    readMetaspace(p, parts.path, cfg);
     sentencePiece = true;
   }
   if (!sentencePiece)
-    fail(path,
+    fail(parts.path,
          ": unsupported BPE tokenizer: neither a ByteLevel pre-tokenizer nor SentencePiece conventions "
          "(Metaspace, \"▁\" normalizer or byte_fallback)");
   cfg.byteFallback = model.optBool("byte_fallback", false);
   cfg.fuseUnk = model.optBool("fuse_unk", false);
-  if (model.has("unk_token") && model.at("unk_token").isString()) {
-    const std::string unkToken = model.at("unk_token").string();
-    auto unk = idOf(unkToken);
-    if (!unk) fail(path, ": model.unk_token \"", unkToken, "\" is not in the vocabulary");
-    cfg.unk = *unk;
-  }
-  cfg.vocab = std::move(vocab);
-  cfg.merges = merges;
-  cfg.added = std::move(added);
-  cfg.bos = specials.bos;
-  cfg.eos = specials.eos;
-  cfg.addBos = specials.addBos;
-  cfg.source = path;
+  if (auto unk = unkTokenId(model, parts)) cfg.unk = *unk;
+  cfg.merges = std::move(merges);
+  moveCommonInto(cfg, parts);
   return std::make_unique<SentencePieceBpeTokenizer>(std::move(cfg));
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> loadHfTokenizerJson(const std::string& path, const std::string& configPath) {
+  const json rootJson = readJsonFile(path, json_limits::tokenizer());
+  const json configJson =
+      configPath.empty() ? json() : readJsonFile(configPath, json_limits::tokenizerConfig());
+  const JsonNode root(rootJson, path);
+  std::optional<JsonNode> config;
+  if (!configPath.empty()) config = JsonNode(configJson, configPath);
+  const std::string type = checkedModelType(root, path);
+  const JsonNode model = root.at("model");
+
+  Parts parts;
+  parts.path = path;
+  model.at("vocab").forEachMember([&](const std::string& piece, const JsonNode& id) {
+    parts.vocab.emplace(piece, id.intIn(0, kMaxTokenId));
+  });
+  auto merges = readMerges(model);
+  parts.added = readAddedTokens(root);
+  parts.specials =
+      resolveSpecials(root, config, [&](const std::string& content) { return parts.idOf(content); });
+  parts.normalizers = flatten(root, "normalizer", "normalizers");
+  parts.preTokenizers = flatten(root, "pre_tokenizer", "pretokenizers");
+  parts.normalizer = readNormalizer(parts.normalizers, path);
+
+  if (type == "WordLevel") return makeWordLevel(model, parts);
+  for (const JsonNode& p : parts.preTokenizers)
+    if (p.optString("type", "") == "ByteLevel") return makeByteLevel(model, parts, std::move(merges));
+  return makeSentencePiece(model, parts, std::move(merges));
 }
 
 }  // namespace hs::detail
