@@ -123,6 +123,128 @@ std::string shortName(const std::string& s) {
   return name.empty() ? p.parent_path().filename().string() : name;
 }
 
+// Calls f(element, "key[i]") for each element of the array at `key`, in order.
+template <class F>
+void forEachListed(const Reader& r, const std::string& key, F&& f) {
+  const json& list = r.at(key);
+  for (size_t i = 0; i < list.size(); ++i)
+    f(list[i], key + "[" + std::to_string(i) + "]");
+}
+
+// "models": paths, or {"path", "tokenizer", "device", "dtype"} objects; device and dtype default to the
+// plan's.
+void readModels(const Reader& r, const std::string& file, Plan& p) {
+  if (!r.has("models") || !r.at("models").is_array() || r.at("models").empty())
+    r.failAt("models", "must be a non-empty array of model paths or {\"path\": ...} objects");
+  forEachListed(r, "models", [&](const json& m, const std::string& where) {
+    PlanModel pm{"", "", p.device, p.dtype};
+    if (m.is_string()) {
+      pm.path = m.get<std::string>();
+    } else {
+      const Reader mr(m, where, file);
+      mr.only({"path", "tokenizer", "device", "dtype"});
+      pm.path = mr.text("path", "");
+      pm.tokenizer = mr.text("tokenizer", "");
+      pm.device = mr.text("device", p.device);
+      pm.dtype = checkedDtype(mr, "dtype", p.dtype);
+    }
+    if (pm.path.empty()) fail(file, ": ", where, " names no model (a path, a hub id or \"toy\")");
+    p.models.push_back(pm);
+  });
+}
+
+// "tasks": dataset ids or objects, each starting from "task_defaults".
+void readTasks(const Reader& r, const std::string& file, Plan& p) {
+  TaskSpec defaults;
+  if (r.has("task_defaults")) {
+    const Reader dr(r.at("task_defaults"), "task_defaults", file);
+    dr.only({"template", "shots", "n_prompts", "label_words", "split", "seed"});
+    readTaskFields(dr, defaults);
+  }
+  if (!r.has("tasks")) return;
+  if (!r.at("tasks").is_array())
+    r.failAt("tasks", "must be an array of task ids or {\"dataset\": ...} objects");
+  forEachListed(r, "tasks", [&](const json& t, const std::string& where) {
+    TaskSpec spec = defaults;
+    if (t.is_string()) {
+      spec.dataset = t.get<std::string>();
+    } else {
+      const Reader tr(t, where, file);
+      tr.only(kTaskKeys);
+      spec.dataset = tr.text("dataset", "");
+      readTaskFields(tr, spec);
+    }
+    if (spec.dataset.empty()) fail(file, ": ", where, " names no dataset (toy:<task> or a dataset file)");
+    p.tasks.push_back(spec);
+  });
+}
+
+// "methods": registry names or {"method", "options"} objects; read after the tasks, which some need.
+void readMethods(const Reader& r, const std::string& file, Plan& p) {
+  if (!r.has("methods") || !r.at("methods").is_array() || r.at("methods").empty())
+    r.failAt("methods", "must be a non-empty array of method names or {\"method\": ..., \"options\": ...}");
+  forEachListed(r, "methods", [&](const json& m, const std::string& where) {
+    PlanMethod pm;
+    if (m.is_string()) {
+      pm.method = m.get<std::string>();
+    } else {
+      const Reader mr(m, where, file);
+      mr.only({"method", "options"});
+      pm.method = mr.text("method", "");
+      if (mr.has("options")) {
+        if (!mr.at("options").is_object())
+          mr.failAt("options", "must be a JSON object of the method's options");
+        pm.options = mr.at("options");
+      }
+    }
+    const MethodInfo& info =
+        withContext(file + ": " + where, [&]() -> const MethodInfo& { return requireMethod(pm.method); });
+    if (pm.options.contains("seed") && info.option("seed"))
+      fail(file, ": ", where, ".options.seed is set by the plan's \"seeds\", not per method");
+    if (info.takesTask() && p.tasks.empty())
+      fail(file, ": ", where, " (", pm.method, ") needs a task, and the plan has no \"tasks\"");
+    p.methods.push_back(pm);
+  });
+}
+
+// "seeds": distinct whole numbers; without it, the one default seed of a task.
+void readSeeds(const Reader& r, Plan& p) {
+  if (!r.has("seeds")) {
+    p.seeds = {TaskSpec{}.seed};
+    return;
+  }
+  const json& s = r.at("seeds");
+  if (!s.is_array() || s.empty()) r.failAt("seeds", "must be a non-empty array of whole numbers >= 0");
+  std::set<uint64_t> seen;
+  for (const json& v : s) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0))
+      r.failAt("seeds", "holds " + v.dump() + ", expected whole numbers >= 0");
+    if (!seen.insert(v.get<uint64_t>()).second) r.failAt("seeds", "lists seed " + v.dump() + " twice");
+    p.seeds.push_back(v.get<uint64_t>());
+  }
+}
+
+// "resources": sharding and the Slurm settings of the batch scripts.
+void readResources(const Reader& r, const std::string& file, Resources& res) {
+  if (!r.has("resources")) return;
+  const Reader rr(r.at("resources"), "resources", file);
+  rr.only(
+      {"shards", "max_parallel", "cpus", "gpus", "memory", "time", "partition", "account", "qos", "sbatch"});
+  res.shards = static_cast<int>(rr.integer("shards", 0, 0));
+  res.max_parallel = static_cast<int>(rr.integer("max_parallel", 0, 0));
+  res.cpus = static_cast<int>(rr.integer("cpus", 1, 1));
+  res.gpus = static_cast<int>(rr.integer("gpus", 0, 0));
+  res.memory = rr.text("memory", "");
+  res.time = rr.text("time", "");
+  res.partition = rr.text("partition", "");
+  res.account = rr.text("account", "");
+  res.qos = rr.text("qos", "");
+  res.sbatch = rr.texts("sbatch");
+  for (const std::string& o : res.sbatch)
+    if (o.rfind("--", 0) != 0 || o.find('\n') != std::string::npos)
+      rr.failAt("sbatch", "holds \"" + o + "\", expected sbatch options like \"--constraint=a100\"");
+}
+
 }  // namespace
 
 std::string Job::label() const {
@@ -149,113 +271,11 @@ Plan planFromJson(const json& j, const std::string& file) {
   p.device = r.text("device", p.device);
   if (p.device.empty()) r.failAt("device", "is empty (cpu, cuda, cuda:N)");
   p.dtype = checkedDtype(r, "dtype", p.dtype);
-
-  if (!r.has("models") || !r.at("models").is_array() || r.at("models").empty())
-    r.failAt("models", "must be a non-empty array of model paths or {\"path\": ...} objects");
-  for (size_t i = 0; i < r.at("models").size(); ++i) {
-    const json& m = r.at("models")[i];
-    const std::string where = "models[" + std::to_string(i) + "]";
-    PlanModel pm{"", "", p.device, p.dtype};
-    if (m.is_string()) {
-      pm.path = m.get<std::string>();
-    } else {
-      const Reader mr(m, where, file);
-      mr.only({"path", "tokenizer", "device", "dtype"});
-      pm.path = mr.text("path", "");
-      pm.tokenizer = mr.text("tokenizer", "");
-      pm.device = mr.text("device", p.device);
-      pm.dtype = checkedDtype(mr, "dtype", p.dtype);
-    }
-    if (pm.path.empty()) fail(file, ": ", where, " names no model (a path, a hub id or \"toy\")");
-    p.models.push_back(pm);
-  }
-
-  TaskSpec defaults;
-  if (r.has("task_defaults")) {
-    const Reader dr(r.at("task_defaults"), "task_defaults", file);
-    dr.only({"template", "shots", "n_prompts", "label_words", "split", "seed"});
-    readTaskFields(dr, defaults);
-  }
-  if (r.has("tasks")) {
-    if (!r.at("tasks").is_array())
-      r.failAt("tasks", "must be an array of task ids or {\"dataset\": ...} objects");
-    for (size_t i = 0; i < r.at("tasks").size(); ++i) {
-      const json& t = r.at("tasks")[i];
-      const std::string where = "tasks[" + std::to_string(i) + "]";
-      TaskSpec spec = defaults;
-      if (t.is_string()) {
-        spec.dataset = t.get<std::string>();
-      } else {
-        const Reader tr(t, where, file);
-        tr.only(kTaskKeys);
-        spec.dataset = tr.text("dataset", "");
-        readTaskFields(tr, spec);
-      }
-      if (spec.dataset.empty()) fail(file, ": ", where, " names no dataset (toy:<task> or a dataset file)");
-      p.tasks.push_back(spec);
-    }
-  }
-
-  if (!r.has("methods") || !r.at("methods").is_array() || r.at("methods").empty())
-    r.failAt("methods", "must be a non-empty array of method names or {\"method\": ..., \"options\": ...}");
-  for (size_t i = 0; i < r.at("methods").size(); ++i) {
-    const json& m = r.at("methods")[i];
-    const std::string where = "methods[" + std::to_string(i) + "]";
-    PlanMethod pm;
-    if (m.is_string()) {
-      pm.method = m.get<std::string>();
-    } else {
-      const Reader mr(m, where, file);
-      mr.only({"method", "options"});
-      pm.method = mr.text("method", "");
-      if (mr.has("options")) {
-        if (!mr.at("options").is_object())
-          mr.failAt("options", "must be a JSON object of the method's options");
-        pm.options = mr.at("options");
-      }
-    }
-    const MethodInfo& info =
-        withContext(file + ": " + where, [&]() -> const MethodInfo& { return requireMethod(pm.method); });
-    if (pm.options.contains("seed") && info.option("seed"))
-      fail(file, ": ", where, ".options.seed is set by the plan's \"seeds\", not per method");
-    if (info.takesTask() && p.tasks.empty())
-      fail(file, ": ", where, " (", pm.method, ") needs a task, and the plan has no \"tasks\"");
-    p.methods.push_back(pm);
-  }
-
-  if (r.has("seeds")) {
-    const json& s = r.at("seeds");
-    if (!s.is_array() || s.empty()) r.failAt("seeds", "must be a non-empty array of whole numbers >= 0");
-    std::set<uint64_t> seen;
-    for (const json& v : s) {
-      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0))
-        r.failAt("seeds", "holds " + v.dump() + ", expected whole numbers >= 0");
-      if (!seen.insert(v.get<uint64_t>()).second) r.failAt("seeds", "lists seed " + v.dump() + " twice");
-      p.seeds.push_back(v.get<uint64_t>());
-    }
-  } else {
-    p.seeds = {TaskSpec{}.seed};
-  }
-
-  if (r.has("resources")) {
-    const Reader rr(r.at("resources"), "resources", file);
-    rr.only({"shards", "max_parallel", "cpus", "gpus", "memory", "time", "partition", "account", "qos",
-             "sbatch"});
-    Resources& res = p.resources;
-    res.shards = static_cast<int>(rr.integer("shards", 0, 0));
-    res.max_parallel = static_cast<int>(rr.integer("max_parallel", 0, 0));
-    res.cpus = static_cast<int>(rr.integer("cpus", 1, 1));
-    res.gpus = static_cast<int>(rr.integer("gpus", 0, 0));
-    res.memory = rr.text("memory", "");
-    res.time = rr.text("time", "");
-    res.partition = rr.text("partition", "");
-    res.account = rr.text("account", "");
-    res.qos = rr.text("qos", "");
-    res.sbatch = rr.texts("sbatch");
-    for (const std::string& o : res.sbatch)
-      if (o.rfind("--", 0) != 0 || o.find('\n') != std::string::npos)
-        rr.failAt("sbatch", "holds \"" + o + "\", expected sbatch options like \"--constraint=a100\"");
-  }
+  readModels(r, file, p);
+  readTasks(r, file, p);
+  readMethods(r, file, p);
+  readSeeds(r, p);
+  readResources(r, file, p.resources);
   return p;
 }
 
