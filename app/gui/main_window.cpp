@@ -251,6 +251,24 @@ MainWindow::~MainWindow() {
 }
 
 void MainWindow::buildUi() {
+  buildTabs();
+  // Left: Model and Task docks.
+  QDockWidget* modelDock = buildModelDock();
+  QDockWidget* taskDockWidget = buildTaskDock();
+  // Right: Interventions, Evaluation and Runs.
+  QDockWidget* ivDock = buildInterventionsDock();
+  buildEvaluationDock();
+  buildRunsDock();
+  // Bottom: log, progress, Cancel.
+  QDockWidget* logDock = buildLogDock();
+  resize(1560, 960);  // fitToScreen() shrinks it on smaller screens
+  resizeDocks({logDock}, {130}, Qt::Vertical);
+  resizeDocks({modelDock, taskDockWidget}, {170, 420}, Qt::Vertical);
+  resizeDocks({modelDock, ivDock}, {300, 300}, Qt::Horizontal);
+}
+
+// The centre: Heads, Geometry, Task vectors, Attention, Prompt, Attribution, Dynamics (the Tab indices).
+void MainWindow::buildTabs() {
   tabs_ = new QTabWidget;
   tabs_->setUsesScrollButtons(true);  // tabs scroll instead of widening the window
   tabs_->setElideMode(Qt::ElideRight);
@@ -301,8 +319,9 @@ void MainWindow::buildUi() {
   connect(dynamicsTab_, &DynamicsTab::changed, this, [this] {
     if (!refreshing_ && !restoring_) setDirty(true);
   });
+}
 
-  // Left: Model and Task docks.
+QDockWidget* MainWindow::buildModelDock() {
   auto* modelDock = new QDockWidget("Model", this);
   modelDock->setObjectName("ModelDock");
   modelLabel_ = new QLabel("No model loaded.\nFile → Open model…");
@@ -318,7 +337,10 @@ void MainWindow::buildUi() {
   modelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   modelDock->setWidget(modelScroll);
   addDockWidget(Qt::LeftDockWidgetArea, modelDock);
+  return modelDock;
+}
 
+QDockWidget* MainWindow::buildTaskDock() {
   auto* taskDockWidget = new QDockWidget("Task", this);
   taskDockWidget->setObjectName("TaskDock");
   taskDock_ = new TaskDock;
@@ -329,8 +351,11 @@ void MainWindow::buildUi() {
     if (byUser) setDirty(true);
     requestPreview();
   });
+  return taskDockWidget;
+}
 
-  // Right: Interventions and Evaluation.
+// The Interventions dock, and the head views' menu entries that add to it.
+QDockWidget* MainWindow::buildInterventionsDock() {
   auto* ivDock = new QDockWidget("Interventions", this);
   ivDock->setObjectName("InterventionsDock");
   interventionsDock_ = new InterventionsDock;
@@ -341,6 +366,7 @@ void MainWindow::buildUi() {
     log(m);
     statusBar()->showMessage(m, 8000);
   });
+  HeadGridView* heads = headsTab_->view();
   connect(heads, &HeadGridView::zeroAblate, this, [this](const std::vector<HeadRef>& h) {
     interventionsDock_->add(InterventionKind::ZeroAblate, h);
   });
@@ -352,14 +378,19 @@ void MainWindow::buildUi() {
   });
   connect(heads, &HeadGridView::addToSteering, this,
           [this](const std::vector<HeadRef>& h) { interventionsDock_->add(InterventionKind::Steer, h); });
+  return ivDock;
+}
 
+void MainWindow::buildEvaluationDock() {
   auto* evalDock = new QDockWidget("Evaluation", this);
   evalDock->setObjectName("EvaluationDock");
   evaluationDock_ = new EvaluationDock;
   evalDock->setWidget(evaluationDock_);
   addDockWidget(Qt::RightDockWidgetArea, evalDock);
   connect(evaluationDock_, &EvaluationDock::evaluateRequested, this, &MainWindow::evaluate);
+}
 
+void MainWindow::buildRunsDock() {
   auto* runsDockWidget = new QDockWidget("Runs", this);
   runsDockWidget->setObjectName("RunsDock");
   runsDock_ = new RunsDock;
@@ -367,8 +398,9 @@ void MainWindow::buildUi() {
   addDockWidget(Qt::RightDockWidgetArea, runsDockWidget);
   connect(runsDock_, &RunsDock::deleteRequested, this, &MainWindow::deleteRuns);
   connect(runsDock_, &RunsDock::closeOtherModelsRequested, this, &MainWindow::closeOtherModelsRuns);
+}
 
-  // Bottom: log, progress, Cancel.
+QDockWidget* MainWindow::buildLogDock() {
   auto* logDock = new QDockWidget("Log", this);
   logDock->setObjectName("LogDock");
   auto* logPage = new QWidget;
@@ -390,14 +422,32 @@ void MainWindow::buildUi() {
   logDock->setWidget(logPage);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelJob);
-  resize(1560, 960);  // fitToScreen() shrinks it on smaller screens
-  resizeDocks({logDock}, {130}, Qt::Vertical);
-  resizeDocks({modelDock, taskDockWidget}, {170, 420}, Qt::Vertical);
-  resizeDocks({modelDock, ivDock}, {300, 300}, Qt::Horizontal);
+  return logDock;
 }
 
 void MainWindow::buildMenus() {
+  buildFileMenu();
+  buildRunMenu();
+  buildEditMenu();
+  buildViewMenu();
+  buildHelpMenu();
+}
+
+void MainWindow::buildFileMenu() {
   auto* file = menuBar()->addMenu("&File");
+  addSessionActions(file);
+  file->addSeparator();
+  addOpenModelActions(file);
+  file->addSeparator();
+  addExportActions(file);
+  file->addSeparator();
+  auto* quit = file->addAction("&Quit");
+  quit->setShortcut(QKeySequence::Quit);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+}
+
+// Open, import into, save the session; open a batch folder.
+void MainWindow::addSessionActions(QMenu* file) {
   auto* openSessionAction = file->addAction("&Open session…");
   openSessionAction->setShortcut(QKeySequence::Open);
   connect(openSessionAction, &QAction::triggered, this, [this] {
@@ -405,30 +455,7 @@ void MainWindow::buildMenus() {
                                                    "HeadScope sessions (*.hscope);;All files (*)");
     if (!f.isEmpty()) openSession(f);
   });
-  // Published results (and other sessions' runs) join the open session; nothing of it is closed.
-  auto* importMenu = file->addMenu("&Import published results");
-  importMenu->setObjectName("ImportPublishedMenu");
-  connect(importMenu, &QMenu::aboutToShow, this, [this, importMenu] {
-    importMenu->clear();
-    for (const QString& f : shippedPublishedSessions()) {
-      QAction* a = importMenu->addAction(QFileInfo(f).completeBaseName().replace('_', ' ') + " (shipped)");
-      a->setToolTip(f);
-      connect(a, &QAction::triggered, this, [this, f] { importRuns({f}); });
-    }
-    if (!importMenu->isEmpty()) importMenu->addSeparator();
-    connect(importMenu->addAction("&Files or sessions…"), &QAction::triggered, this, [this] {
-      const QStringList f =
-          QFileDialog::getOpenFileNames(this, "Import published results or a session's runs", {},
-                                        "Sessions and published results (*.hscope *.json);;All files (*)");
-      if (!f.isEmpty()) importRuns(f);
-    });
-    connect(importMenu->addAction("F&older…"), &QAction::triggered, this, [this] {
-      const QString dir = QFileDialog::getExistingDirectory(
-          this,
-          "Import a folder of published results (e.g. causal_scores/OLMo-2-1124-7B: one run per checkpoint)");
-      if (!dir.isEmpty()) importRuns({dir});
-    });
-  });
+  addImportMenu(file);
   auto* openBatch = file->addAction("Open &batch folder…");  // watched as it runs (study_view.h)
   openBatch->setObjectName("openBatchFolder");
   connect(openBatch, &QAction::triggered, this, [this] {
@@ -462,7 +489,36 @@ void MainWindow::buildMenus() {
     else
       saveSessionTo(sessionPath_);
   });
-  file->addSeparator();
+}
+
+void MainWindow::addImportMenu(QMenu* file) {
+  // Published results (and other sessions' runs) join the open session; nothing of it is closed.
+  auto* importMenu = file->addMenu("&Import published results");
+  importMenu->setObjectName("ImportPublishedMenu");
+  connect(importMenu, &QMenu::aboutToShow, this, [this, importMenu] {
+    importMenu->clear();
+    for (const QString& f : shippedPublishedSessions()) {
+      QAction* a = importMenu->addAction(QFileInfo(f).completeBaseName().replace('_', ' ') + " (shipped)");
+      a->setToolTip(f);
+      connect(a, &QAction::triggered, this, [this, f] { importRuns({f}); });
+    }
+    if (!importMenu->isEmpty()) importMenu->addSeparator();
+    connect(importMenu->addAction("&Files or sessions…"), &QAction::triggered, this, [this] {
+      const QStringList f =
+          QFileDialog::getOpenFileNames(this, "Import published results or a session's runs", {},
+                                        "Sessions and published results (*.hscope *.json);;All files (*)");
+      if (!f.isEmpty()) importRuns(f);
+    });
+    connect(importMenu->addAction("F&older…"), &QAction::triggered, this, [this] {
+      const QString dir = QFileDialog::getExistingDirectory(
+          this,
+          "Import a folder of published results (e.g. causal_scores/OLMo-2-1124-7B: one run per checkpoint)");
+      if (!dir.isEmpty()) importRuns({dir});
+    });
+  });
+}
+
+void MainWindow::addOpenModelActions(QMenu* file) {
   auto* openDialog = file->addAction("Open mo&del…");  // path or hub id, dtype, device (model_dialog.h)
   openDialog->setShortcut(QKeySequence("Ctrl+Shift+M"));
   connect(openDialog, &QAction::triggered, this, [this] {
@@ -488,7 +544,9 @@ void MainWindow::buildMenus() {
     openModel(f, tok);
   });
   connect(file->addAction("Open the &toy model"), &QAction::triggered, this, [this] { openModel("toy"); });
-  file->addSeparator();
+}
+
+void MainWindow::addExportActions(QMenu* file) {
   auto* exportPlot = file->addAction("&Export plot…");
   exportPlot->setShortcut(QKeySequence("Ctrl+Shift+E"));
   connect(exportPlot, &QAction::triggered, this, [this] {
@@ -503,11 +561,9 @@ void MainWindow::buildMenus() {
         QFileDialog::getSaveFileName(this, "Export the shown grid", {}, "CSV (*.csv);;JSON (*.json)");
     if (!f.isEmpty()) exportCurrentData(f);
   });
-  file->addSeparator();
-  auto* quit = file->addAction("&Quit");
-  quit->setShortcut(QKeySequence::Quit);
-  connect(quit, &QAction::triggered, this, &QWidget::close);
+}
 
+void MainWindow::buildRunMenu() {
   auto* run = menuBar()->addMenu("&Run");
   run->setObjectName("RunMenu");
   for (const MethodInfo& method : methods()) {
@@ -530,7 +586,9 @@ void MainWindow::buildMenus() {
   auto* cancel = run->addAction("&Cancel");
   cancel->setShortcut(QKeySequence("Esc"));
   connect(cancel, &QAction::triggered, this, &MainWindow::cancelJob);
+}
 
+void MainWindow::buildEditMenu() {
   auto* edit = menuBar()->addMenu("&Edit");
   auto* undo = undo_->createUndoAction(this, "&Undo");
   undo->setShortcut(QKeySequence::Undo);
@@ -538,7 +596,9 @@ void MainWindow::buildMenus() {
   redo->setShortcut(QKeySequence::Redo);
   edit->addAction(undo);
   edit->addAction(redo);
+}
 
+void MainWindow::buildViewMenu() {
   auto* view = menuBar()->addMenu("&View");
   view->setObjectName("ViewMenu");
   const char* names[] = {"&Heads",  "&Geometry",    "&Task vectors", "&Attention",
@@ -551,7 +611,9 @@ void MainWindow::buildMenus() {
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>())
     view->addAction(d->toggleViewAction());
+}
 
+void MainWindow::buildHelpMenu() {
   auto* help = menuBar()->addMenu("&Help");
   connect(help->addAction("&Glossary of metrics"), &QAction::triggered, this, [this] { showGlossary(this); });
   connect(help->addAction("&About HeadScope"), &QAction::triggered, this, [this] {

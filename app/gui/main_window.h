@@ -16,6 +16,7 @@
 
 class QCustomPlot;
 class QCPColorMap;
+class QDockWidget;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -162,7 +163,25 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildUi();
+  // buildUi's parts: the centre tabs, then each dock (added to its area; returned where buildUi sizes it).
+  void buildTabs();
+  QDockWidget* buildModelDock();
+  QDockWidget* buildTaskDock();
+  QDockWidget* buildInterventionsDock();
+  void buildEvaluationDock();
+  void buildRunsDock();
+  QDockWidget* buildLogDock();
   void buildMenus();
+  // buildMenus' parts, one a menu in menu-bar order; the File menu's groups between its separators.
+  void buildFileMenu();
+  void addSessionActions(QMenu* file);
+  void addImportMenu(QMenu* file);
+  void addOpenModelActions(QMenu* file);
+  void addExportActions(QMenu* file);
+  void buildRunMenu();
+  void buildEditMenu();
+  void buildViewMenu();
+  void buildHelpMenu();
   void onModelLoaded(const ModelInfo& info);
   void onAnalysis(const AnalysisOutputPtr& output);
   void onPrompt(const PromptView& view);
