@@ -55,8 +55,9 @@ run-cli: build
 	$(CLI) induction toy --out $(BUILD)/toy-induction.hscope
 	$(CLI) export $(BUILD)/toy-tsla.hscope --csv $(BUILD)/toy-tsla-csv
 
+# Each suite runs on one thread (tests/CMakeLists.txt), so as many suites run at once as there are cores.
 test: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure --timeout 900
 
 # Only the batch test on a real single-node Slurm (root; ./scripts/setup.sh --with-slurm installs Slurm).
 test-slurm: build
@@ -110,13 +111,14 @@ clean:
 # PyTorch 2.x (the reference environment's wheel, ./scripts/setup.sh --with-reference): core, CLI and the core
 # tests built against its libtorch and run. The wheel is a CUDA build, so HeadScope's CUDA code paths compile
 # and link against libtorch_cuda with the machine's CUDA toolkit (nvcc); without a GPU they run on the CPU.
-# No precompiled header: every source must compile on its own includes. The reference suites run in `make test`.
+# With the precompiled header, as the main build (`make check-sources` checks that each source also compiles on its
+# own includes, as scripts/gpu_check.sh builds them). The reference suites run in `make test`.
 TORCH2_BUILD ?= build-torch2
 REFERENCE_PYTHON ?= .venv-reference/bin/python
 test-torch2:
 	@[ -x $(REFERENCE_PYTHON) ] || { echo "test-torch2: $(REFERENCE_PYTHON) missing: run ./scripts/setup.sh --with-reference" >&2; exit 2; }
 	cmake -S . -B $(TORCH2_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADSCOPE_BUILD_GUI=OFF \
-	  -DHEADSCOPE_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON $(CMAKE_FLAGS) \
+	  -DHEADSCOPE_BUILD_BENCH=OFF $(CMAKE_FLAGS) \
 	  -DCMAKE_PREFIX_PATH="$$($(REFERENCE_PYTHON) -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 	cmake --build $(TORCH2_BUILD) -j$(JOBS)
 	cd $(TORCH2_BUILD) && ctest -j$(JOBS) --output-on-failure --timeout 900 -LE reference
