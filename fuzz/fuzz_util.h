@@ -13,7 +13,7 @@
 
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/one_line.h"
+#include "util/user_message.h"
 
 namespace hs::fuzz {
 
@@ -47,7 +47,7 @@ void expectCleanOutcome(const uint8_t* data, size_t size, F&& body) {
   try {
     body();
   } catch (const hs::Error& e) {
-    const std::string m = oneLine(e.what());  // as the CLI and the GUI show it
+    const std::string m = userMessage(e);  // as the CLI and the GUI show it
     const std::string_view input(reinterpret_cast<const char*>(data), size);
     auto raw = [&](std::string_view marker) {
       return m.find(marker) != std::string::npos && input.find(marker) == std::string_view::npos;

@@ -65,7 +65,7 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
   menu_ = new QMenu(this);
   const std::pair<MenuAction, QString> entries[] = {
       {MenuAction::ZeroAblate, tr("Zero-ablate")},
-      {MenuAction::MeanAblate, tr("Mean-ablate")},
+      {MenuAction::MeanAblate, tr("Mean-ablate (corpus mean)")},
       {MenuAction::PatchFromClean, tr("Patch from clean run")},
       {MenuAction::AddToSteering, tr("Add to steering set")},
       {MenuAction::ShowPattern, tr("Show attention pattern")},

@@ -1,6 +1,4 @@
 // headscope-cli: JSON on stdout, messages on stderr; exit 0 on success, 1 with "error: ..." otherwise.
-#include <c10/util/Exception.h>
-
 #include <iostream>
 
 #include "cli_common.h"
@@ -8,8 +6,7 @@
 #include "model/io/mapped_file.h"
 #include "model/thread_policy.h"
 #include "util/allocator.h"
-#include "util/error_text.h"
-#include "util/one_line.h"
+#include "util/user_message.h"
 
 int main(int argc, char** argv) {
   hs::tuneAllocator();
@@ -17,7 +14,7 @@ int main(int argc, char** argv) {
   try {
     hs::reserveBlasBuffers();  // before memory can run short (model/blas_buffers.h)
   } catch (const std::exception& e) {
-    std::cerr << "error: " << hs::oneLine(e.what()) << std::endl;
+    std::cerr << "error: " << hs::userMessage(e) << std::endl;
     return 1;
   }
   // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
@@ -32,17 +29,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help / --version exit 0 through here; real parse errors print usage and exit non-zero.
     return app.exit(e);
-  } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    std::cerr << "error: " << hs::oneLine(e.what_without_backtrace()) << std::endl;
-    return 1;
-  } catch (const std::exception& e) {  // also wrapped torch errors and allocation failures: one line
-    const std::string m = hs::oneLine(hs::errorText(e));
-    std::cerr << "error: " << m
-              << (hs::isBadAllocMessage(m)
-                      ? " (out of memory: an allocation failed; try fewer prompts, a smaller "
-                        "batch or a smaller model)"
-                      : "")
-              << std::endl;
+  } catch (const std::exception& e) {  // torch errors (wrapped or not) and allocation failures: one line
+    std::cerr << "error: " << hs::userMessage(e) << std::endl;
     return 1;
   }
   return 0;

@@ -22,8 +22,7 @@
 #include "model/thread_policy.h"
 #include "results/results_json.h"
 #include "util/error.h"
-#include "util/error_text.h"
-#include "util/one_line.h"
+#include "util/user_message.h"
 
 namespace hs::gui {
 
@@ -55,10 +54,8 @@ void EngineWorker::job(const QString& name, F&& body) {
   } catch (const Cancelled&) {
     Q_EMIT progress(0.0, name + ": cancelled");
     Q_EMIT cancelled(name);
-  } catch (const c10::Error& e) {  // torch's message without its C++ stack trace
-    Q_EMIT failed(name, QString::fromStdString(oneLine(e.what_without_backtrace())));
-  } catch (const std::exception& e) {  // wrapped torch errors and allocation failures: one line
-    Q_EMIT failed(name, QString::fromStdString(oneLine(errorText(e))));
+  } catch (const std::exception& e) {  // torch errors (wrapped or not) and allocation failures: one line
+    Q_EMIT failed(name, QString::fromStdString(userMessage(e)));
   }
   Q_EMIT busy(false);
 }
@@ -216,7 +213,6 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
                                                          const QString& taskJson) {
   const LoadedModel& m = need(state_->model);
   std::vector<Intervention> out;
-  at::Tensor promptMean;  // [layers, heads, d_head]
   for (const InterventionEntry& e : entries) {
     if (!e.enabled) continue;
     checkHeads(*m.model, {e.head}, interventionLabel(e).toStdString());
@@ -233,8 +229,12 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
       continue;
     }
     if (e.kind == InterventionKind::MeanAblate) {
-      if (!promptMean.defined()) promptMean = meanZ(*m.model, {ids}, ZMean::AllPositions);
-      for (const Intervention& iv : meanHeads({e.head}, promptMean, pos))
+      // One meaning of "mean" in every view: the head's mean over the neutral corpus, as Evaluate's mean
+      // ablation (its default mean_source) and the "corpus mean" source of patches and steering.
+      InterventionEntry corpus = e;
+      corpus.source = VectorSource::Mean;
+      const at::Tensor mean = sourceZ(corpus, taskJson);  // [layers, heads, d_head]
+      for (const Intervention& iv : meanHeads({e.head}, mean, pos))
         out.push_back(iv);
       continue;
     }

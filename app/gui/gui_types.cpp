@@ -30,7 +30,7 @@ QString kindLabel(InterventionKind k) {
     case InterventionKind::ZeroAblate:
       return "zero-ablate";
     case InterventionKind::MeanAblate:
-      return "mean-ablate";
+      return "mean-ablate (corpus mean)";
     case InterventionKind::PatchClean:
       return "patch from clean";
     case InterventionKind::Steer:

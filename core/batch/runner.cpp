@@ -16,7 +16,7 @@
 #include "session/model_identity.h"
 #include "session/session.h"
 #include "util/error.h"
-#include "util/error_text.h"
+#include "util/user_message.h"
 
 namespace hs::batch {
 namespace {
@@ -72,7 +72,7 @@ std::unique_ptr<ModelSlot> loadSlot(const Job& j, const BatchOptions& o) {
     slot->record["format"] = slot->loaded.format;
     slot->record["dtype"] = dtypeName(slot->loaded.model->dtype());
   } catch (const std::exception& e) {
-    slot->error = "loading " + j.model + ": " + errorText(e);
+    slot->error = "loading " + j.model + ": " + userMessage(e);
   }
   return slot;
 }
@@ -180,13 +180,13 @@ BatchReport runBatch(const Expansion& e, const BatchOptions& o) {
       std::snprintf(secs, sizeof(secs), "%.1f", s);
       if (o.log) o.log(where + ": done in " + secs + " s");
     } catch (const std::exception& ex) {
-      const std::string error = errorText(ex);
+      const std::string error = userMessage(ex);
       report.failed.push_back(j->id);
       if (o.log) o.log(where + ": FAILED: " + error);
       try {
         writeFailure(*j, error, o);
       } catch (const std::exception& w) {
-        if (o.log) o.log(where + ": cannot write its failure log: " + errorText(w));
+        if (o.log) o.log(where + ": cannot write its failure log: " + userMessage(w));
       }
     }
   }

@@ -25,7 +25,7 @@
 #include "model/device_map.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
-#include "util/error_text.h"
+#include "util/user_message.h"
 
 namespace {
 
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     std::cout << j.dump() << std::endl;
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "hs_gpu_probe: " << hs::errorText(e) << std::endl;
+    std::cerr << "hs_gpu_probe: " << hs::userMessage(e) << std::endl;
     return 1;
   }
 }

@@ -6,8 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/ATen.h>
+
 #include "analysis/analysis_context.h"
 #include "util/error.h"
+#include "util/user_message.h"
 
 namespace {
 
@@ -76,6 +79,32 @@ class TestError : public QObject {
       QFAIL("no error");
     } catch (const hs::Error& e) {
       QCOMPARE(QString(e.what()), QString("config.json: key \"n_layers\" not found"));
+    }
+  }
+
+  // What the user reads of any error is one line: a libtorch error's C++ stack is cut (also after context
+  // was added on the way up), line breaks and control characters a file put into a quoted value are escaped,
+  // and a failed allocation says "out of memory" with the ways out.
+  void userMessageIsOneLine() {
+    try {
+      nested([] { return at::zeros({2, 3}).matmul(at::zeros({4, 5})); });
+      QFAIL("a shape mismatch was accepted");
+    } catch (const std::exception& e) {
+      const std::string m = hs::userMessage(e);
+      QVERIFY2(std::string(e.what()).find("Exception raised from") != std::string::npos, e.what());
+      QVERIFY2(m.rfind("job: analysis: file: ", 0) == 0, m.c_str());
+      QVERIFY2(m.find("Exception raised from") == std::string::npos, m.c_str());
+      QVERIFY2(m.find('\n') == std::string::npos, m.c_str());
+    }
+    const std::runtime_error quoted("config.json: key \"a\x1b[31m\" unknown\nsecond line");
+    QCOMPARE(QString::fromStdString(hs::userMessage(quoted)),
+             QString("config.json: key \"a\\x1b[31m\" unknown; second line"));
+    try {
+      nested([]() -> int { throw std::bad_alloc(); });
+    } catch (const std::exception& e) {
+      const std::string m = hs::userMessage(e);
+      QVERIFY2(m.rfind("out of memory: an allocation failed (job: analysis: file: ", 0) == 0, m.c_str());
+      QVERIFY2(m.find("smaller model") != std::string::npos, m.c_str());
     }
   }
 
