@@ -139,7 +139,8 @@ grep -q -- '--tokenizer' "$tmp/gui_help" || fail "headscope --help does not list
 "$cli" --help >"$tmp/cli_help" 2>&1 || fail "headscope-cli --help failed"
 commands=$(awk '/^Subcommands:/ {f = 1; next} f && /^  [a-z]/ {print $1} f && /^$/ {f = 0}' "$tmp/cli_help")
 [ -n "$commands" ] || fail "headscope-cli --help lists no commands"
-man_cli="$root/packaging/man/headscope-cli.1"
+man_cli="$tmp/headscope-cli.1"
+gzip -dc "$tmp/root/usr/share/man/man1/headscope-cli.1.gz" >"$man_cli" || fail "the packaged headscope-cli.1.gz does not unpack"
 for c in $commands; do
   "$cli" "$c" --help >"$tmp/help_$c" 2>&1 || fail "headscope-cli $c --help exited non-zero"
   grep -q "Usage:" "$tmp/help_$c" || fail "headscope-cli $c --help printed no usage"

@@ -58,14 +58,24 @@ foreach(size 16 22 24 32 48 64 128 256)
           DESTINATION "${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps" RENAME headscope.png)
 endforeach()
 
-# Man pages, gzipped (-n: no name or time stamp, so the package is reproducible).
+# Man pages, gzipped (-n: no name or time stamp, so the package is reproducible). headscope-cli.1's method
+# commands are generated from the registry by headscope-man-page (app/cli/man_page.h), so the page documents
+# exactly the flags the CLI has.
+set(_hs_man_dir "${CMAKE_BINARY_DIR}/packaging/man")
+add_custom_command(OUTPUT "${_hs_man_dir}/headscope-cli.1"
+  COMMAND "${CMAKE_COMMAND}" -E make_directory "${_hs_man_dir}"
+  COMMAND headscope-man-page "${_hs_pkg}/man/headscope-cli.1.in" "${_hs_man_dir}/headscope-cli.1"
+  DEPENDS headscope-man-page "${_hs_pkg}/man/headscope-cli.1.in"
+  COMMENT "man page headscope-cli.1 from the method registry" VERBATIM)
+set(_hs_man_src_headscope "${_hs_pkg}/man/headscope.1")
+set(_hs_man_src_headscope-cli "${_hs_man_dir}/headscope-cli.1")
 set(_hs_man_out)
 foreach(page headscope headscope-cli)
-  set(_gz "${CMAKE_BINARY_DIR}/packaging/man/${page}.1.gz")
+  set(_gz "${_hs_man_dir}/${page}.1.gz")
   add_custom_command(OUTPUT "${_gz}"
-    COMMAND "${CMAKE_COMMAND}" -E make_directory "${CMAKE_BINARY_DIR}/packaging/man"
-    COMMAND gzip -9 -n -c "${_hs_pkg}/man/${page}.1" > "${_gz}"
-    DEPENDS "${_hs_pkg}/man/${page}.1"
+    COMMAND "${CMAKE_COMMAND}" -E make_directory "${_hs_man_dir}"
+    COMMAND gzip -9 -n -c "${_hs_man_src_${page}}" > "${_gz}"
+    DEPENDS "${_hs_man_src_${page}}"
     COMMENT "gzip man page ${page}.1" VERBATIM)
   list(APPEND _hs_man_out "${_gz}")
 endforeach()

@@ -87,5 +87,6 @@ void addExportCommand(CLI::App& app);
 void addImportPublishedCommand(CLI::App& app);
 void addBatchCommand(CLI::App& app);  // cmd_batch.cpp
 void addMergeCommand(CLI::App& app);  // cmd_merge.cpp
+void addRerunCommand(CLI::App& app);  // cmd_rerun.cpp
 
 }  // namespace hs::cli

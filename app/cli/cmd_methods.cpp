@@ -95,13 +95,15 @@ CLI::App* addMethodCommand(CLI::App& app, const MethodInfo& m) {
   if (m.takesTask()) addTaskArgs(*cmd, st->task);
   for (const OptionSpec& o : m.options) {
     CLI::Option* opt = nullptr;
+    // The key's flag first (what --help shows and a run's record names), then the declared short one.
+    const std::string names = o.cliFlag() + (o.cliAlias().empty() ? "" : "," + o.cliAlias());
     if (o.type == OptionType::Bool) {
       bool& value = st->flag[o.key];
       value = o.default_value.get<bool>();
-      const std::string names = value ? o.cliFlag() + ",!--no-" + o.cliFlag().substr(2) : o.cliFlag();
-      opt = cmd->add_flag(names, value, helpOf(o))->default_str(value ? "true" : "false");
+      const std::string negated = value ? ",!--no-" + o.cliFlag().substr(2) : "";
+      opt = cmd->add_flag(names + negated, value, helpOf(o))->default_str(value ? "true" : "false");
     } else {
-      opt = cmd->add_option(o.cliFlag(), st->text[o.key], helpOf(o))->type_name(typeName(o.type));
+      opt = cmd->add_option(names, st->text[o.key], helpOf(o))->type_name(typeName(o.type));
       const std::string def = o.defaultText();
       opt->default_str(def.empty() ? "none" : def);
       if (o.type == OptionType::Choice) opt->check(CLI::IsMember(o.check.choices));
@@ -129,6 +131,7 @@ void buildCli(CLI::App& app) {
   addImportPublishedCommand(app);
   addBatchCommand(app);
   addMergeCommand(app);
+  addRerunCommand(app);
   for (const MethodInfo& m : methods())
     if (!m.imported) addMethodCommand(app, m);
 }

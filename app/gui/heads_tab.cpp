@@ -26,12 +26,10 @@
 namespace hs::gui {
 
 namespace {
-// A run's model as a short name: the last part of a path ("…/toy-icl" → "toy-icl"), else the name itself.
+// A run's model as every view names it (registry.h shortName).
 QString modelName(const AnalysisRun& run) {
-  QString m = QString::fromStdString(run.provenance.model);
-  while (m.endsWith('/'))
-    m.chop(1);
-  return m.isEmpty() ? QStringLiteral("model not recorded") : m.section('/', -1);
+  const std::string& m = run.provenance.model;
+  return m.empty() ? QStringLiteral("model not recorded") : QString::fromStdString(shortName(m));
 }
 
 const char* modeKey(HeadsTab::CompareMode mode) {

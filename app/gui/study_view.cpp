@@ -17,6 +17,7 @@
 
 #include <filesystem>
 
+#include "analysis/registry.h"
 #include "batch/merge.h"
 #include "head_grid_view.h"
 #include "session/session.h"
@@ -27,13 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The file name of a path-like label ("/x/toy-icl" → "toy-icl"); other labels as they are.
-QString shortName(const std::string& s) {
-  if (s.empty()) return "—";
-  if (s.find('/') == std::string::npos) return QString::fromStdString(s);
-  const fs::path p(s);
-  const std::string name = p.filename().string();
-  return QString::fromStdString(name.empty() ? p.parent_path().filename().string() : name);
+// A run's model or task as every view names it (registry.h shortName); "—" when not recorded.
+QString shortLabel(const std::string& s) {
+  return s.empty() ? QStringLiteral("—") : QString::fromStdString(shortName(s));
 }
 
 const char* kFilterNames[] = {"model", "task", "method", "seed"};
@@ -120,8 +117,8 @@ void StudyView::clear() {
 void StudyView::addRun(AnalysisRun run) {
   Row r;
   const Provenance& p = run.provenance;
-  r.model = shortName(p.model);
-  r.task = shortName(p.task);
+  r.model = shortLabel(p.model);
+  r.task = shortLabel(p.task);
   r.method = QString::fromStdString(run.method);
   r.seed = QString::number(p.seed);
   r.run = std::move(run);

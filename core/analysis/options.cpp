@@ -139,12 +139,13 @@ const char* toString(OptionType t) {
 }
 
 std::string OptionSpec::cliFlag() const {
-  if (!flag.empty()) return "--" + flag;
   std::string f = key;
   for (char& c : f)
     if (c == '_') c = '-';
   return "--" + f;
 }
+
+std::string OptionSpec::cliAlias() const { return flag.empty() ? std::string() : "--" + flag; }
 
 std::string OptionSpec::defaultText() const {
   return optionText(*this, default_value);

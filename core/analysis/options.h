@@ -1,6 +1,7 @@
 #pragma once
 // Method options declared once. Every option of an analysis is one OptionSpec: its JSON key (also the CLI
-// flag --key-with-dashes and the GUI form field), type, default, range or choices and a line of help. The
+// flag --key-with-dashes, so every option a run records can be given back on the command line, and the GUI
+// form field), type, default, range or choices and a line of help. The
 // CLI's flags and --help, the GUI's options forms, the run's provenance and the session's method records
 // are all generated from these specs (registry.h).
 //
@@ -59,11 +60,12 @@ struct OptionSpec {
   nlohmann::json default_value;  // what a run uses when the option is not given
   OptionCheck check;
   std::string help;  // one line: what the option does
-  std::string flag;  // CLI long flag without "--" when it is not the key with '_' → '-'
+  std::string flag;  // a second, shorter CLI flag without "--" (the key's own flag always works too)
   // The bound field's own range (Int, IntList items): a value it cannot hold is refused, never wrapped.
   double field_min = -9.0e15, field_max = 9.0e15;
 
-  std::string cliFlag() const;      // "--top-percent"
+  std::string cliFlag() const;      // "--top-percent": the key with '_' → '-', so a run's options are flags
+  std::string cliAlias() const;     // "--flag" when a second flag is declared, else ""
   std::string defaultText() const;  // the default as the CLI and the forms write it ("3", "zero", "")
   std::string rangeText() const;    // "(0, 100]", "zero | mean | both", "" when unconstrained
 };

@@ -55,14 +55,6 @@ std::deque<MethodInfo>& registryStore() {
   return all;
 }
 
-// The file name of a path-like label ("/x/toy-icl" → "toy-icl"); other labels as they are.
-std::string shortName(const std::string& s) {
-  if (s.find('/') == std::string::npos) return s;
-  const std::filesystem::path p(s);
-  const std::string name = p.filename().string();
-  return name.empty() ? p.parent_path().filename().string() : name;
-}
-
 void stampProvenance(Provenance& p, const Provenance& run) {
   if (p.method.empty()) p.method = run.method;
   if (p.model.empty()) p.model = run.model;
@@ -71,6 +63,7 @@ void stampProvenance(Provenance& p, const Provenance& run) {
   if (p.n_prompts == 0) p.n_prompts = run.n_prompts;
   if (p.created.empty()) p.created = run.created;
   if (p.options.empty()) p.options = run.options;
+  if (p.derived.empty()) p.derived = run.derived;
 }
 
 }  // namespace
@@ -156,12 +149,16 @@ AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nloh
 
   renameRun(out, ctx.runId(m.name));
   out.run.method = m.name;
-  nlohmann::json runOptions = out.run.options.is_object() ? out.run.options : nlohmann::json::object();
-  for (const auto& [key, value] : resolved.items())
-    runOptions[key] = value;
+  // The run's options are a recipe: exactly the resolved options (and the task), each of which the method's
+  // command takes back as a flag (`headscope-cli rerun`). Anything else a method recorded beside them (a
+  // description of its mean source, the prompts it evaluated) is what it derived: provenance.
+  Provenance& p = out.run.provenance;
+  if (out.run.options.is_object())
+    for (const auto& [key, value] : out.run.options.items())
+      if (key != "task" && !resolved.contains(key)) p.derived[key] = value;
+  nlohmann::json runOptions = resolved;
   if (m.takesTask()) runOptions["task"] = taskSpecToJson(in.task);
   out.run.options = runOptions;
-  Provenance& p = out.run.provenance;
   p.method = m.name;
   p.model = ctx.model_path;
   if (m.takesTask()) {
@@ -180,6 +177,13 @@ AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nloh
   for (Table& t : out.run.tables)
     stampProvenance(t.provenance, p);
   return out;
+}
+
+std::string shortName(const std::string& s) {
+  if (s.find('/') == std::string::npos) return s;
+  const std::filesystem::path p(s);
+  const std::string name = p.filename().string();
+  return name.empty() ? p.parent_path().filename().string() : name;
 }
 
 std::string uniqueRunId(const std::string& method, const std::vector<std::string>& taken) {

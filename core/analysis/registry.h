@@ -98,6 +98,9 @@ std::string taskMismatch(const MethodInfo& m, const TaskSpec& spec);
 std::string uniqueRunId(const std::string& method, const std::vector<std::string>& taken);
 // Gives the run (and its tensors, named "<run id>/<name>") the id `id`.
 void renameRun(AnalysisOutput& out, const std::string& id);
+// The file name of a path-like label ("/x/toy-icl" → "toy-icl", "/x/toy-icl/" → "toy-icl"); other labels
+// ("toy", "toy:antonym_a") as they are. How every view names a run's model and task.
+std::string shortName(const std::string& pathOrLabel);
 // "method · model · task · seed N": how a run is named in every view (model and task shortened to their
 // file names).
 std::string runLabel(const AnalysisRun& run);

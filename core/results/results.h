@@ -20,6 +20,9 @@ struct Provenance {
   int n_prompts = 0;
   nlohmann::json options = nlohmann::json::object();  // every option with its value, defaults included
   std::string created;                                // ISO-8601 UTC time
+  // What the run derived from its options and inputs, for a reader (the mean ablation's source in words,
+  // the prompts evaluated): not options, so a rerun never passes them back.
+  nlohmann::json derived = nlohmann::json::object();
 };
 
 // A layer × head matrix: values(l, h). Rows are layers (0 = first), columns are query heads.

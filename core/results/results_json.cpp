@@ -109,6 +109,7 @@ double doubleFromJson(const json& j, const std::string& where) {
 void to_json(json& j, const Provenance& p) {
   j = json{{"method", p.method},       {"model", p.model},     {"task", p.task},      {"seed", p.seed},
            {"n_prompts", p.n_prompts}, {"options", p.options}, {"created", p.created}};
+  if (!p.derived.empty()) j["derived"] = p.derived;
 }
 
 void from_json(const json& j, Provenance& p) {
@@ -131,6 +132,7 @@ void from_json(const json& j, Provenance& p) {
     p.n_prompts = it->get<int>();
   }
   p.options = objectMember(j, "options", where);
+  p.derived = objectMember(j, "derived", where);
 }
 
 // ---------------------------------------------------------------------------------------------

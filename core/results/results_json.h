@@ -9,7 +9,7 @@
 //   AnalysisRun:{"id", "method", "options", "provenance", "grids", "curves", "tables", "prompts", "tensors",
 //               "summary"} ("provenance" and "prompts" may be absent: runs written before they existed)
 //   PromptRecord: {"set", "ids": [...], "query_pos", "answer_ids": [...]}
-//   Provenance: {"method", "model", "task", "seed", "n_prompts", "options", "created"}
+//   Provenance: {"method", "model", "task", "seed", "n_prompts", "options", "created"[, "derived"]}
 //
 // Doubles: finite values are JSON numbers, written with 17 significant digits, so they read back
 // bit-exact (including -0.0). JSON has no NaN or infinity; they are written as the strings "NaN",

@@ -334,9 +334,37 @@ class TestCliAnalysis : public QObject {
           }
         }
       }
-      qInfo("stories260K %s: %zu grids, summary %s", qPrintable(method), j.at("grids").size(),
-            j.value("summary", json::object()).dump().substr(0, 300).c_str());
+      // The run's record is a recipe: `rerun` repeats it from the session alone (model, tokenizer, dtype,
+      // task and options read back) and gives the same results to the bit (one thread, same build).
+      const CliResult again = runCli({"rerun", q(base + ".hscope"), "--out", q(base + "_rerun.hscope"), "--json", q(base + "_rerun.json")});
+      QVERIFY2(again.exitCode == 0, qPrintable(method + " rerun: " + q(again.err)));
+      std::ifstream f2(base + "_rerun.json");
+      const json j2 = json::parse(f2);
+      QCOMPARE(j2.at("id"), j.at("id"));
+      QCOMPARE(j2.at("options"), j.at("options"));
+      for (const char* part : {"grids", "curves", "tables"}) {
+        QCOMPARE(j2.at(part).size(), j.at(part).size());
+        for (size_t i = 0; i < j.at(part).size(); ++i) {
+          json a = j.at(part)[i], b = j2.at(part)[i];
+          a.erase("provenance");  // its "created" differs
+          b.erase("provenance");
+          QVERIFY2(a == b, qPrintable(method + " rerun: " + q(a.value("id", std::string()))));
+        }
+      }
+      QVERIFY2(j2.at("summary") == j.at("summary"), qPrintable(method + " rerun: summary"));
+      QVERIFY2(j2.at("prompts") == j.at("prompts"), qPrintable(method + " rerun: prompts"));
     }
+    // A run JSON names the model but not a llama2.c tokenizer: rerun takes the tokenizer (and any model) given.
+    const std::string tsla = dir_.filePath("stories_tsla").toStdString();
+    const CliResult fromJson = runCli({"rerun", q(tsla + ".json"), "--tokenizer",
+                                       q(hs::test::sharedData("models/stories260K/tok512.bin")), "--out",
+                                       q(tsla + "_from_json.hscope"), "--json", q(tsla + "_from_json.json")});
+    QVERIFY2(fromJson.exitCode == 0, qPrintable(q(fromJson.err)));
+    const json first = hs::test::readJsonFile(q(tsla + ".json")).at("grids");
+    const json second = hs::test::readJsonFile(q(tsla + "_from_json.json")).at("grids");
+    QCOMPARE(second.size(), first.size());
+    for (size_t i = 0; i < first.size(); ++i)
+      QVERIFY2(second[i].at("values") == first[i].at("values"), qPrintable(q(first[i].at("id").get<std::string>())));
   }
 
   void exportOfBrokenSessionNamesTheFile() {

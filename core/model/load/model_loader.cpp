@@ -294,7 +294,11 @@ std::string resolveModelPath(const std::string& pathIn, std::vector<std::string>
     for (const auto& c : toyModelCandidates()) {
       tried += (tried.empty() ? "" : ", ") + c;
       if (isFile(fs::path(c) / "config.json")) {
-        path = c;
+        // The folder itself, not the link to it: a build tree reaches the repository's copy through
+        // build/share/headscope/models, and what a run records must be the copy, not that link.
+        std::error_code ec;
+        const fs::path real = fs::canonical(c, ec);
+        path = ec ? c : real.string();
         break;
       }
     }
