@@ -312,10 +312,7 @@ RandomControl randomHeadsControl(const Transformer& model, const IclTask& task, 
     e.interventions = ablations(zero, mean, ablationMean);
     const IclEval r = evaluateIcl(
         model, task.icl, e, subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
-    std::string names;
-    for (const HeadRef& h : heads)
-      names += (names.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
-    control.rows.push_back({d + 1, names, doubleToJson(r.accuracy), doubleToJson(r.tr_ratio)});
+    control.rows.push_back({d + 1, headsText(heads), doubleToJson(r.accuracy), doubleToJson(r.tr_ratio)});
     rc.accuracy.push_back(r.accuracy);
   }
   return rc;
