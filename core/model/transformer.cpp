@@ -1,4 +1,5 @@
-// THE forward. One readable pass in data-flow order; every tensor carries its shape comment.
+// THE forward: Transformer::run and the helpers it calls per layer, in data-flow order (the request checks
+// are forward_plan.cpp); every tensor carries its shape comment.
 // Dimension vocabulary: batch, pos (this forward's positions), q_pos (query positions: pos, except in the
 // last layer of a run with last_layer_from), k_pos (cached + new key positions), head (query heads),
 // kv_head, group (= head / kv_head), d_head, d_model, d_mlp, vocab.
@@ -10,9 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "model/compute_dtype.h"
+#include "model/forward_plan.h"
 #include "model/huge_page_tensor.h"
 #include "model/intervention_apply.h"
 #include "model/mlp.h"
@@ -23,15 +24,6 @@
 namespace hs {
 
 namespace {
-
-std::string shapeOf(const at::Tensor& t) {
-  std::ostringstream os;
-  os << "[";
-  for (int64_t i = 0; i < t.dim(); ++i)
-    os << (i ? ", " : "") << t.size(i);
-  os << "]";
-  return os.str();
-}
 
 // ---- building blocks -----------------------------------------------------------------------
 
@@ -54,6 +46,17 @@ at::Tensor layerNorm(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
     return at::layer_norm(x, {x.size(-1)}, w, b, eps).to(out);
   const at::Tensor bf = b.defined() ? b.to(at::kFloat) : at::Tensor();
   return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), bf, eps).to(out);
+}
+
+// The family's RMSNorm (also for q/k norms and post-norms) and its norm (LayerNorm or RMSNorm), the result in
+// the compute dtype `dt`.
+at::Tensor familyRms(const ModelConfig& c, at::ScalarType dt, const at::Tensor& x, const at::Tensor& w) {
+  return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset, dt);
+}
+at::Tensor familyNorm(const ModelConfig& c, at::ScalarType dt, const at::Tensor& x, const at::Tensor& w,
+                      const at::Tensor& b) {
+  if (c.norm == NormKind::LayerNorm) return layerNorm(x, w, b, c.norm_eps, dt);
+  return familyRms(c, dt, x, w);
 }
 
 // x · wᵀ + b with a float32 result for a bf16/f16 weight, without a float32 copy of the weight. A bf16
@@ -283,13 +286,11 @@ void Transformer::to(at::ScalarType dtype, at::Device device) {
 }
 
 at::Tensor Transformer::norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
-  if (config_.norm == NormKind::LayerNorm) return layerNorm(x, w, b, config_.norm_eps, dtype());
-  return rms(x, w);
+  return familyNorm(config_, dtype(), x, w, b);
 }
 
 at::Tensor Transformer::rms(const at::Tensor& x, const at::Tensor& w) const {
-  const ModelConfig& c = config_;
-  return rmsNorm(x, w, c.norm_eps, c.arch == Architecture::Olmo2, c.norm_weight_offset, dtype());
+  return familyRms(config_, dtype(), x, w);
 }
 
 at::Tensor Transformer::unembed(const at::Tensor& normed, const std::vector<int64_t>& tokens) const {
@@ -310,372 +311,342 @@ at::Tensor Transformer::logitLens(const at::Tensor& resid) const {
 }
 
 // ---- the forward -----------------------------------------------------------------------------
+// run() below: the plan (every request check, forward_plan.h), the embeddings, per layer attention() and
+// mlpBlock(), the final norm and unembedding. The helpers come first, in data-flow order; each fast path is
+// a named branch inside the helper it concerns.
+
+namespace {
+
+// What every layer of one forward reads besides its weights and the residual stream.
+struct LayerContext {
+  const ModelConfig& c;
+  const ForwardPlan& plan;
+  SiteHooks& hook;
+  // Masks and RoPE angles, on the device of the layer that runs (moveTo).
+  AttentionMasks masks;
+  RopeAngles angles, anglesLocal;  // [batch, pos, 1, rot/2]; local: sliding layers with their own base
+  // Per layer [batch, kv_head, k_pos, d_head], committed to the cache only when the whole run succeeded.
+  std::vector<at::Tensor> newK, newV;
+
+  at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
+    return familyNorm(c, plan.dt, x, w, b);
+  }
+  at::Tensor rms(const at::Tensor& x, const at::Tensor& w) const { return familyRms(c, plan.dt, x, w); }
+
+  // Device map: the layer about to run lives on `ld`.
+  void moveTo(at::Device ld) {
+    if (masks.blocked.defined()) masks.blocked = masks.blocked.to(ld);
+    if (masks.queryReal.defined()) masks.queryReal = masks.queryReal.to(ld);
+    if (masks.blockedLocal.defined()) masks.blockedLocal = masks.blockedLocal.to(ld);
+    if (angles.cos.defined()) angles = RopeAngles{angles.cos.to(ld), angles.sin.to(ld)};
+    if (anglesLocal.cos.defined()) anglesLocal = RopeAngles{anglesLocal.cos.to(ld), anglesLocal.sin.to(ld)};
+  }
+};
+
+// ---- embeddings (or the given residual entering start_layer) ----
+// The residual stream is float32 whatever the compute dtype: it accumulates every layer's output, and
+// rounding that sum to 8 significant bits after each layer is bf16's largest error. Each block reads it
+// through its norm, which returns the compute dtype.
+at::Tensor embed(const ModelConfig& c, const ModelWeights& w, const ForwardPlan& plan,
+                 const RunRequest& req) {
+  // Fast path start_layer: the residual stream entering that layer replaces the embeddings.
+  if (plan.fromResid) return req.resid_in.to(plan.dev, at::kFloat);  // [batch, pos, d_model]
+  at::Tensor e = at::embedding(w.tok_emb, plan.tokens);              // [batch, pos, d_model]
+  // Gemma: × sqrt(d_model) in the compute dtype, the factor rounded to it first, as HF does (√3584 =
+  // 59.87 is 59.75 in bf16).
+  if (c.scale_embeddings) {
+    const at::TensorOptions opts = at::TensorOptions().dtype(plan.dt).device(plan.dev);
+    e = e * at::scalar_tensor(std::sqrt(double(c.d_model)), opts);
+  }
+  at::Tensor x = e.to(at::kFloat);  // [batch, pos, d_model] the residual stream
+  if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, plan.positionIds).to(at::kFloat);  // GPT-2 wpe
+  return x;
+}
+
+// One layer's queries, keys and values after the q/k norm and RoPE.
+struct Qkv {
+  at::Tensor q;       // [batch, q_pos, head, d_head]
+  at::Tensor k;       // [batch, pos, kv_head, d_head]
+  at::Tensor v;       // [batch, pos, kv_head, d_head]
+  at::Tensor kHeads;  // [batch, pos, head, d_head], only when hook_k was edited
+};
+
+// ---- attention: projections, q/k norm, RoPE (hook_q, hook_k) ----
+// (affine: at::linear, with float32 products on the CPU through oneDNN, onednn_gemm.h)
+// Queries from position q0 on (last_layer_from), keys and values at every position.
+Qkv projectQkv(const LayerContext& ctx, int l, const LayerWeights& lw, const at::Tensor& x, int64_t q0) {
+  const ModelConfig& c = ctx.c;
+  SiteHooks& hook = ctx.hook;
+  const int64_t B = x.size(0), P = x.size(1), Pq = P - q0;
+  const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
+  const bool preNorms = c.norm_placement != NormPlacement::Post;
+  const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
+  const at::Tensor attnIn =
+      preNorms ? ctx.norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(ctx.plan.dt);  // [batch, pos, d_model]
+  at::Tensor q = affine(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);  // [batch, q_pos, head·d_head]
+  at::Tensor k = affine(attnIn, lw.wk, lw.bk);                    // [batch, pos, kv_head·d_head]
+  at::Tensor v = affine(attnIn, lw.wv, lw.bv);                    // [batch, pos, kv_head·d_head]
+  q = hook(attnQ(l), q.view({B, Pq, H, dh}));                     // [batch, q_pos, head, d_head]
+  k = k.view({B, P, KV, dh});                                     // [batch, pos, kv_head, d_head]
+  v = v.view({B, P, KV, dh});                                     // [batch, pos, kv_head, d_head]
+  // hook_k is per query head (hooks.h). An edit there gives each query head its own keys (kHeads, through
+  // the same norm and RoPE); the cache keeps the model's own kv-head keys, as for hook_v.
+  at::Tensor kHeads;  // [batch, pos, head, d_head], only when hook_k was edited
+  if (hook.active(attnK(l))) {
+    const at::Tensor kSite =
+        hook(attnK(l), G == 1 ? k : k.repeat_interleave(G, 2));  // [batch, pos, head, d_head]
+    if (hook.intervened(attnK(l))) kHeads = kSite;
+  }
+  if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection (every head of a position)
+    q = ctx.rms(q.reshape({B, Pq, H * dh}), lw.q_norm_w).view({B, Pq, H, dh});
+    k = ctx.rms(k.reshape({B, P, KV * dh}), lw.k_norm_w).view({B, P, KV, dh});
+    if (kHeads.defined())  // group member g: the keys query heads j·group + g read, over every j
+      kHeads =
+          ctx.rms(kHeads.reshape({B, P, KV, G, dh}).transpose(2, 3).reshape({B, P, G, KV * dh}), lw.k_norm_w)
+              .view({B, P, G, KV, dh})
+              .transpose(2, 3)
+              .reshape({B, P, H, dh});
+  } else if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
+    q = ctx.rms(q, lw.q_norm_w);
+    k = ctx.rms(k, lw.k_norm_w);
+    if (kHeads.defined()) kHeads = ctx.rms(kHeads, lw.k_norm_w);
+  }
+  if (c.rope_layout != RopeLayout::None) {
+    const RopeAngles& a =
+        sliding && ctx.anglesLocal.cos.defined() ? ctx.anglesLocal : ctx.angles;  // Gemma-3 local base
+    const RopeAngles aq = q0 > 0 ? RopeAngles{a.cos.narrow(1, q0, Pq), a.sin.narrow(1, q0, Pq)} : a;
+    q = applyRope(q, aq, c.rope_layout, c.rotary_dim);  // [batch, q_pos, head, d_head]
+    k = applyRope(k, a, c.rope_layout, c.rotary_dim);   // [batch, pos, kv_head, d_head]
+    if (kHeads.defined())
+      kHeads = applyRope(kHeads, a, c.rope_layout, c.rotary_dim);  // [batch, pos, head, d_head]
+  }
+  return {q, k, v, kHeads};
+}
+
+// ---- scores (GQA: query head h reads kv head h / group, no copies of k/v) ----
+// q·kᵀ·scale [batch, head, q_pos, k_pos] in float32 whatever the compute dtype: bf16/f16 q·k products are
+// exact in float32, and neither the scores nor the pattern are rounded back before z. `keys` [batch,
+// kv_head, k_pos, d_head] (without the cached positions when the cache is shared).
+at::Tensor attentionScores(const LayerContext& ctx, int l, const Qkv& qkv, const at::Tensor& keys) {
+  const ModelConfig& c = ctx.c;
+  const ForwardPlan& plan = ctx.plan;
+  const at::ScalarType dt = plan.dt;
+  const at::Tensor& q = qkv.q;  // [batch, q_pos, head, d_head]
+  const int64_t B = q.size(0), Pq = q.size(1), T0 = plan.cached, T = plan.keyPositions;
+  const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
+  const double scale = 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(dh));
+  const at::Tensor qGrouped =
+      q.transpose(1, 2).reshape({B, KV, G * Pq, dh}).to(at::kFloat);  // [batch, kv_head, group·q_pos, d_head]
+  if (qkv.kHeads.defined()) {
+    // Edited hook_k: each query head against its own keys, the cached ones repeated per query head.
+    at::Tensor kAll = qkv.kHeads.transpose(1, 2);  // [batch, head, pos, d_head]
+    if (T0 > 0)
+      kAll = at::cat({plan.kv->k[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), kAll},
+                     2);  // [batch, head, k_pos, d_head]
+    return at::matmul(q.transpose(1, 2).to(at::kFloat), kAll.to(at::kFloat).transpose(-1, -2)) * scale;
+  }
+  if (plan.sharedCache) {
+    // Shared cache: every row reads the same cached keys: one product of all rows' queries with them.
+    const at::Tensor kCached = plan.kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
+    const at::Tensor qAll =
+        qGrouped.transpose(0, 1).reshape({KV, B * G * Pq, dh});  // [kv_head, rows, d_head]
+    const at::Tensor cached = batchedMatmul(qAll, kCached.transpose(-1, -2))
+                                  .view({KV, B, G * Pq, T0})
+                                  .transpose(0, 1);  // [batch, kv_head, group·q_pos, cached]
+    const at::Tensor fresh =
+        batchedMatmul(qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·q_pos, pos]
+    return at::cat({cached, fresh}, -1).view({B, H, Pq, T}) * scale;
+  }
+  return batchedMatmul(qGrouped,
+                       keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·q_pos, k_pos]
+             .view({B, H, Pq, T}) *
+         scale;
+}
+
+// ---- pattern: soft-cap, causal/padding/window mask, softmax (hook_pattern) ----
+// [batch, head, q_pos, k_pos] float32; queries from q0 on.
+at::Tensor attentionPattern(const LayerContext& ctx, int l, const Qkv& qkv, const at::Tensor& keys,
+                            int64_t q0) {
+  const ModelConfig& c = ctx.c;
+  const AttentionMasks& m = ctx.masks;
+  const int64_t Pq = qkv.q.size(1);
+  const float lowest = std::numeric_limits<float>::lowest();
+  at::Tensor scores = attentionScores(ctx, l, qkv, keys);  // [batch, head, q_pos, k_pos] float32
+  scores = softcap(scores, c.attn_logit_softcap);          // Gemma-2: before the mask, as HF
+  const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
+  const at::Tensor mask =
+      sliding && m.blockedLocal.defined() ? m.blockedLocal : m.blocked;  // [batch or 1, 1, pos, k_pos]
+  if (mask.defined()) scores = scores.masked_fill(mask.narrow(2, q0, Pq), lowest);
+  at::Tensor pattern = at::softmax(scores, -1);  // [batch, head, q_pos, k_pos] float32
+  if (m.queryReal.defined()) pattern = pattern * m.queryReal.narrow(2, q0, Pq);  // padded queries: all zero
+  pattern = ctx.hook(attnPattern(l), pattern);  // [batch, head, q_pos, k_pos]
+  return pattern.to(at::kFloat);                // [batch, head, q_pos, k_pos]
+}
+
+// ---- z = pattern · v (float32, then the compute dtype; hook_v) ----
+// probs [batch, head, q_pos, k_pos], v [batch, pos, kv_head, d_head] this forward's values, `values` [batch,
+// kv_head, k_pos, d_head] (without the cached positions when the cache is shared) → [batch, head, q_pos,
+// d_head].
+at::Tensor mixValues(const LayerContext& ctx, int l, const at::Tensor& probs, const at::Tensor& v,
+                     const at::Tensor& values) {
+  const ModelConfig& c = ctx.c;
+  const ForwardPlan& plan = ctx.plan;
+  SiteHooks& hook = ctx.hook;
+  const at::ScalarType dt = plan.dt;
+  const int64_t B = probs.size(0), Pq = probs.size(2), P = plan.pos, T0 = plan.cached, T = plan.keyPositions;
+  const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
+  if (hook.active(attnV(l))) {
+    // hook_v is per query head: expand kv heads for this forward's positions.
+    at::Tensor vSite = v.repeat_interleave(G, 2);  // [batch, pos, head, d_head]
+    vSite = hook(attnV(l), vSite);
+    if (hook.intervened(attnV(l))) {
+      // Edited hook_v: the cache keeps the unmodified kv-head values; this forward attends to the modified
+      // ones.
+      at::Tensor vHeads = vSite.transpose(1, 2);  // [batch, head, pos, d_head]
+      if (T0 > 0)
+        vHeads = at::cat({plan.kv->v[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), vHeads},
+                         2);                                   // [batch, head, k_pos, d_head]
+      return at::matmul(probs, vHeads.to(at::kFloat)).to(dt);  // [batch, head, q_pos, d_head]
+    }
+  }
+  if (plan.sharedCache) {
+    // Shared cache: one product of all rows' pattern over the cached positions with the cached values.
+    const at::Tensor p = probs.reshape({B, KV, G * Pq, T});  // [batch, kv_head, group·q_pos, k_pos]
+    const at::Tensor pCached =
+        p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * Pq, T0});  // [kv_head, rows, cached]
+    const at::Tensor vCached = plan.kv->v[l].to(dt).to(at::kFloat)[0];      // [kv_head, cached, d_head]
+    const at::Tensor zCached = batchedMatmul(pCached, vCached)
+                                   .view({KV, B, G * Pq, dh})
+                                   .transpose(0, 1);  // [batch, kv_head, group·q_pos, d_head]
+    const at::Tensor zFresh =
+        batchedMatmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·q_pos, d_head]
+    return (zCached + zFresh).reshape({B, H, Pq, dh}).to(dt);       // [batch, head, q_pos, d_head]
+  }
+  return batchedMatmul(probs.reshape({B, KV, G * Pq, T}), values.to(at::kFloat))
+      .view({B, H, Pq, dh})
+      .to(dt);  // [batch, head, q_pos, d_head]
+}
+
+// ---- output projection (hook_z, hook_result, hook_attn_out; per-head results only on request) ----
+// hook_z / hook_result are each head's own output before W_O / before the sum over heads, and
+// hook_attn_out is the sum. With a post-norm (OLMo-2, Gemma) the residual stream receives
+// norm(Σ_h result_h): a head's write is divided by the RMS of the whole layer output, so a per-head
+// intervention also rescales what the other heads write; the post-norm itself is outside every hook.
+// z [batch, head, q_pos, d_head] → [batch, q_pos, d_model].
+at::Tensor attentionOutput(const LayerContext& ctx, int l, const LayerWeights& lw, const at::Tensor& z) {
+  SiteHooks& hook = ctx.hook;
+  const int64_t B = z.size(0), H = z.size(1), Pq = z.size(2), dh = z.size(3);
+  const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, q_pos, head, d_head]
+  at::Tensor attn;                                             // [batch, q_pos, d_model]
+  if (hook.active(attnResult(l))) {
+    const at::Tensor result =
+        hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, q_pos, head, d_model]
+    if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
+  }
+  if (!attn.defined()) attn = affine(zSite.reshape({B, Pq, H * dh}), lw.wo, lw.bo);
+  attn = hook(attnOut(l), attn);  // [batch, q_pos, d_model]
+  if (ctx.c.norm_placement != NormPlacement::Pre)
+    attn = ctx.norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
+  return attn;
+}
+
+// One layer's attention on the residual stream x [batch, pos, d_model] entering it → what it adds to the
+// stream [batch, q_pos, d_model] (queries from q0 on). Keys and values of every position, also for the
+// cache.
+at::Tensor attention(LayerContext& ctx, int l, const LayerWeights& lw, const at::Tensor& x, int64_t q0) {
+  const ForwardPlan& plan = ctx.plan;
+  const at::ScalarType dt = plan.dt;
+  const Qkv qkv = projectQkv(ctx, l, lw, x, q0);
+
+  // ---- KV cache: cached keys/values first, then this forward's ----
+  at::Tensor keys = qkv.k.transpose(1, 2);    // [batch, kv_head, k_pos, d_head]
+  at::Tensor values = qkv.v.transpose(1, 2);  // [batch, kv_head, k_pos, d_head]
+  if (plan.cached > 0 && !plan.sharedCache) {
+    keys = at::cat({plan.kv->k[l].to(dt), keys}, 2);
+    values = at::cat({plan.kv->v[l].to(dt), values}, 2);
+  }
+  if (plan.extendKv) {
+    ctx.newK.push_back(keys.contiguous());
+    ctx.newV.push_back(values.contiguous());
+  }
+
+  const at::Tensor probs = attentionPattern(ctx, l, qkv, keys, q0);  // [batch, head, q_pos, k_pos] float32
+  const at::Tensor z = mixValues(ctx, l, probs, qkv.v, values);      // [batch, head, q_pos, d_head]
+  return attentionOutput(ctx, l, lw, z);                             // [batch, q_pos, d_model]
+}
+
+// ---- MLP (hook_resid_mid, hook_mlp_out) ----
+// The residual stream x [batch, pos, d_model] entering layer l and its attention output attn [batch, q_pos,
+// d_model] → the stream leaving the layer [batch, q_pos, d_model] (positions from q0 on).
+at::Tensor mlpBlock(const LayerContext& ctx, int l, const LayerWeights& lw, at::Tensor x,
+                    const at::Tensor& attn, int64_t q0) {
+  const ModelConfig& c = ctx.c;
+  SiteHooks& hook = ctx.hook;
+  if (q0 > 0) x = x.narrow(1, q0, x.size(1) - q0);                               // [batch, q_pos, d_model]
+  const at::Tensor mid = c.parallel_residual ? x : hook(residMid(l), x + attn);  // [batch, q_pos, d_model]
+  const at::Tensor mlpIn = c.norm_placement != NormPlacement::Post
+                               ? ctx.norm(mid, lw.mlp_norm_w, lw.mlp_norm_b)
+                               : mid.to(ctx.plan.dt);          // [batch, q_pos, d_model]
+  at::Tensor mlp = hook(mlpOut(l), mlpForward(c, lw, mlpIn));  // [batch, q_pos, d_model]
+  if (c.norm_placement != NormPlacement::Pre)
+    mlp = ctx.norm(mlp, lw.post_mlp_norm_w, at::Tensor());  // OLMo-2, Gemma
+  // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
+  return c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, q_pos, d_model]
+}
+
+}  // namespace
 
 RunResult Transformer::run(const RunRequest& req) const {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
-  // Inputs, masks and positions start on the embedding's device; with a device map (device_map.h) each
-  // layer gets them, and the residual stream, on its own device. Results live on the head's (home).
-  const at::Device dev = w.tok_emb.device();
-  const at::Device home = device();
-  const at::ScalarType dt = dtype();
-
-  // Inputs: tokens (or the residual entering start_layer), padding mask, cache extent. Everything is
-  // checked before any compute.
-  const bool fromResid = req.resid_in.defined();
-  const int L0 = req.start_layer;  // first layer that runs
-  if (L0 < 0 || L0 >= c.n_layers) fail("run: start_layer ", L0, " out of range [0, ", c.n_layers, ")");
-  if (L0 > 0 && !fromResid)
-    fail("run: start_layer ", L0, " needs resid_in, the residual stream entering that layer");
-  at::Tensor tokens;  // [batch, pos] (undefined when starting from resid_in)
-  int64_t B = 0, P = 0;
-  if (fromResid) {
-    if (req.tokens.defined()) fail("run: give either tokens or resid_in, not both");
-    if (req.resid_in.dim() != 3 || req.resid_in.size(2) != c.d_model)
-      fail("run: resid_in has shape ", shapeOf(req.resid_in), ", expected [batch, pos, ", c.d_model, "]");
-    B = req.resid_in.size(0), P = req.resid_in.size(1);
-  } else {
-    if (!req.tokens.defined() || req.tokens.dim() != 2 ||
-        !at::isIntegralType(req.tokens.scalar_type(), false))
-      fail("run: tokens must be an integer tensor [batch, pos], got ",
-           req.tokens.defined() ? shapeOf(req.tokens) : std::string("none"));
-    tokens = req.tokens.to(dev, at::kLong);  // [batch, pos]
-    B = tokens.size(0), P = tokens.size(1);
-  }
-  if (B < 1 || P < 1)
-    fail("run: the input ", shapeOf(fromResid ? req.resid_in : tokens), " holds no positions");
-  if (!fromResid) {
-    const at::Tensor bad = tokens.lt(0).logical_or(tokens.ge(c.vocab_size));  // [batch, pos]
-    if (bad.any().item<bool>()) {
-      const at::Tensor where = bad.nonzero()[0].cpu();
-      const int64_t r = where[0].item<int64_t>(), p = where[1].item<int64_t>();
-      fail("token id ", tokens.cpu()[r][p].item<int64_t>(), " at row ", r, ", position ", p,
-           " is out of range for the vocabulary of ", c.vocab_size, " tokens");
-    }
-  }
-  // Rows that join at later layers (fast patching): all unpadded, all at the same positions.
-  int64_t joinedRows = 0;
-  for (const auto& [l, t] : req.resid_join) {
-    if (!fromResid) fail("run: resid_join needs resid_in (rows that start inside the model)");
-    if (l <= L0 || l >= c.n_layers)
-      fail("run: resid_join at layer ", l, " is outside (", L0, ", ", c.n_layers, ")");
-    if (t.dim() != 3 || t.size(1) != P || t.size(2) != c.d_model)
-      fail("run: resid_join[", l, "] has shape ", shapeOf(t), ", expected [rows, ", P, ", ", c.d_model, "]");
-    joinedRows += t.size(0);
-  }
-  const bool joins = !req.resid_join.empty();
-  if (joins && req.attention_mask.defined()) fail("run: resid_join needs unpadded rows (no attention_mask)");
-  for (int64_t t : req.logit_tokens)
-    if (t < 0 || t >= c.vocab_size)
-      fail("run: logit_tokens holds ", t, ", out of range for the vocabulary of ", c.vocab_size, " tokens");
-  const int64_t tailFrom = req.last_layer_from;
-  if (tailFrom < 0 || tailFrom >= P) fail("run: last_layer_from ", tailFrom, " is outside [0, ", P, ")");
-  if (tailFrom > 0 && !req.interventions.empty()) fail("run: last_layer_from takes no interventions");
-  const at::TensorOptions longOpts = at::TensorOptions().dtype(at::kLong).device(dev);
-  at::Tensor real = at::ones({B, P}, longOpts);  // [batch, pos] 1 = real token, 0 = padding
-  if (req.attention_mask.defined()) {
-    if (req.attention_mask.sizes() != at::IntArrayRef({B, P}))
-      fail("run: attention_mask has shape ", shapeOf(req.attention_mask), ", expected [", B, ", ", P,
-           "] like the input");
-    real = req.attention_mask.to(dev, at::kLong);
-    if (real.ne(0).logical_and(real.ne(1)).any().item<bool>())
-      fail("run: attention_mask must hold only 0 (padding) and 1 (real token)");
-  }
-  KVCache* kv = req.kv;
-  const int64_t T0 = kv ? kv->length() : 0;  // cached positions
-  const int64_t T = T0 + P;                  // key positions
-  // A read-only cache of batch 1 is shared by every row (attention reads it without per-row copies).
-  const bool sharedCache = T0 > 0 && req.kv_read_only && kv->mask.size(0) == 1;
-  if (T0 > 0) {
-    if (kv->mask.size(0) != B && !sharedCache)
-      fail("run: the KV cache holds ", kv->mask.size(0), " rows, the input ", B,
-           " (only a read-only cache may hold one row for all)");
-    if (joins && (!sharedCache || !kv->mask.all().item<bool>()))
-      fail("run: resid_join needs a read-only cache of one row without padding");
-    if (int(kv->k.size()) != c.n_layers || int(kv->v.size()) != c.n_layers)
-      fail("run: the KV cache holds ", kv->k.size(), " layers, the model ", c.n_layers);
-  }
-  if (L0 > 0 && kv && !req.kv_read_only)
-    fail("run: start_layer ", L0, " with a KV cache needs kv_read_only (layers below ", L0,
-         " would not get the new positions)");
-  if (T > c.context_length) {
-    std::string detail = T0 > 0 ? cat(" (", T0, " cached + ", P, " new)") : "";
-    fail("prompt of ", T, " tokens", detail, " exceeds the model's context of ", c.context_length);
-  }
-  for (const Site& s : req.capture)
-    if (s.kind == SiteKind::LnFinal ? s.layer != -1 : (s.layer < 0 || s.layer >= c.n_layers))
-      fail("run: cannot capture ", s.name(), ": layer out of range [0, ", c.n_layers, ")");
-    else if (s.kind != SiteKind::LnFinal && s.layer < L0)
-      fail("run: cannot capture ", s.name(), ": the run starts at layer ", L0);
-  if (c.parallel_residual) {  // attention and MLP both read hook_resid_pre: there is no resid_mid
-    std::vector<Site> sites(req.capture.begin(), req.capture.end());
-    for (const Intervention& iv : req.interventions)
-      sites.push_back(iv.site);
-    for (const Site& s : sites)
-      if (s.kind == SiteKind::ResidMid)
-        fail("run: ", s.name(),
-             " does not exist in a parallel-residual model (its MLP reads hook_resid_pre)");
-  }
-  std::vector<ResolvedIntervention> resolved;
-  for (size_t i = 0; i < req.interventions.size(); ++i)
-    resolved.push_back(
-        resolveIntervention(req.interventions[i], i, c, RunExtent{B + joinedRows, T0, P}, home));
-
+  // Every check of the request, before any compute. Inputs, masks and positions start on the embedding's
+  // device; with a device map (device_map.h) each layer gets them, and the residual stream, on its own
+  // device. Results live on the head's (home).
+  const ForwardPlan plan = planForward(c, req, w.tok_emb.device(), device(), dtype());
   RunResult out;
   out.hits.assign(req.interventions.size(), 0);
-  SiteHooks hook(req.capture, resolved, out.cache, out.hits, home);
+  SiteHooks hook(req.capture, plan.interventions, out.cache, out.hits, plan.home);
 
-  // Positions count real tokens only (HF: cumsum(mask) − 1), so a left-padded row sees the same
-  // positions as its unpadded prompt; with a cache they continue from each row's real-token count.
-  at::Tensor positionIds = real.cumsum(1) - 1;  // [batch, pos]
-  if (T0 > 0) positionIds = positionIds + kv->mask.to(at::kLong).sum(1, true);
-  positionIds = positionIds.clamp_min(0);                // padding: any valid id
-  if (joins) positionIds = positionIds.narrow(0, 0, 1);  // [1, pos]: unpadded rows share their positions
+  at::Tensor x = embed(c, w, plan, req);  // [batch, pos, d_model] float32, the residual stream
+  LayerContext ctx{c, plan, hook, plan.masks};
+  if (c.rope_layout != RopeLayout::None)
+    ctx.angles = ropeAngles(rope_inv_freq_.to(plan.dev), plan.positionIds);
+  if (rope_local_inv_freq_.defined())
+    ctx.anglesLocal = ropeAngles(rope_local_inv_freq_.to(plan.dev), plan.positionIds);
 
-  // Causal + padding mask: query i (absolute T0 + i) sees key j iff j ≤ T0 + i and j is real. Sliding
-  // layers also need j > T0 + i − window (HF counts absolute indices; left padding shifts no real distance).
-  const bool padded = req.attention_mask.defined() || (T0 > 0 && !kv->mask.all().item<bool>());
-  const bool padQueries = req.attention_mask.defined() && !real.all().item<bool>();
-  const bool windowBites = c.sliding_window > 0 && T > c.sliding_window;
-  at::Tensor blocked;       // [batch or 1, 1, pos, k_pos] true = may not attend
-  at::Tensor blockedLocal;  // the same for sliding layers, when the window is shorter than k_pos
-  {
-    at::Tensor keyReal;  // [batch, 1, 1, k_pos] (padded runs only)
-    if (padded) {
-      keyReal = (T0 > 0 ? at::cat({kv->mask.to(at::kLong).expand({B, T0}), real}, 1) : real)
-                    .to(at::kBool)
-                    .view({B, 1, 1, T});
-    }
-    const at::Tensor causal = at::ones({P, T}, longOpts.dtype(at::kBool)).tril(T0);  // [pos, k_pos]
-    auto blockedBy = [&](const at::Tensor& allowedPositions) {
-      at::Tensor allowed = allowedPositions.view({1, 1, P, T});
-      if (padded) allowed = allowed.logical_and(keyReal);
-      return allowed.logical_not();
-    };
-    if (P > 1 || padded) blocked = blockedBy(causal);
-    if (windowBites) blockedLocal = blockedBy(causal.triu(T0 - c.sliding_window + 1));
-  }
-  // Padded queries attend to nothing (their pattern row is 0, not NaN).
-  at::Tensor queryReal = padQueries ? real.to(at::kFloat).view({B, 1, P, 1}) : at::Tensor();
-
-  const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head;
-  const bool preNorms = c.norm_placement != NormPlacement::Post;
-  const bool postNorms = c.norm_placement != NormPlacement::Pre;
-  const double scale = 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : double(dh));
-  const float lowest = std::numeric_limits<float>::lowest();
-
-  // ---- embeddings (or the given residual entering start_layer) ----
-  // The residual stream is float32 whatever the compute dtype: it accumulates every layer's output, and
-  // rounding that sum to 8 significant bits after each layer is bf16's largest error. Each block reads it
-  // through its norm, which returns the compute dtype.
-  at::Tensor x;  // [batch, pos, d_model] float32
-  if (fromResid) {
-    x = req.resid_in.to(dev, at::kFloat);
-  } else {
-    at::Tensor e = at::embedding(w.tok_emb, tokens);  // [batch, pos, d_model]
-    // Gemma: × sqrt(d_model) in the compute dtype, the factor rounded to it first, as HF does (√3584 =
-    // 59.87 is 59.75 in bf16).
-    if (c.scale_embeddings)
-      e = e * at::scalar_tensor(std::sqrt(double(c.d_model)), at::TensorOptions().dtype(dt).device(dev));
-    x = e.to(at::kFloat);  // the residual stream
-    if (c.learned_pos_emb) x = x + at::embedding(w.pos_emb, positionIds).to(at::kFloat);  // GPT-2 wpe
-  }
-  RopeAngles angles, anglesLocal;  // [batch, pos, 1, rot/2]; local: sliding layers with their own base
-  if (c.rope_layout != RopeLayout::None) angles = ropeAngles(rope_inv_freq_.to(dev), positionIds);
-  if (rope_local_inv_freq_.defined()) anglesLocal = ropeAngles(rope_local_inv_freq_.to(dev), positionIds);
-
-  const bool extendKv = kv && !req.kv_read_only;
-  std::vector<at::Tensor> newK, newV;  // committed to the cache only when the whole run succeeded
-  for (int l = L0; l < c.n_layers; ++l) {
+  for (int l = plan.firstLayer; l < c.n_layers; ++l) {
     const LayerWeights& lw = w.layers[l];
     if (x.device() != lw.wq.device()) {  // device map: this layer lives on another device
-      const at::Device ld = lw.wq.device();
-      x = x.to(ld);
-      if (blocked.defined()) blocked = blocked.to(ld);
-      if (queryReal.defined()) queryReal = queryReal.to(ld);
-      if (blockedLocal.defined()) blockedLocal = blockedLocal.to(ld);
-      if (angles.cos.defined()) angles = RopeAngles{angles.cos.to(ld), angles.sin.to(ld)};
-      if (anglesLocal.cos.defined()) anglesLocal = RopeAngles{anglesLocal.cos.to(ld), anglesLocal.sin.to(ld)};
+      x = x.to(lw.wq.device());
+      ctx.moveTo(lw.wq.device());
     }
-    if (const auto j = req.resid_join.find(l); j != req.resid_join.end()) {
+    // Fast path resid_join: these rows enter here, after the rows already running.
+    if (const auto j = req.resid_join.find(l); j != req.resid_join.end())
       x = at::cat({x, j->second.to(x.device(), at::kFloat)}, 0);  // [batch + joining rows, pos, d_model]
-      B = x.size(0);
-    }
-    x = hook(residPre(l), x);  // [batch, pos, d_model]
-
-    // Query positions: from last_layer_from on in the last layer, else all.
-    const int64_t q0 = l == c.n_layers - 1 ? tailFrom : 0, Pq = P - q0;
-
-    // ---- attention: projections, q/k norm, RoPE ----
-    // (affine: at::linear, with float32 products on the CPU through oneDNN, onednn_gemm.h)
-    const bool sliding = isSlidingLayer(c, l);  // attends to the last sliding_window positions only
-    const at::Tensor attnIn =
-        preNorms ? norm(x, lw.attn_norm_w, lw.attn_norm_b) : x.to(dt);  // [batch, pos, d_model]
-    at::Tensor q = affine(attnIn.narrow(1, q0, Pq), lw.wq, lw.bq);      // [batch, q_pos, head·d_head]
-    at::Tensor k = affine(attnIn, lw.wk, lw.bk);                        // [batch, pos, kv_head·d_head]
-    at::Tensor v = affine(attnIn, lw.wv, lw.bv);                        // [batch, pos, kv_head·d_head]
-    q = hook(attnQ(l), q.view({B, Pq, H, dh}));                         // [batch, q_pos, head, d_head]
-    k = k.view({B, P, KV, dh});                                         // [batch, pos, kv_head, d_head]
-    v = v.view({B, P, KV, dh});                                         // [batch, pos, kv_head, d_head]
-    // hook_k is per query head (hooks.h). An edit there gives each query head its own keys (kHeads, through
-    // the same norm and RoPE); the cache keeps the model's own kv-head keys, as for hook_v.
-    at::Tensor kHeads;  // [batch, pos, head, d_head], only when hook_k was edited
-    if (hook.active(attnK(l))) {
-      const at::Tensor kSite =
-          hook(attnK(l), G == 1 ? k : k.repeat_interleave(G, 2));  // [batch, pos, head, d_head]
-      if (hook.intervened(attnK(l))) kHeads = kSite;
-    }
-    if (c.qk_norm == QkNorm::Full) {  // OLMo-2: over the whole projection (every head of a position)
-      q = rms(q.reshape({B, Pq, H * dh}), lw.q_norm_w).view({B, Pq, H, dh});
-      k = rms(k.reshape({B, P, KV * dh}), lw.k_norm_w).view({B, P, KV, dh});
-      if (kHeads.defined())  // group member g: the keys query heads j·group + g read, over every j
-        kHeads =
-            rms(kHeads.reshape({B, P, KV, G, dh}).transpose(2, 3).reshape({B, P, G, KV * dh}), lw.k_norm_w)
-                .view({B, P, G, KV, dh})
-                .transpose(2, 3)
-                .reshape({B, P, H, dh});
-    } else if (c.qk_norm == QkNorm::PerHead) {  // Qwen3, Gemma-3: per head over d_head
-      q = rms(q, lw.q_norm_w);
-      k = rms(k, lw.k_norm_w);
-      if (kHeads.defined()) kHeads = rms(kHeads, lw.k_norm_w);
-    }
-    if (c.rope_layout != RopeLayout::None) {
-      const RopeAngles& a =
-          sliding && anglesLocal.cos.defined() ? anglesLocal : angles;  // Gemma-3 local base
-      const RopeAngles aq = q0 > 0 ? RopeAngles{a.cos.narrow(1, q0, Pq), a.sin.narrow(1, q0, Pq)} : a;
-      q = applyRope(q, aq, c.rope_layout, c.rotary_dim);  // [batch, q_pos, head, d_head]
-      k = applyRope(k, a, c.rope_layout, c.rotary_dim);   // [batch, pos, kv_head, d_head]
-      if (kHeads.defined())
-        kHeads = applyRope(kHeads, a, c.rope_layout, c.rotary_dim);  // [batch, pos, head, d_head]
-    }
-
-    // ---- KV cache: cached keys/values first, then this forward's ----
-    at::Tensor keys = k.transpose(1, 2);    // [batch, kv_head, k_pos, d_head]
-    at::Tensor values = v.transpose(1, 2);  // [batch, kv_head, k_pos, d_head]
-    if (T0 > 0 && !sharedCache) {
-      keys = at::cat({kv->k[l].to(dt), keys}, 2);
-      values = at::cat({kv->v[l].to(dt), values}, 2);
-    }
-    if (extendKv) {
-      newK.push_back(keys.contiguous());
-      newV.push_back(values.contiguous());
-    }
-
-    // ---- scores and pattern (GQA: query head h reads kv head h / group, no copies of k/v) ----
-    // In float32 whatever the compute dtype: bf16/f16 q·k products are exact in float32, and neither the
-    // scores nor the pattern are rounded back before z.
-    const at::Tensor qGrouped = q.transpose(1, 2)
-                                    .reshape({B, KV, G * Pq, dh})
-                                    .to(at::kFloat);  // [batch, kv_head, group·q_pos, d_head]
-    at::Tensor scores;                                // [batch, head, q_pos, k_pos] float32
-    if (kHeads.defined()) {
-      // Edited hook_k: each query head against its own keys, the cached ones repeated per query head.
-      at::Tensor kAll = kHeads.transpose(1, 2);  // [batch, head, pos, d_head]
-      if (T0 > 0)
-        kAll = at::cat({kv->k[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), kAll},
-                       2);  // [batch, head, k_pos, d_head]
-      scores = at::matmul(q.transpose(1, 2).to(at::kFloat), kAll.to(at::kFloat).transpose(-1, -2)) * scale;
-    } else if (sharedCache) {
-      // Every row reads the same cached keys: one product of all rows' queries with them.
-      const at::Tensor kCached = kv->k[l].to(dt).to(at::kFloat)[0];  // [kv_head, cached, d_head]
-      const at::Tensor qAll =
-          qGrouped.transpose(0, 1).reshape({KV, B * G * Pq, dh});  // [kv_head, rows, d_head]
-      const at::Tensor cached = batchedMatmul(qAll, kCached.transpose(-1, -2))
-                                    .view({KV, B, G * Pq, T0})
-                                    .transpose(0, 1);  // [batch, kv_head, group·q_pos, cached]
-      const at::Tensor fresh = batchedMatmul(
-          qGrouped, keys.to(at::kFloat).transpose(-1, -2));  // [batch, kv_head, group·q_pos, pos]
-      scores = at::cat({cached, fresh}, -1).view({B, H, Pq, T}) * scale;
-    } else {
-      scores = batchedMatmul(qGrouped,
-                             keys.to(at::kFloat).transpose(-1, -2))  // [batch, kv_head, group·q_pos, k_pos]
-                   .view({B, H, Pq, T}) *
-               scale;
-    }
-    scores = softcap(scores, c.attn_logit_softcap);  // Gemma-2: before the mask, as HF
-    const at::Tensor mask =
-        sliding && blockedLocal.defined() ? blockedLocal : blocked;  // [batch or 1, 1, pos, k_pos]
-    if (mask.defined()) scores = scores.masked_fill(mask.narrow(2, q0, Pq), lowest);
-    at::Tensor pattern = at::softmax(scores, -1);  // [batch, head, q_pos, k_pos] float32
-    if (queryReal.defined()) pattern = pattern * queryReal.narrow(2, q0, Pq);  // padded queries: all zero
-    pattern = hook(attnPattern(l), pattern);                                   // [batch, head, q_pos, k_pos]
-    const at::Tensor probs = pattern.to(at::kFloat);                           // [batch, head, q_pos, k_pos]
-
-    // ---- z = pattern · v (float32, then the compute dtype) ----
-    at::Tensor z;  // [batch, head, q_pos, d_head]
-    if (hook.active(attnV(l))) {
-      // hook_v is per query head: expand kv heads for this forward's positions.
-      at::Tensor vSite = v.repeat_interleave(G, 2);  // [batch, pos, head, d_head]
-      vSite = hook(attnV(l), vSite);
-      if (hook.intervened(attnV(l))) {
-        // The cache keeps the unmodified kv-head values; this forward attends to the modified ones.
-        at::Tensor vHeads = vSite.transpose(1, 2);  // [batch, head, pos, d_head]
-        if (T0 > 0)
-          vHeads = at::cat({kv->v[l].to(dt).repeat_interleave(G, 1).expand({B, -1, -1, -1}), vHeads},
-                           2);                                // [batch, head, k_pos, d_head]
-        z = at::matmul(probs, vHeads.to(at::kFloat)).to(dt);  // [batch, head, q_pos, d_head]
-      }
-    }
-    if (!z.defined() && sharedCache) {
-      const at::Tensor p = probs.reshape({B, KV, G * Pq, T});  // [batch, kv_head, group·q_pos, k_pos]
-      const at::Tensor pCached =
-          p.narrow(-1, 0, T0).transpose(0, 1).reshape({KV, B * G * Pq, T0});  // [kv_head, rows, cached]
-      const at::Tensor vCached = kv->v[l].to(dt).to(at::kFloat)[0];           // [kv_head, cached, d_head]
-      const at::Tensor zCached = batchedMatmul(pCached, vCached)
-                                     .view({KV, B, G * Pq, dh})
-                                     .transpose(0, 1);  // [batch, kv_head, group·q_pos, d_head]
-      const at::Tensor zFresh =
-          batchedMatmul(p.narrow(-1, T0, P), values.to(at::kFloat));  // [batch, kv_head, group·q_pos, d_head]
-      z = (zCached + zFresh).reshape({B, H, Pq, dh}).to(dt);          // [batch, head, q_pos, d_head]
-    } else if (!z.defined()) {
-      z = batchedMatmul(probs.reshape({B, KV, G * Pq, T}), values.to(at::kFloat))
-              .view({B, H, Pq, dh})
-              .to(dt);  // [batch, head, q_pos, d_head]
-    }
-    const at::Tensor zSite = hook(attnZ(l), z.transpose(1, 2));  // [batch, q_pos, head, d_head]
-
-    // ---- output projection (per-head results only on request) ----
-    // hook_z / hook_result are each head's own output before W_O / before the sum over heads, and
-    // hook_attn_out is the sum. With a post-norm (OLMo-2, Gemma) the residual stream receives
-    // norm(Σ_h result_h): a head's write is divided by the RMS of the whole layer output, so a per-head
-    // intervention also rescales what the other heads write; the post-norm itself is outside every hook.
-    at::Tensor attn;  // [batch, q_pos, d_model]
-    if (hook.active(attnResult(l))) {
-      const at::Tensor result =
-          hook(attnResult(l), perHeadResult(zSite, lw.wo));  // [batch, q_pos, head, d_model]
-      if (hook.intervened(attnResult(l))) attn = lw.bo.defined() ? result.sum(2) + lw.bo : result.sum(2);
-    }
-    if (!attn.defined()) attn = affine(zSite.reshape({B, Pq, H * dh}), lw.wo, lw.bo);
-    attn = hook(attnOut(l), attn);                                        // [batch, q_pos, d_model]
-    if (postNorms) attn = norm(attn, lw.post_attn_norm_w, at::Tensor());  // OLMo-2, Gemma
-
-    // ---- MLP ----
-    if (q0 > 0) x = x.narrow(1, q0, Pq);                                           // [batch, q_pos, d_model]
-    const at::Tensor mid = c.parallel_residual ? x : hook(residMid(l), x + attn);  // [batch, q_pos, d_model]
-    const at::Tensor mlpIn =
-        preNorms ? norm(mid, lw.mlp_norm_w, lw.mlp_norm_b) : mid.to(dt);  // [batch, q_pos, d_model]
-    at::Tensor mlp = hook(mlpOut(l), mlpForward(c, lw, mlpIn));           // [batch, q_pos, d_model]
-    if (postNorms) mlp = norm(mlp, lw.post_mlp_norm_w, at::Tensor());     // OLMo-2, Gemma
-
-    // GPT-NeoX parallel residual: x + attn(ln1 x) + mlp(ln2 x); otherwise sequential.
-    x = c.parallel_residual ? x + attn + mlp : mid + mlp;  // [batch, q_pos, d_model]
+    x = hook(residPre(l), x);                                     // [batch, pos, d_model]
+    // Fast path last_layer_from: the last layer's queries, and all that follows them, from there on.
+    const int64_t q0 = l == c.n_layers - 1 ? plan.tailFrom : 0;
+    const at::Tensor attn = attention(ctx, l, lw, x, q0);  // [batch, q_pos, d_model]
+    x = mlpBlock(ctx, l, lw, std::move(x), attn, q0);      // [batch, q_pos, d_model]
     x = hook(residPost(l), x);
   }
 
   // ---- final norm and unembedding ----
-  if (x.device() != home) x = x.to(home);  // device map: the head lives elsewhere
+  if (x.device() != plan.home) x = x.to(plan.home);  // device map: the head lives elsewhere
   at::Tensor normed = hook(lnFinal(), norm(x, w.final_norm_w, w.final_norm_b));  // [batch, q_pos, d_model]
   if (req.last_logits_only) normed = normed.narrow(1, normed.size(1) - 1, 1);    // [batch, 1, d_model]
   out.logits =
       unembed(normed, req.logit_tokens);  // [batch, pos, vocab] float32, Gemma-2's final soft-cap applied
 
-  for (const ResolvedIntervention& r : resolved)
+  for (const ResolvedIntervention& r : plan.interventions)
     if (out.hits[r.index] == 0)
       fail(describeIntervention(*r.iv, r.index), ": changed nothing in this run (empty selection)");
-  if (extendKv) {
-    kv->k = std::move(newK);
-    kv->v = std::move(newV);
-    kv->mask = T0 > 0 ? at::cat({kv->mask.to(at::kLong), real}, 1) : real;  // [batch, k_pos]
+  if (plan.extendKv) {
+    KVCache* kv = plan.kv;
+    kv->k = std::move(ctx.newK);
+    kv->v = std::move(ctx.newV);
+    kv->mask =
+        plan.cached > 0 ? at::cat({kv->mask.to(at::kLong), plan.real}, 1) : plan.real;  // [batch, k_pos]
   }
   return out;
 }
