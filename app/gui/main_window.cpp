@@ -321,9 +321,17 @@ void MainWindow::buildTabs() {
   });
 }
 
+// A dock holding `content`, added to `area`; saved window states find it by `objectName`.
+QDockWidget* MainWindow::addDock(const QString& title, const QString& objectName, QWidget* content,
+                                 Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(objectName);
+  dock->setWidget(content);
+  addDockWidget(area, dock);
+  return dock;
+}
+
 QDockWidget* MainWindow::buildModelDock() {
-  auto* modelDock = new QDockWidget("Model", this);
-  modelDock->setObjectName("ModelDock");
   modelLabel_ = new QLabel("No model loaded.\nFile → Open model…");
   modelLabel_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   modelLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -335,32 +343,25 @@ QDockWidget* MainWindow::buildModelDock() {
   modelScroll->setWidgetResizable(true);
   modelScroll->setFrameShape(QFrame::NoFrame);
   modelScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  modelDock->setWidget(modelScroll);
-  addDockWidget(Qt::LeftDockWidgetArea, modelDock);
-  return modelDock;
+  return addDock("Model", "ModelDock", modelScroll, Qt::LeftDockWidgetArea);
 }
 
 QDockWidget* MainWindow::buildTaskDock() {
-  auto* taskDockWidget = new QDockWidget("Task", this);
-  taskDockWidget->setObjectName("TaskDock");
   taskDock_ = new TaskDock;
-  taskDockWidget->setWidget(taskDock_);
-  addDockWidget(Qt::LeftDockWidgetArea, taskDockWidget);
+  QDockWidget* dock = addDock("Task", "TaskDock", taskDock_, Qt::LeftDockWidgetArea);
   connect(taskDock_, &TaskDock::changed, this, [this](bool byUser) {
     QSettings().setValue("task/spec", QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()));
     if (byUser) setDirty(true);
     requestPreview();
   });
-  return taskDockWidget;
+  return dock;
 }
 
 // The Interventions dock, and the head views' menu entries that add to it.
 QDockWidget* MainWindow::buildInterventionsDock() {
-  auto* ivDock = new QDockWidget("Interventions", this);
-  ivDock->setObjectName("InterventionsDock");
   interventionsDock_ = new InterventionsDock;
-  ivDock->setWidget(interventionsDock_);
-  addDockWidget(Qt::RightDockWidgetArea, ivDock);
+  QDockWidget* dock =
+      addDock("Interventions", "InterventionsDock", interventionsDock_, Qt::RightDockWidgetArea);
   connect(interventionsDock_, &InterventionsDock::changed, this, &MainWindow::interventionsChanged);
   connect(interventionsDock_, &InterventionsDock::notice, this, [this](const QString& m) {
     log(m);
@@ -378,36 +379,31 @@ QDockWidget* MainWindow::buildInterventionsDock() {
   });
   connect(heads, &HeadGridView::addToSteering, this,
           [this](const std::vector<HeadRef>& h) { interventionsDock_->add(InterventionKind::Steer, h); });
-  return ivDock;
+  return dock;
 }
 
 void MainWindow::buildEvaluationDock() {
-  auto* evalDock = new QDockWidget("Evaluation", this);
-  evalDock->setObjectName("EvaluationDock");
   evaluationDock_ = new EvaluationDock;
-  evalDock->setWidget(evaluationDock_);
-  addDockWidget(Qt::RightDockWidgetArea, evalDock);
+  addDock("Evaluation", "EvaluationDock", evaluationDock_, Qt::RightDockWidgetArea);
   connect(evaluationDock_, &EvaluationDock::evaluateRequested, this, &MainWindow::evaluate);
 }
 
 void MainWindow::buildRunsDock() {
-  auto* runsDockWidget = new QDockWidget("Runs", this);
-  runsDockWidget->setObjectName("RunsDock");
   runsDock_ = new RunsDock;
-  runsDockWidget->setWidget(runsDock_);
-  addDockWidget(Qt::RightDockWidgetArea, runsDockWidget);
+  addDock("Runs", "RunsDock", runsDock_, Qt::RightDockWidgetArea);
   connect(runsDock_, &RunsDock::deleteRequested, this, &MainWindow::deleteRuns);
   connect(runsDock_, &RunsDock::closeOtherModelsRequested, this, &MainWindow::closeOtherModelsRuns);
 }
 
 QDockWidget* MainWindow::buildLogDock() {
-  auto* logDock = new QDockWidget("Log", this);
-  logDock->setObjectName("LogDock");
   auto* logPage = new QWidget;
   auto* ll = new QVBoxLayout(logPage);
   log_ = new QPlainTextEdit;
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(2000);
+  ll->setContentsMargins(2, 2, 2, 2);
+  ll->addWidget(log_, 1);
+  QDockWidget* dock = addDock("Log", "LogDock", logPage, Qt::BottomDockWidgetArea);
   // Progress and Cancel live in the status bar, visible whatever docks are closed.
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
@@ -417,12 +413,8 @@ QDockWidget* MainWindow::buildLogDock() {
   cancel_->setToolTip("Stop the running job (Esc)");
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);
-  ll->setContentsMargins(2, 2, 2, 2);
-  ll->addWidget(log_, 1);
-  logDock->setWidget(logPage);
-  addDockWidget(Qt::BottomDockWidgetArea, logDock);
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelJob);
-  return logDock;
+  return dock;
 }
 
 void MainWindow::buildMenus() {

@@ -165,6 +165,8 @@ class MainWindow : public QMainWindow {
   void buildUi();
   // buildUi's parts: the centre tabs, then each dock (added to its area; returned where buildUi sizes it).
   void buildTabs();
+  QDockWidget* addDock(const QString& title, const QString& objectName, QWidget* content,
+                       Qt::DockWidgetArea area);
   QDockWidget* buildModelDock();
   QDockWidget* buildTaskDock();
   QDockWidget* buildInterventionsDock();
