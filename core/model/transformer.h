@@ -1,6 +1,6 @@
 #pragma once
-// Our own transformer forward for every supported family (transformer.cpp, one readable file in
-// data-flow order). Eager attention (patterns always exist), hook sites from hooks.h, interventions
+// Our own transformer forward for every supported family (transformer.cpp in data-flow order; the request
+// checks in forward_plan.cpp). Eager attention (patterns always exist), hook sites from hooks.h, interventions
 // from intervention.h, KV cache for generation and shared prefixes. In a bf16/f16 model the residual
 // stream, norms, q·k, softmax, pattern·V and logits are float32 (docs/models.md, Numerics).
 #include <ATen/core/Tensor.h>
