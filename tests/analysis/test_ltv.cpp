@@ -13,10 +13,12 @@
 //   rotation and stretch are the full polar decomposition's), also at d = 4096 with 64 directions; the
 //   model's propagation from the output of the last layer is the identity.
 // - Key-head saliency is NaN before the site and the key / random heads all lie after it.
-// - Toy model, antonym_a, all vectors at the output of the middle layer: LTV beats vanilla TV and the FV
-//   baseline (and zero-shot); the injection configurations, OV / MLP reconstruction and mean (corpus)
-//   ablation are there; the accuracies are recomputed from the run's recorded prompts and tensors at the
-//   site the run names; the run survives a session round trip.
+// - Toy model, antonym_a, all vectors at the output of the middle layer: LTV beats vanilla TV, additive TV,
+//   the FV and zero-shot by stated margins below the measured gaps (the FV beats zero-shot), in every
+//   zero-shot injection configuration too; ablating the key heads takes θ's effect away at least as much as
+//   random heads; the propagation fit's R², rotation and stretch lie in bands around the measured values;
+//   the valid, test, OV / MLP reconstruction and mean (corpus) ablation accuracies are recomputed from the
+//   run's recorded prompts and tensors at the site the run names; the run survives a session round trip.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <Eigen/Dense>
@@ -262,8 +264,8 @@ class TestLtv : public QObject {
     const hs::LtvTraining t = hs::trainLtv(m, train, {}, at1, o);
     QCOMPARE(t.steps_run, 80);
     QCOMPARE(static_cast<int>(t.loss.size()), 80);
+    // Measured 5.05 -> 2.57 (ratio 0.51); a θ that did not learn keeps the ratio near 1.
     const double first = (t.loss[0] + t.loss[1]) / 2, last = (t.loss[78] + t.loss[79]) / 2;
-    qInfo("tiny model LTV loss: %.3f -> %.3f", first, last);
     QVERIFY2(last < 0.6 * first, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
     QVERIFY(t.theta.sizes().vec() == (std::vector<int64_t>{1, 1, m.config().d_model}));
     QVERIFY(!t.theta.requires_grad());
@@ -273,9 +275,9 @@ class TestLtv : public QObject {
     const hs::Injection many = {{0, 1}, "post", {-2, -1}};
     const hs::LtvTraining tm = hs::trainLtv(m, train, {}, many, o);
     QVERIFY(tm.theta.sizes().vec() == (std::vector<int64_t>{2, 2, m.config().d_model}));
+    // Measured 5.00 -> 1.38 (ratio 0.28): four vectors fit the one answer faster than one.
     const double firstM = (tm.loss[0] + tm.loss[1]) / 2, lastM = (tm.loss[78] + tm.loss[79]) / 2;
-    qInfo("tiny model LTV at 2 layers x 2 positions, loss: %.3f -> %.3f", firstM, lastM);
-    QVERIFY(lastM < 0.6 * firstM);
+    QVERIFY2(lastM < 0.4 * firstM, qPrintable(QString("loss %1 -> %2").arg(firstM).arg(lastM)));
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 2; ++j)  // each slot moved away from its start in (−0.1, 0.1)
         QVERIFY(tm.theta[i][j].abs().max().item<double>() > 0.1);
@@ -474,34 +476,57 @@ class TestLtv : public QObject {
     }
   }
 
+  // Measured on the toy model (antonym_a, the output of layer 2, 54 test prompts): LTV 0.944, vanilla TV
+  // 0.074, additive TV 0.148, FV 0.722, zero-shot 0.352, ICL 0.981. The bounds keep a margin of at least
+  // 0.05 below each measured gap; an LTV that did not train (θ ≈ its U(−0.1, 0.1) start) stays at
+  // zero-shot and fails every one of them, an FV of the wrong heads falls to zero-shot or below.
   void toyLtvBeatsBaselines() {
     const hs::AnalysisOutput& out = toyRun();
     const nlohmann::json& s = out.run.summary;
-    qInfo(
-        "toy antonym_a, all vectors at %s: LTV %.3f, vanilla TV %.3f, TV add %.3f, FV %.3f, zero-shot %.3f, "
-        "ICL %.3f",
-        s["site"].get<std::string>().c_str(), s["ltv_accuracy"].get<double>(), s["tv_accuracy"].get<double>(),
-        s["tv_add_accuracy"].get<double>(), s["fv_accuracy"].get<double>(),
-        s["zero_shot_accuracy"].get<double>(), s["icl_accuracy"].get<double>());
-    qInfo(
-        "  OV reconstruction %.3f, MLP reconstruction %.3f; key heads %s mean-ablated %.3f vs random %.3f; "
-        "cos(θ,Qθ) %.3f stretch %.3f (fit R² %.3f on %d directions); LTV steps %d (best %d, valid %.3f)",
-        s["ov_reconstruction_accuracy"].get<double>(), s["mlp_reconstruction_accuracy"].get<double>(),
-        s["key_heads"].get<std::string>().c_str(), s["key_ablation_accuracy"].get<double>(),
-        s["random_ablation_accuracy"].get<double>(), s["cos_theta_Qtheta"].get<double>(),
-        s["stretch"].get<double>(), s["propagation_r2"].get<double>(), s["propagation_directions"].get<int>(),
-        s["ltv_steps_run"].get<int>(), s["ltv_best_step"].get<int>(), s["ltv_valid_accuracy"].get<double>());
-    const double ltv = s["ltv_accuracy"], tv = s["tv_accuracy"], fv = s["fv_accuracy"],
-                 zs = s["zero_shot_accuracy"];
-    // Strictly better, unless LTV is already at 100 % (a tie at the ceiling).
-    QVERIFY2(ltv > tv || (ltv == 1.0 && tv == 1.0), "LTV should beat vanilla TV at the middle layer");
-    qInfo("LTV - FV at the middle layer: %+.3f", ltv - fv);
-    QVERIFY2(ltv >= fv, "LTV should be at least as accurate as the FV at the middle layer");
-    QVERIFY2(ltv > zs + 0.2, "LTV should lift zero-shot accuracy clearly");
+    const double ltv = s["ltv_accuracy"], tv = s["tv_accuracy"], tvAdd = s["tv_add_accuracy"],
+                 fv = s["fv_accuracy"], zs = s["zero_shot_accuracy"], icl = s["icl_accuracy"];
+    QVERIFY2(ltv >= 0.85, qPrintable(QString("LTV accuracy %1").arg(ltv)));
+    QVERIFY2(ltv >= zs + 0.4, qPrintable(QString("LTV %1, zero-shot %2").arg(ltv).arg(zs)));
+    QVERIFY2(ltv >= tv + 0.5, qPrintable(QString("LTV %1, vanilla TV %2").arg(ltv).arg(tv)));
+    QVERIFY2(ltv >= tvAdd + 0.5, qPrintable(QString("LTV %1, additive TV %2").arg(ltv).arg(tvAdd)));
+    QVERIFY2(ltv >= fv + 0.1, qPrintable(QString("LTV %1, FV %2").arg(ltv).arg(fv)));
+    // The FV carries the task into zero-shot prompts (FV paper), and the toy model does the task in context.
+    QVERIFY2(fv >= zs + 0.2, qPrintable(QString("FV %1, zero-shot %2").arg(fv).arg(zs)));
+    QVERIFY2(icl >= 0.9 && icl >= zs + 0.4, qPrintable(QString("ICL %1, zero-shot %2").arg(icl).arg(zs)));
+
+    // Training: the default schedule ran to its end (the valid split solved, its margin still growing), and
+    // the recorded valid accuracy is θ's own on the recorded valid prompts (measured 1.0 = 23 / 23).
+    QCOMPARE(s["ltv_steps_run"].get<int>(), 1000);
+    QVERIFY(s["ltv_best_step"].get<int>() > 0 && s["ltv_best_step"].get<int>() <= 1000);
+    const int mid = s["layer"];
+    const hs::Site site = hs::Site::parse(s["site"].get<std::string>());
+    const at::Tensor theta = out.tensors.at("ltv-1/theta_l" + std::to_string(mid));  // [d_model]
+    hs::IclEvalOptions eo;
+    eo.interventions = {hs::addToResidual(site, theta)};
+    const double valid = hs::evaluateIcl(*toy().model, recorded(out.run, "valid"), eo).accuracy;
+    QCOMPARE(s["ltv_valid_accuracy"].get<double>(), valid);
+    QVERIFY2(valid >= 0.9, qPrintable(QString("valid accuracy %1").arg(valid)));
+
+    // Key heads: ablating them takes most of what θ adds (measured 0.167 against LTV's 0.944), at least as
+    // much as random heads after the site (measured 0.204), within a stated margin of 0.05. Key heads picked
+    // by the opposite ranking would leave θ's effect standing and fail the first bound.
+    const double keyAbl = s["key_ablation_accuracy"], randAbl = s["random_ablation_accuracy"];
+    QVERIFY2(keyAbl <= ltv - 0.5, qPrintable(QString("key-head ablation %1, LTV %2").arg(keyAbl).arg(ltv)));
+    QVERIFY2(keyAbl <= randAbl + 0.05,
+             qPrintable(QString("key-head ablation %1, random %2").arg(keyAbl).arg(randAbl)));
+    QVERIFY(!s["key_heads"].get<std::string>().empty());
+
+    // Propagation from the output of layer 2 to the last layer on 48 directions: close to linear (measured
+    // R² 0.982), θ turned (measured cos 0.558) and stretched (measured 3.19). The bands hold ±0.25 / ±1.3
+    // around them; a propagation that were the identity (cos 1, stretch 1) or a fit of noise (R² near 0)
+    // falls outside.
+    const double cosQ = s["cos_theta_Qtheta"], stretch = s["stretch"], r2 = s["propagation_r2"];
+    QVERIFY2(r2 >= 0.9 && r2 <= 1.0 + 1e-9, qPrintable(QString("R² %1").arg(r2)));
+    QVERIFY2(cosQ >= 0.3 && cosQ <= 0.8, qPrintable(QString("cos(θ, Qθ) %1").arg(cosQ)));
+    QVERIFY2(stretch >= 1.9 && stretch <= 4.5, qPrintable(QString("stretch %1").arg(stretch)));
 
     // The results a user opens: ids, shapes, series, and the one site every vector entered, named.
     QVERIFY(out.run.method == "ltv");
-    const int mid = s["layer"];
     QCOMPARE(s["site"].get<std::string>(), hs::residPost(mid).name());
     QVERIFY(out.run.options.at("injection_site").get<std::string>().find("hook_resid_post") !=
             std::string::npos);
@@ -511,13 +536,16 @@ class TestLtv : public QObject {
     QVERIFY2(acc.name.find("hook_resid_post") != std::string::npos, acc.name.c_str());
     QVERIFY2(acc.x_label.find("hook_resid_post") != std::string::npos, acc.x_label.c_str());
     QCOMPARE(seriesAt(acc, "ltv", mid), ltv);
-    for (const char* name : {"tv_replace", "tv_add", "fv", "zero_shot", "icl"})
-      QVERIFY2(!std::isnan(seriesAt(acc, name, mid)), name);
+    QCOMPARE(seriesAt(acc, "tv_replace", mid), tv);
+    QCOMPARE(seriesAt(acc, "tv_add", mid), tvAdd);
+    QCOMPARE(seriesAt(acc, "fv", mid), fv);
+    QCOMPARE(seriesAt(acc, "zero_shot", mid), zs);
+    QCOMPARE(seriesAt(acc, "icl", mid), icl);
     const hs::Curve& rot = out.run.curves[1];
     QVERIFY(rot.id == "ltv.rotation_stretch");
-    const double cosQ = seriesAt(rot, "cos_theta_Qtheta", mid), stretch = seriesAt(rot, "stretch", mid);
-    QVERIFY(cosQ >= -1.0 - 1e-9 && cosQ <= 1.0 + 1e-9);
-    QVERIFY(stretch > 0);
+    QCOMPARE(seriesAt(rot, "cos_theta_Qtheta", mid), cosQ);
+    QCOMPARE(seriesAt(rot, "stretch", mid), stretch);
+    QCOMPARE(seriesAt(rot, "fit_r2", mid), r2);
     QCOMPARE(s["propagation_directions"].get<int>(), 48);
     QVERIFY(out.tensors.at("ltv-1/W_map").sizes().vec() == (std::vector<int64_t>{128, 48}));
     QVERIFY(out.tensors.at("ltv-1/W_basis").sizes().vec() == (std::vector<int64_t>{128, 48}));
@@ -586,49 +614,96 @@ class TestLtv : public QObject {
     const double gotProb = cell(abl, "ltv_ablate_key", "mean_answer_prob");
     const hs::IclEval own =
         ablated(hs::meanZ(m, hs::tokenSeqs(recorded(out.run, "icl_train")), hs::ZMean::LastPosition));
-    qInfo(
-        "key heads mean-ablated: table %.3f / %.4f, corpus mean %.3f / %.4f, the task's mean at N %.3f / "
-        "%.4f",
-        gotAcc, gotProb, want.accuracy, want.mean_answer_prob, own.accuracy, own.mean_answer_prob);
     QCOMPARE(gotAcc, want.accuracy);
     QVERIFY2(
         std::abs(gotProb - want.mean_answer_prob) < 1e-4,
         qPrintable(
             QString("mean answer probability %1, corpus mean %2").arg(gotProb).arg(want.mean_answer_prob)));
+    // The task's own mean at N gives another probability (measured 0.0986 against the corpus mean's
+    // 0.1031), so the comparison above tells the two sources apart: more than 10 times its tolerance.
+    QVERIFY2(
+        std::abs(own.mean_answer_prob - want.mean_answer_prob) > 1e-3,
+        qPrintable(
+            QString("task mean %1, corpus mean %2").arg(own.mean_answer_prob).arg(want.mean_answer_prob)));
   }
 
+  // Measured (accuracy on the 54 test prompts; few_shot on the ICL prompts):
+  //   config            LTV    vanilla TV  additive TV  FV     no vector
+  //   baseline          0.944  0.074       0.148        0.722  0.352
+  //   positions         0.926  0.074       0.204        0.685  0.352
+  //   layers            0.944  0.056       0.000        0.111  0.352
+  //   layers_positions  0.944  0.056       0.000        0.037  0.352
+  //   few_shot          0.981  1.000       0.037        0.111  0.981
+  // Every zero-shot configuration's LTV beats no vector by 0.4 and the best extracted vector by 0.15 (the
+  // measured gaps are ≥ 0.57 and ≥ 0.24); an untrained θ would sit at the no-vector accuracy.
   void toyInjectionConfigurationsAndControls() {
     const hs::AnalysisOutput& out = toyRun();
+    const nlohmann::json& s = out.run.summary;
     const hs::Table& cfg = tableOf(out.run, "ltv.injection_configs");
     QCOMPARE(cfg.rows.size(), size_t(5));
-    for (const char* row : {"baseline", "positions", "layers", "layers_positions", "few_shot"}) {
-      const double l = cell(cfg, row, "ltv"), tv = cell(cfg, row, "tv_replace"), fv = cell(cfg, row, "fv"),
-                   base = cell(cfg, row, "no_vector");
-      qInfo("toy config %-16s LTV %.3f  vanilla TV %.3f  TV add %.3f  FV %.3f  (no vector %.3f)", row, l, tv,
-            cell(cfg, row, "tv_add"), fv, base);
-      for (double v : {l, tv, fv, base})
-        QVERIFY(v >= 0 && v <= 1);
+    for (const char* row : {"baseline", "positions", "layers", "layers_positions"}) {
+      const double l = cell(cfg, row, "ltv"), base = cell(cfg, row, "no_vector");
+      const double best =
+          std::max({cell(cfg, row, "tv_replace"), cell(cfg, row, "tv_add"), cell(cfg, row, "fv")});
+      QCOMPARE(base, s["zero_shot_accuracy"].get<double>());
+      QVERIFY2(l >= base + 0.4, qPrintable(QString("%1: LTV %2, no vector %3").arg(row).arg(l).arg(base)));
+      QVERIFY2(l >= best + 0.15,
+               qPrintable(QString("%1: LTV %2, best extracted vector %3").arg(row).arg(l).arg(best)));
     }
-    QCOMPARE(cell(cfg, "few_shot", "no_vector"), out.run.summary["icl_accuracy"].get<double>());
-    // The last 5 positions, capped by the shortest toy zero-shot prompt; one θ per (layer, position).
+    // The baseline row is the curve's point at the chosen layer.
+    QCOMPARE(cell(cfg, "baseline", "ltv"), s["ltv_accuracy"].get<double>());
+    QCOMPARE(cell(cfg, "baseline", "tv_replace"), s["tv_accuracy"].get<double>());
+    QCOMPARE(cell(cfg, "baseline", "tv_add"), s["tv_add_accuracy"].get<double>());
+    QCOMPARE(cell(cfg, "baseline", "fv"), s["fv_accuracy"].get<double>());
+    QCOMPARE(cell(cfg, "few_shot", "no_vector"), s["icl_accuracy"].get<double>());
+    // LTV trained in the few-shot prompts should not make them worse than plain ICL.
+    QVERIFY(cell(cfg, "few_shot", "ltv") >= cell(cfg, "few_shot", "no_vector") - 0.05);
+
+    // The last 5 positions, capped by the shortest zero-shot prompt of the train, valid and test sets (the
+    // toy's shortest has 3 tokens); one θ per (layer, position).
+    int shortest = 1 << 30;
+    for (const char* set : {"train", "valid", "zero_shot"})
+      for (const hs::Prompt& p : recorded(out.run, set))
+        shortest = std::min(shortest, p.length());
+    std::string want;
+    for (int k = std::min(5, shortest); k >= 1; --k)
+      want += (want.empty() ? "" : ",") + std::to_string(-k);
     std::string positions;
     for (const auto& r : cfg.rows)
       if (r.at(0).get<std::string>() == "positions") positions = r.at(2).get<std::string>();
-    const int64_t k = QString::fromStdString(positions).split(',').size();
-    qInfo("toy positions config: %s", positions.c_str());
-    QVERIFY(k >= 2 && k <= 5 && positions.rfind("-1") == positions.size() - 2);
+    QCOMPARE(positions, want);
+    const int64_t k = std::min(5, shortest);
+    QVERIFY(k >= 2);
     QVERIFY(out.tensors.at("ltv-1/theta_positions").sizes().vec() == (std::vector<int64_t>{1, k, 128}));
     QVERIFY(out.tensors.at("ltv-1/theta_layers").sizes().vec() == (std::vector<int64_t>{4, 1, 128}));
     QVERIFY(out.tensors.at("ltv-1/theta_layers_positions").sizes().vec() ==
             (std::vector<int64_t>{4, k, 128}));
-    // LTV trained in the few-shot prompts should not make them worse than plain ICL.
-    QVERIFY(cell(cfg, "few_shot", "ltv") >= cell(cfg, "few_shot", "no_vector") - 0.05);
 
-    // OV and MLP reconstruction sit side by side.
+    // OV and MLP reconstruction sit side by side; both accuracies are recomputed from θ and the recorded
+    // zero-shot prompts, re-injected at the output of the last layer (ov_inject = final). Measured: θ_OV
+    // 0.241, θ_MLP 0.000 (the toy's later MLP does not carry θ's effect).
     const hs::Table& ov = tableOf(out.run, "ltv.ov_reconstruction");
-    QVERIFY(!std::isnan(cell(ov, "ov_reconstruction", "accuracy")));
-    QVERIFY(!std::isnan(cell(ov, "mlp_reconstruction", "accuracy")));
-    QVERIFY(cell(ov, "mlp_reconstruction", "vector_norm") > 0);
+    const hs::Transformer& m = *toy().model;
+    const int mid = s["layer"];
+    const hs::Site site = hs::Site::parse(s["site"].get<std::string>());
+    const at::Tensor theta = out.tensors.at("ltv-1/theta_l" + std::to_string(mid));  // [d_model]
+    auto reinjected = [&](const at::Tensor& v) {
+      hs::IclEvalOptions eo;
+      eo.interventions = {hs::addToResidual(hs::residPost(m.config().n_layers - 1), v)};
+      return hs::evaluateIcl(m, recorded(out.run, "zero_shot"), eo).accuracy;
+    };
+    const at::Tensor thetaOv = hs::ovReconstruction(m, theta, site);    // [d_model]
+    const at::Tensor thetaMlp = hs::mlpReconstruction(m, theta, site);  // [d_model]
+    QCOMPARE(cell(ov, "ov_reconstruction", "accuracy"), reinjected(thetaOv));
+    QCOMPARE(cell(ov, "mlp_reconstruction", "accuracy"), reinjected(thetaMlp));
+    QCOMPARE(cell(ov, "ov_reconstruction", "accuracy"), s["ov_reconstruction_accuracy"].get<double>());
+    QCOMPARE(cell(ov, "mlp_reconstruction", "accuracy"), s["mlp_reconstruction_accuracy"].get<double>());
+    QCOMPARE(cell(ov, "ltv", "accuracy"), s["ltv_accuracy"].get<double>());
+    QCOMPARE(cell(ov, "zero_shot", "accuracy"), s["zero_shot_accuracy"].get<double>());
+    const double ovNorm = thetaOv.norm().item<double>(), mlpNorm = thetaMlp.norm().item<double>();
+    QVERIFY(std::abs(cell(ov, "ov_reconstruction", "vector_norm") - ovNorm) <= 1e-5 * ovNorm);
+    QVERIFY(std::abs(cell(ov, "mlp_reconstruction", "vector_norm") - mlpNorm) <= 1e-5 * mlpNorm);
+    QVERIFY(mlpNorm > 0);
   }
 
   void toyAccuraciesFromTheRecordedPrompts() {
