@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -520,15 +521,23 @@ void EngineWorker::evaluate(const QString& taskJson, const std::vector<Intervent
       r.randomHi = doubleFromJson(c.at("accuracy_hi"), "accuracy_hi");
     }
     for (const Table& t : out->run.tables)
-      if (t.id == "evaluate.prompts")
-        for (const auto& row : t.rows) {
-          auto num = [](const nlohmann::json& j) { return doubleFromJson(j, "p_answer"); };
-          r.prompts.push_back({QString::fromStdString(row[0].get<std::string>()),
-                               QString::fromStdString(row[2].get<std::string>()),
-                               QString::fromStdString(row[3].get<std::string>()),
-                               QString::fromStdString(row[4].get<std::string>()),
-                               QString::fromStdString(row[6].get<std::string>()), num(row[5]), num(row[7])});
-        }
+      if (t.id == "evaluate.prompts") {
+        // By column name: the table's columns are the method's to order.
+        auto column = [&](const char* name) {
+          const auto it = std::find(t.columns.begin(), t.columns.end(), name);
+          if (it == t.columns.end()) fail("evaluate.prompts has no column ", name);
+          return static_cast<size_t>(it - t.columns.begin());
+        };
+        const size_t set = column("set"), query = column("query"), answer = column("answer"),
+                     before = column("prediction"), after = column("prediction_after"),
+                     pBefore = column("p_answer"), pAfter = column("p_answer_after");
+        auto text = [](const nlohmann::json& j) { return QString::fromStdString(j.get<std::string>()); };
+        for (const auto& row : t.rows)
+          r.prompts.push_back({text(row.at(set)), text(row.at(query)), text(row.at(answer)),
+                               text(row.at(before)), text(row.at(after)),
+                               doubleFromJson(row.at(pBefore), "p_answer"),
+                               doubleFromJson(row.at(pAfter), "p_answer_after")});
+      }
     Q_EMIT analysisReady(out);
     Q_EMIT evaluationReady(r);
   });

@@ -48,6 +48,7 @@
 #include "interventions_dock.h"
 #include "method_dialog.h"
 #include "model_dialog.h"
+#include "outputs_tab.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
@@ -267,7 +268,8 @@ void MainWindow::buildUi() {
   resizeDocks({modelDock, ivDock}, {300, 300}, Qt::Horizontal);
 }
 
-// The centre: Heads, Geometry, Task vectors, Attention, Prompt, Attribution, Dynamics (the Tab indices).
+// The centre: Heads, Geometry, Task vectors, Attention, Prompt, Attribution, Dynamics, Results (the Tab
+// indices).
 void MainWindow::buildTabs() {
   tabs_ = new QTabWidget;
   tabs_->setUsesScrollButtons(true);  // tabs scroll instead of widening the window
@@ -319,6 +321,9 @@ void MainWindow::buildTabs() {
   connect(dynamicsTab_, &DynamicsTab::changed, this, [this] {
     if (!refreshing_ && !restoring_) setDirty(true);
   });
+  // Results: every curve and table of every run, whatever method made it (the registry's outputs).
+  outputsTab_ = new OutputsTab;
+  tabs_->addTab(outputsTab_, "Results");
 }
 
 // A dock holding `content`, added to `area`; saved window states find it by `objectName`.
@@ -559,13 +564,13 @@ void MainWindow::buildRunMenu() {
   auto* run = menuBar()->addMenu("&Run");
   run->setObjectName("RunMenu");
   for (const MethodInfo& method : methods()) {
-    if (method.name == "evaluate") continue;  // "Evaluate with interventions" below runs it
-    if (method.imported) continue;            // imported (headscope-cli import-published), not computed
+    if (!method.gui.run_menu) continue;  // another control runs it (Evaluate: the Evaluation dock)
+    if (method.imported) continue;       // imported (headscope-cli import-published), not computed
     const QString m = QString::fromStdString(method.name);
     auto* a = run->addAction(QString::fromStdString(method.title) + "…");
     a->setObjectName("run:" + m);
     a->setToolTip(QString::fromStdString(method.description));
-    if (method.name == "induction") a->setShortcut(QKeySequence("Ctrl+R"));
+    if (!method.gui.shortcut.empty()) a->setShortcut(QKeySequence(QString::fromStdString(method.gui.shortcut)));
     connect(a, &QAction::triggered, this, [this, m] {
       std::unique_ptr<MethodDialog> d(createMethodDialog(m));
       if (d && d->exec() == QDialog::Accepted) runAnalysis(m, d->options());
@@ -860,18 +865,26 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   }
 }
 
+QStringList MainWindow::startAnalyses() const {
+  if (startAnalysesSet_) return startAnalyses_;
+  QStringList names;
+  for (const MethodInfo& m : methods())
+    if (m.gui.at_start && !m.imported) names << QString::fromStdString(m.name);
+  return names;
+}
+
 void MainWindow::runStartAnalyses() {
   startPending_ = false;
   const bool toy = info_.path.contains("toy-icl");
   {
-    for (const QString& method : startAnalyses_) {
-      if (!findMethod(method.toStdString())) continue;
-      const bool taskVector = method == "fv" || method == "site" || method == "ltv";
-      if (taskVector && !toy) continue;  // on a real model they take minutes to hours: the Run menu has them
+    for (const QString& method : startAnalyses()) {
+      const MethodInfo* m = findMethod(method.toStdString());
+      if (!m) continue;
+      const bool taskVector = m->gui.start_on_open_task;
+      if (m->gui.start_on_toy_only && !toy) continue;  // minutes to hours on a real model: the Run menu has it
       const nlohmann::json task = taskVector ? taskVectorStartTask() : taskSpecToJson(taskDock_->spec());
       // A start analysis that cannot run on this task is skipped with a line in the log, not a dialog.
       QString why = taskProblem(method, taskSpecFromJson(task));
-      const MethodInfo* m = findMethod(method.toStdString());
       const TaskPreview& p = taskDock_->preview();
       if (why.isEmpty() && m && m->takesTask() && !taskVector) {
         const std::string dataset = taskDock_->spec().dataset;
@@ -886,12 +899,9 @@ void MainWindow::runStartAnalyses() {
         log("skipped " + method + " at start: " + why);
         continue;
       }
-      // The first screen wants heatmaps quickly: induction starts with its scores only, LTV without the
-      // injection-configuration table (the Run menu runs them whole).
-      const nlohmann::json options = method == "induction" ? nlohmann::json{{"stages", "scores"}}
-                                     : method == "ltv"     ? nlohmann::json{{"configs", false}}
-                                                           : nlohmann::json::object();
-      if (runAnalysis(method, options, task)) startIds_.push_back(pendingIds_.back());
+      // The first screen wants heatmaps quickly: each method's record says what it runs at start (the Run
+      // menu runs it whole).
+      if (runAnalysis(method, m->gui.start_options, task)) startIds_.push_back(pendingIds_.back());
     }
   }
 }
@@ -937,6 +947,7 @@ void MainWindow::refreshResults() {
   dynamicsTab_->setRuns(all);
   geometryTab_->setRuns(shown);
   taskVectorsTab_->setRuns(shown);
+  outputsTab_->setRuns(shown);
   runsDock_->setRuns(all, info_.label);
   refreshing_ = false;
 }

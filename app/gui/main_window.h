@@ -44,6 +44,7 @@ class InterventionsDock;
 class LoadedFilesWatch;
 class MethodDialog;
 class RunsDock;
+class OutputsTab;
 class ResultsTab;
 class TaskDock;
 
@@ -57,7 +58,8 @@ class MainWindow : public QMainWindow {
     AttentionTabIndex,
     PromptTabIndex,
     AttributionTabIndex,
-    DynamicsTabIndex
+    DynamicsTabIndex,
+    ResultsTabIndex
   };
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -70,7 +72,13 @@ class MainWindow : public QMainWindow {
   // task, and the start analyses.
   void openDefault();
   // The analyses a model load runs (default: induction and TSLA; those not built in are skipped).
-  void setStartAnalyses(const QStringList& methods) { startAnalyses_ = methods; }
+  // The methods run when a model opens: those whose record says so (MethodInfo::gui.at_start), in the
+  // registry's order, unless set here (tests, screenshots).
+  void setStartAnalyses(const QStringList& methods) {
+    startAnalyses_ = methods;
+    startAnalysesSet_ = true;
+  }
+  QStringList startAnalyses() const;
   // Queues the registry method `method` with `options` on the Task dock's task, or on `task` (a TaskSpec as
   // JSON) when that is not null; its run id is "<method>-<n>", unique in the session. A method that cannot
   // run on the task is refused with one error (false) before anything is queued.
@@ -117,6 +125,7 @@ class MainWindow : public QMainWindow {
   HeadsTab* headsTab() const { return headsTab_; }
   ResultsTab* geometryTab() const { return geometryTab_; }
   ResultsTab* taskVectorsTab() const { return taskVectorsTab_; }
+  OutputsTab* resultsTab() const { return outputsTab_; }
   TaskDock* taskDock() const { return taskDock_; }
   InterventionsDock* interventionsDock() const { return interventionsDock_; }
   EvaluationDock* evaluationDock() const { return evaluationDock_; }
@@ -233,7 +242,8 @@ class MainWindow : public QMainWindow {
   LoadedFilesWatch* filesWatch_ = nullptr;
   // Run after a model loads: the head views on the Task dock's task; the task-vector methods (fv, site, ltv)
   // need a function task, so on the toy model they run on toy:antonym_a (kTaskVectorStartTask).
-  QStringList startAnalyses_ = {"induction", "tsla", "geometry", "fv", "site", "ltv"};
+  QStringList startAnalyses_;
+  bool startAnalysesSet_ = false;
 
   ModelInfo info_;
   PromptView prompt_;
@@ -249,6 +259,7 @@ class MainWindow : public QMainWindow {
   PromptTab* promptTab_ = nullptr;
   AttributionTab* attributionTab_ = nullptr;
   DynamicsTab* dynamicsTab_ = nullptr;
+  OutputsTab* outputsTab_ = nullptr;  // every curve and table of every run
   QLineEdit* promptEdit_ = nullptr;
   QUndoStack* undo_ = nullptr;
   QLabel* modelLabel_ = nullptr;

@@ -18,6 +18,7 @@
 #include "interventions_dock.h"
 #include "main_window.h"
 #include "method_dialog.h"
+#include "outputs_tab.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
@@ -154,6 +155,8 @@ QCustomPlot* MainWindow::currentPlot() const {
       return attributionTab_->view()->hasGrid() ? attributionTab_->view()->plot() : nullptr;
     case DynamicsTabIndex:
       return dynamicsTab_->hasSeries() ? dynamicsTab_->heatmap()->plot() : nullptr;
+    case ResultsTabIndex:
+      return outputsTab_->currentPlot();
     default:
       return nullptr;
   }

@@ -220,30 +220,34 @@ QCustomPlot* ResultsTab::currentPlot() const {
   return nullptr;
 }
 
+int ResultsTab::panelIndex(const std::string& id) const {
+  for (size_t i = 0; i < panels_.size(); ++i)
+    if (panels_[i].panel.id == id) return static_cast<int>(i);
+  return -1;
+}
+
+ResultsTab* makePanelTab(const std::string& tab) {
+  std::vector<ResultsTab::Panel> panels;
+  for (const MethodInfo& m : methods())
+    for (const OutputSpec& o : m.outputs) {
+      if (o.panel != tab) continue;
+      const ResultsTab::Kind kind = o.kind == OutputSpec::Kind::Grid    ? ResultsTab::Kind::Grid
+                                    : o.kind == OutputSpec::Kind::Curve ? ResultsTab::Kind::Curve
+                                                                        : ResultsTab::Kind::Projection;
+      const QString title = QString::fromStdString(o.panel_title.empty() ? o.id : o.panel_title);
+      panels.push_back({o.id, kind, title,
+                        QString("Run %1 to fill this:\n%2")
+                            .arg(QString::fromStdString(m.title), QString::fromStdString(o.meaning))});
+    }
+  return new ResultsTab(std::move(panels));
+}
+
 ResultsTab* makeGeometryTab() {
-  return new ResultsTab({
-      {"tsla.alignment", ResultsTab::Kind::Curve, "Alignment with the task subspace per layer",
-       "Run TSLA to fill this:\nalignment per layer (baseline / −TR heads / −TL heads)"},
-      {"tsla.logit_diff", ResultsTab::Kind::Curve, "Logit difference per layer",
-       "Run TSLA to fill this:\nlogit difference per layer (baseline / −TR heads / −TL heads)"},
-      {"geometry.projection", ResultsTab::Kind::Projection, "Last-position states on the task subspace",
-       "Run Geometry to fill this:\n2-D projection coloured by gold label"},
-      {"ltv.rotation_stretch", ResultsTab::Kind::Curve, "LTV rotation vs stretch per layer",
-       "Run LTV to fill this:\nrotation vs stretch per layer"},
-  });
+  return makePanelTab("Geometry");
 }
 
 ResultsTab* makeTaskVectorsTab() {
-  return new ResultsTab({
-      {"site.alpha", ResultsTab::Kind::Grid, "SITE α per head",
-       "Run SITE to fill this:\nα per (layer, head)"},
-      {"ltv.accuracy_vs_layer", ResultsTab::Kind::Curve, "LTV accuracy vs layer",
-       "Run LTV to fill this:\naccuracy vs layer"},
-      {"fv.accuracy_vs_layer", ResultsTab::Kind::Curve, "Function-vector accuracy vs layer",
-       "Run FV to fill this:\nzero-shot accuracy with the FV added at each layer"},
-      {"site.loss", ResultsTab::Kind::Curve, "Training loss",
-       "Run SITE or LTV to fill this:\nloss per step, live while training"},
-  });
+  return makePanelTab("Task vectors");
 }
 
 }  // namespace hs::gui

@@ -1,8 +1,9 @@
 #pragma once
-// A tab of named result panels that fill themselves from the session's runs by stable result id: the
-// Geometry tab (alignment / logit-difference curves, the 2-D projection coloured by gold label, LTV
-// rotation vs stretch) and the Task-vectors tab (SITE α heatmap, accuracy vs layer, training loss). A
-// panel whose result no run has yet says which analysis fills it.
+// A tab of named result panels that fill themselves from the session's runs by stable result id, as the
+// methods' records place them (OutputSpec::panel): the Geometry tab (alignment / logit-difference curves,
+// the 2-D projection coloured by gold label, LTV rotation vs stretch) and the Task-vectors tab (SITE α
+// heatmap, accuracy vs layer, training loss). A panel whose result no run has yet says which analysis fills
+// it.
 #include <QString>
 #include <QWidget>
 
@@ -53,6 +54,7 @@ class ResultsTab : public QWidget {
   // Fills every panel from the LAST run that holds its id (grids, curves or tables).
   void setRuns(const std::vector<AnalysisRun>& runs);
   bool isFilled(int panel) const;
+  int panelIndex(const std::string& id) const;  // -1 when no panel shows that result
   // A training curve while its job runs: points (curve id, step, value) go to the curve panel `panelId`,
   // drawn at most every 150 ms, until the run's own results arrive through setRuns. A new curve id, or a
   // step that does not grow, starts the live curve afresh (the next LTV layer, the next SITE run).
@@ -83,7 +85,9 @@ class ResultsTab : public QWidget {
   int focused_ = -1;  // the panel last clicked (export target)
 };
 
-// The two tabs of DESIGN section 7.
+// A tab of the panels the methods' records place on it (OutputSpec::panel, registry.h), in the registry's
+// order: "Geometry" and "Task vectors".
+ResultsTab* makePanelTab(const std::string& tab);
 ResultsTab* makeGeometryTab();
 ResultsTab* makeTaskVectorsTab();
 

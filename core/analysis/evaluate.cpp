@@ -184,6 +184,7 @@ MethodInfo evaluateMethod() {
                 "ICL accuracy with as many random heads ablated as were chosen (random_draws > 0)"},
                {OutputSpec::Kind::Table, "evaluate.prompts", "per prompt",
                 "every prompt's answer, prediction and answer probability before / after"}};
+  m.gui.run_menu = false;  // the Evaluation dock runs it, with the Interventions dock's heads
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     ctx.report(0.0, "building the prompts of " + in.task.dataset);
     return runEvaluate(in.model, buildIclTask(*in.tokenizer, in.task), evaluateOptionTable().read(options),

@@ -54,11 +54,15 @@ MethodInfo fvMethod() {
   m.outputs = {
       {OutputSpec::Kind::Grid, "fv.aie", "ΔP", "rise of P(answer) when the head's clean mean is restored"},
       {OutputSpec::Kind::Curve, "fv.accuracy_vs_layer", "layer → accuracy",
-       "zero-shot accuracy with the function vector added after the layer"},
+       "zero-shot accuracy with the function vector added after the layer", "Task vectors",
+       "Function-vector accuracy vs layer"},
       {OutputSpec::Kind::Table, "fv.top_heads", "AIE", "the heads summed into the function vector"},
       {OutputSpec::Kind::Tensor, "fv", "", "[d_model] the function vector"},
       {OutputSpec::Kind::Tensor, "mean_z", "", "[layers, heads, d_head] the clean mean head outputs"},
   };
+  m.gui.at_start = true;
+  m.gui.start_on_toy_only = true;
+  m.gui.start_on_open_task = true;
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     return runFv(in.model, *in.tokenizer, in.task, fvOptionTable().read(options), ctx);
   };

@@ -390,9 +390,10 @@ MethodInfo ltvMethod() {
   m.options = ltvOptionTable().specs();
   m.outputs = {
       {OutputSpec::Kind::Curve, "ltv.accuracy_vs_layer", "layer → accuracy",
-       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer, one site"},
+       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer, one site", "Task vectors",
+       "LTV accuracy vs layer"},
       {OutputSpec::Kind::Curve, "ltv.rotation_stretch", "layer → cos / stretch",
-       "how θ's effect propagates: rotation early, stretch late"},
+       "how θ's effect propagates: rotation early, stretch late", "Geometry", "LTV rotation vs stretch per layer"},
       {OutputSpec::Kind::Grid, "ltv.key_heads", "|a·∂p/∂a|",
        "saliency of each head after the site for the LTV's effect (NaN before it)"},
       {OutputSpec::Kind::Grid, "ltv.fv_aie", "ΔP", "the FV baseline's average indirect effect"},
@@ -406,6 +407,10 @@ MethodInfo ltvMethod() {
       {OutputSpec::Kind::Tensor, "W_basis", "",
        "[d_model, r] orthonormal: θ/‖θ‖ and r − 1 random directions"},
   };
+  m.gui.at_start = true;
+  m.gui.start_on_toy_only = true;
+  m.gui.start_on_open_task = true;
+  m.gui.start_options = {{"configs", false}};  // the injection-configuration table takes long
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     return runLtv(in.model, *in.tokenizer, in.task, ltvOptionTable().read(options), ctx);
   };

@@ -30,14 +30,31 @@ enum class TaskKind {
 const char* toString(TaskKind k);
 
 // One result a method produces, by stable id ("tsla.tr"; a trailing ".*" stands for a family of ids).
+// Every grid is a metric of the Heads tab and every curve and table is listed on the Results tab, whatever
+// method made it; `panel` adds a panel of its own on another tab.
 struct OutputSpec {
   enum class Kind { Grid, Curve, Table, Tensor };
   Kind kind = Kind::Grid;
   std::string id;
   std::string unit;     // grids: the value's unit; curves: "x → y"
   std::string meaning;  // one line: what a high value means
+  // A panel on the GUI's "Geometry" or "Task vectors" tab ("" for none), filled from the last run holding
+  // the result and drawn as its kind says (a grid as a heatmap, a curve as a plot, a table with x and y
+  // columns as a 2-D projection), titled `panel_title`.
+  std::string panel;
+  std::string panel_title;
 };
 const char* toString(OutputSpec::Kind k);
+
+// How the GUI offers a method (the CLI offers every method that runs).
+struct GuiEntry {
+  bool run_menu = true;   // an entry in the Run menu (false: another control runs it, as the Evaluation dock)
+  std::string shortcut;   // of that entry, e.g. "Ctrl+R"
+  bool at_start = false;  // run when the workbench opens a model, with `start_options`
+  bool start_on_toy_only = false;  // only on the toy model (on real models it takes minutes to hours)
+  bool start_on_open_task = false;  // at start, on an open-ended task rather than the Task dock's
+  nlohmann::json start_options = nlohmann::json::object();  // what the first screen needs quickly
+};
 
 // What a method runs on. The model's own tokenizer (null when the model has none); the task is read
 // only by methods that accept one.
@@ -61,6 +78,7 @@ struct MethodInfo {
   TaskSpec default_task;        // the task the CLI uses when none is given
   std::vector<OptionSpec> options;
   std::vector<OutputSpec> outputs;
+  GuiEntry gui;
   MethodRun run;
   // Results read from files made elsewhere (published.h), not computed here: no model, no run function, no
   // CLI command or Run-menu entry of its own; sessions and views show its runs like any other.

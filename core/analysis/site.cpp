@@ -83,13 +83,17 @@ MethodInfo siteMethod() {
   m.default_task.shots = 10;
   m.options = siteOptionTable().specs();
   m.outputs = {
-      {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets"},
-      {OutputSpec::Kind::Curve, "site.loss", "step → loss", "training loss"},
+      {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets", "Task vectors",
+       "SITE α per head"},
+      {OutputSpec::Kind::Curve, "site.loss", "step → loss", "training loss", "Task vectors", "Training loss"},
       {OutputSpec::Kind::Table, "site.accuracy", "accuracy",
        "zero-shot, ICL, SITE, high-α and low-α heads (first-token or exact match)"},
       {OutputSpec::Kind::Tensor, "alpha", "", "[layers, heads] α"},
       {OutputSpec::Kind::Tensor, "t", "", "[layers, heads, d_head] the task embedding"},
   };
+  m.gui.at_start = true;
+  m.gui.start_on_toy_only = true;
+  m.gui.start_on_open_task = true;
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     return runSite(in.model, *in.tokenizer, in.task, siteOptionTable().read(options), ctx);
   };

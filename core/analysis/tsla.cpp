@@ -130,11 +130,15 @@ MethodInfo tslaMethod() {
        "held-out accuracy with the top k heads of each ordering ablated"},
       {OutputSpec::Kind::Curve, "tsla.ablation_curve.tr_ratio", "k → TR ratio",
        "held-out TR ratio with the top k heads of each ordering ablated"},
-      {OutputSpec::Kind::Curve, "tsla.alignment", "layer → ‖P h‖/‖h‖", "alignment with the label subspace"},
-      {OutputSpec::Kind::Curve, "tsla.logit_diff", "layer → logit", "correct label vs the others"},
+      {OutputSpec::Kind::Curve, "tsla.alignment", "layer → ‖P h‖/‖h‖",
+       "alignment per layer (baseline / −TR heads / −TL heads)", "Geometry",
+       "Alignment with the task subspace per layer"},
+      {OutputSpec::Kind::Curve, "tsla.logit_diff", "layer → logit",
+       "logit difference per layer (baseline / −TR heads / −TL heads)", "Geometry", "Logit difference per layer"},
       {OutputSpec::Kind::Table, "tsla.overlap", "Jaccard, τ, ρ",
        "agreement of the TR, TL and induction rankings"},
   };
+  m.gui.at_start = true;
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     ctx.report(0.0, "building the prompts of " + in.task.dataset);
     return runTsla(in.model, *in.tokenizer, buildIclTask(*in.tokenizer, in.task),

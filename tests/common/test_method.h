@@ -1,8 +1,9 @@
 #pragma once
 // A small analysis method that tests register at run time (registry.h registerMethod), to check that a
 // method declared once appears everywhere: the CLI's commands and --help, the GUI's Run menu and options
-// form, runs, and saved sessions. It needs no task: the grid is each head's mean |z| at the last position
-// of `k` seeded random-token prompts, times `scale`.
+// form and its views, runs, and saved sessions. It needs no task: the grid is each head's mean |z| at the
+// last position of `k` seeded random-token prompts, times `scale`; the curve is the per-layer mean of the
+// grid (a panel of the Task vectors tab), the table the largest head of each layer.
 #include <ATen/ATen.h>
 
 #include "analysis/head_toolkit.h"
@@ -57,6 +58,17 @@ inline AnalysisOutput runEcho(const Transformer& model, const EchoOptions& o, co
   for (const HeadRef& h : o.heads)
     g.values(h.layer, h.head) = 0;
   out.run.grids.push_back(g);
+  Curve curve{"echo.per_layer", "Mean |z| per layer", "layer", "z", {}, {{"mean", {}}}, {}};
+  Table table{"echo.top_heads", "The largest head of each layer", {"layer", "head", "value"}, {}, {}};
+  for (int l = 0; l < c.n_layers; ++l) {
+    curve.x.push_back(l);
+    curve.series[0].second.push_back(g.values.row(l).mean());
+    int h = 0;
+    g.values.row(l).maxCoeff(&h);
+    table.rows.push_back({l, h, g.values(l, h)});
+  }
+  out.run.curves.push_back(curve);
+  out.run.tables.push_back(table);
   out.run.summary = {{"max", g.values.maxCoeff()}};
   out.addTensor("values", v);
   return out;
@@ -68,7 +80,10 @@ inline MethodInfo echoMethod() {
   m.title = "Echo: mean head output (test method)";
   m.description = "Each head's mean output size at the last position of random prompts.";
   m.options = echoOptionTable().specs();
-  m.outputs = {{OutputSpec::Kind::Grid, "echo.mean_z", "z", "mean head output"}};
+  m.outputs = {{OutputSpec::Kind::Grid, "echo.mean_z", "z", "mean head output"},
+               {OutputSpec::Kind::Curve, "echo.per_layer", "layer → z", "mean head output per layer",
+                "Task vectors", "Echo per layer"},
+               {OutputSpec::Kind::Table, "echo.top_heads", "z", "the largest head of each layer"}};
   m.run = [](const MethodInputs& in, const nlohmann::json& options, const AnalysisContext& ctx) {
     return runEcho(in.model, echoOptionTable().read(options), ctx);
   };

@@ -219,9 +219,10 @@ class TestGuiSession : public QObject {
     QVERIFY(w.headsView()->selection().empty());
     QVERIFY(w.interventionsDock()->entries().empty());
     // The Geometry tab fills its alignment panel from the run; the others keep their placeholders.
-    QVERIFY(w.geometryTab()->isFilled(0));
-    QVERIFY(!w.geometryTab()->isFilled(1));
-    QVERIFY(w.geometryTab()->plotOf(0) != nullptr);
+    hs::gui::ResultsTab* geometry = w.geometryTab();
+    QVERIFY(geometry->isFilled(geometry->panelIndex("tsla.alignment")));
+    QVERIFY(!geometry->isFilled(geometry->panelIndex("tsla.logit_diff")));
+    QVERIFY(geometry->plotOf(geometry->panelIndex("tsla.alignment")) != nullptr);
   }
 };
 

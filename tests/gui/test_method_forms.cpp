@@ -10,6 +10,7 @@
 #include <QMenuBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -18,6 +19,8 @@
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "method_dialog.h"
+#include "outputs_tab.h"
+#include "results_tab.h"
 #include "runs_dock.h"
 #include "session/session.h"
 #include "test_method.h"
@@ -47,7 +50,7 @@ class TestMethodForms : public QObject {
     QMenu* menu = runMenu(w);
     QVERIFY(menu);
     for (const hs::MethodInfo& m : hs::methods()) {
-      if (m.name == "evaluate") continue;  // the "Evaluate with interventions" entry runs it
+      if (!m.gui.run_menu) continue;  // another control runs it ("Evaluate with interventions")
       if (m.imported) {                    // imported runs (published) have no entry and no form
         QVERIFY(!menu->findChild<QAction*>("run:" + QString::fromStdString(m.name)));
         continue;
@@ -118,7 +121,22 @@ class TestMethodForms : public QObject {
     QVERIFY(w->runAnalysis("echo", {{"k", 2}}));
     QVERIFY(grids.wait(60000));
     QVERIFY2(w->lastError().isEmpty(), qPrintable(w->lastError()));
+    // Its grid, curve and table are in the views with no GUI code of its own: the grid a Heads-tab metric,
+    // the curve and the table on the Results tab, and the curve in the panel its record places on the Task
+    // vectors tab.
     QVERIFY(w->headsTab()->metricKeys().contains("echo-1/echo.mean_z"));
+    hs::gui::OutputsTab* results = w->resultsTab();
+    QVERIFY2(results->resultKeys().contains("echo-1/echo.per_layer") &&
+                 results->resultKeys().contains("echo-1/echo.top_heads"),
+             qPrintable(results->resultKeys().join(", ")));
+    QVERIFY(results->select("echo-1/echo.top_heads"));
+    QCOMPARE(results->table()->rowCount(), 4);  // one row per toy layer
+    QCOMPARE(results->table()->horizontalHeaderItem(1)->text(), QString("head"));
+    QVERIFY(results->select("echo-1/echo.per_layer"));
+    QVERIFY(results->currentPlot() != nullptr);
+    hs::gui::ResultsTab* tv = w->taskVectorsTab();
+    QVERIFY(tv->panelIndex("echo.per_layer") >= 0);
+    QVERIFY(tv->isFilled(tv->panelIndex("echo.per_layer")));
     const QStringList labels = w->runsDock()->labels();
     QVERIFY2(labels.contains("echo · toy · seed 7"), qPrintable(labels.join(" | ")));
     QVERIFY2(labels.contains("induction · toy · seed 1"), qPrintable(labels.join(" | ")));
@@ -129,6 +147,8 @@ class TestMethodForms : public QObject {
     const hs::Session s = hs::loadSession(path.toStdString());
     QVERIFY(s.methods.contains("echo") && s.methods.contains("induction"));
     QCOMPARE(s.runs.size(), size_t(2));
+    const hs::AnalysisRun* echo = s.findRun("echo-1");
+    QVERIFY(echo && echo->grids.size() == 1 && echo->curves.size() == 1 && echo->tables.size() == 1);
 
     w->deleteRuns({"echo-1"});
     QCOMPARE(w->outputs().size(), size_t(1));

@@ -81,10 +81,12 @@ class TestWorkbench : public QObject {
     w->runAnalysis("site", {{"steps", 40}}, task);
     w->runAnalysis("ltv", {{"steps", 60}, {"layers", {2}}, {"configs", false}}, task);
     hs::gui::ResultsTab* tv = w->taskVectorsTab();
-    QTRY_VERIFY2_WITH_TIMEOUT(tv->isFilled(1) || !w->lastError().isEmpty(), "LTV did not arrive", 120000);
+    QTRY_VERIFY2_WITH_TIMEOUT(tv->isFilled(tv->panelIndex("ltv.accuracy_vs_layer")) || !w->lastError().isEmpty(),
+                              "LTV did not arrive", 120000);
     QVERIFY2(w->lastError().isEmpty(), qPrintable(w->lastError()));
-    QVERIFY(tv->isFilled(0));  // SITE α
-    QVERIFY(tv->isFilled(3));  // SITE loss
+    QVERIFY(tv->isFilled(tv->panelIndex("site.alpha")));
+    QVERIFY(tv->isFilled(tv->panelIndex("site.loss")));
+    QVERIFY(!tv->isFilled(tv->panelIndex("fv.accuracy_vs_layer")));  // FV has not run
     QVERIFY(w->headsTab()->metricKeys().contains("site-1/site.alpha"));
     // The loss reached the UI thread while training: the live curve holds the last trained layer's steps.
     const hs::Curve& live = tv->liveCurve();
