@@ -1,5 +1,5 @@
 #pragma once
-// A layer × head heatmap of one HeadGrid (DESIGN section 7, Heads tab).
+// A layer × head heatmap of one HeadGrid (docs/architecture.md, "The GUI").
 //
 // Layer runs down the y axis with layer 0 at the TOP (reading order of a network diagram), head runs
 // along x. Each cell is one (layer, head); the cell of head h, layer l is centred on plot coordinates

@@ -1,8 +1,8 @@
 // headscope-cli export RUN.hscope --csv DIR [--json DIR] [--long]
 //
-// Every grid, curve and table of every run of a session as files (DESIGN 7, "Export"):
-// DIR/<run id>.<result id>.csv (grids wide: "layer,h0,...", one row per layer; see export_csv.h) and,
-// with --json, DIR2/<run id>.<result id>.json in the form of results_json.h. Prints
+// Every grid, curve and table of every run of a session as files (docs/architecture.md, "Sessions and
+// export"): DIR/<run id>.<result id>.csv (grids wide: "layer,h0,...", one row per layer; see export_csv.h)
+// and, with --json, DIR2/<run id>.<result id>.json in the form of results_json.h. Prints
 // {"session", "csv": [paths], "json": [paths]} on stdout.
 #include <filesystem>
 #include <map>

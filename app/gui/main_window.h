@@ -1,8 +1,9 @@
 #pragma once
-// The main window (DESIGN section 7): left docks Model and Task, centre tabs Heads, Geometry, Task vectors,
-// Attention, Prompt; right docks Interventions and Evaluation; bottom log with progress and Cancel. All
-// model work goes to the EngineWorker on its own thread; the window holds the session: the analysis runs,
-// the head selection, the interventions and the view state, saved to and opened from .hscope files.
+// The main window (docs/architecture.md, "The GUI"): left docks Model and Task, centre tabs Heads, Geometry,
+// Task vectors, Attention, Prompt; right docks Interventions and Evaluation; bottom log with progress and
+// Cancel. All model work goes to the EngineWorker on its own thread; the window holds the session: the
+// analysis runs, the head selection, the interventions and the view state, saved to and opened from .hscope
+// files.
 #include <QMainWindow>
 #include <QThread>
 

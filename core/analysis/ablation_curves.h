@@ -1,5 +1,5 @@
 #pragma once
-// Head ablations of the dual-route view (DESIGN 5.2):
+// Head ablations of the dual-route view (docs/methods.md, "Induction and the dual route"):
 //  - mean-ablation curves: the top-k heads of an ordering (token copying, concept copying, prefix matching,
 //    random) mean-ablated at every position of list tasks; next-token accuracy vs k per ordering
 //    (official scripts/vocablist_ablation.py);

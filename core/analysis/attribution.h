@@ -1,6 +1,6 @@
 #pragma once
-// Attribution patching (DESIGN 5.6): the first-order estimate of the patching sweep for all heads from
-// one clean forward and one corrupt forward + backward:
+// Attribution patching (docs/methods.md, "Activation patching"): the first-order estimate of the patching
+// sweep for all heads from one clean forward and one corrupt forward + backward:
 //   Δmetric(l, h) ≈ Σ_{p ∈ patched positions} (z_patch − z_corrupt)[p, h] · ∂metric/∂z[p, h]
 // where z_patch is the clean run's z (FromClean), 0 (Zero) or mean_z (Mean), and the gradient is taken
 // at the corrupt run. Exact when the metric is linear in z; shown beside the exact sweep with their

@@ -1,5 +1,6 @@
 #pragma once
-// Function vectors (DESIGN 5.3; Todd et al., "Function Vectors in Large Language Models").
+// Function vectors (docs/methods.md, "Function vectors"; Todd et al., "Function Vectors in Large Language
+// Models").
 //
 //  1. Mean activations: z̄[l, k] = mean of hook_z at N over `n_mean` clean ICL prompts (queries from the
 //     source split, spec.shots demonstrations).

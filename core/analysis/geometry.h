@@ -1,5 +1,5 @@
 #pragma once
-// The geometry views (DESIGN 5.1, 7 "Geometry tab"): how the last-position hidden state of ICL prompts
+// The geometry views (docs/methods.md, "Geometry"): how the last-position hidden state of ICL prompts
 // moves into the label subspace layer by layer, and where the prompts lie inside that subspace.
 //  - curves geometry.alignment (‖P h‖/‖h‖) and geometry.logit_diff (⟨h, W_U[y*] − mean W_U[y']⟩) over
 //    layers (the same computation as TSLA's, tsla.h subspaceCurves; series "baseline");

@@ -69,7 +69,7 @@ at::Tensor corpusMeanZ(const Transformer& model, const Tokenizer& tok, const Cor
 TokenSeqs toyCorpusWindows(int chunks = 64, int chunk_tokens = 128);
 
 // Where a mean ablation's means come from. The default is a neutral text corpus: replacing a head by its
-// mean output on the task's own prompts puts the task signal back (DESIGN 5.1).
+// mean output on the task's own prompts puts the task signal back (docs/methods.md, "TSLA").
 struct MeanSource {
   std::string source =
       "corpus";        // "corpus" (corpusMeanZ of `corpus`), "file" (`file`), "task" (task prompts)

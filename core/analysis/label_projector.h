@@ -1,5 +1,5 @@
 #pragma once
-// The label subspace of TSLA (DESIGN 5.1): the span of the unembedding rows of the label tokens.
+// The label subspace of TSLA (docs/methods.md, "TSLA"): the span of the unembedding rows of the label tokens.
 //   W = W_U[Y]  [labels, d_model],   G = W Wᵀ  [labels, labels],   P a = Wᵀ G⁺ (W a).
 // P is the orthogonal projector onto span(W's rows); it is applied as two thin products through the
 // |Y|×|Y| Gram pseudo-inverse and never materialised as a d×d matrix. The pseudo-inverse makes

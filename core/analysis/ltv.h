@@ -1,5 +1,6 @@
 #pragma once
-// LTV — learned task vectors, with the extracted baselines they are compared against (DESIGN 5.5).
+// LTV — learned task vectors, with the extracted baselines they are compared against (docs/methods.md,
+// "LTV").
 //
 // One injection site for every vector of a comparison (`site`): a vector "at layer l" is added at N of
 // hook_resid_post(l), the output of layer l (the default: the paper's h^l, Hendel et al.'s task hidden
@@ -14,7 +15,8 @@
 //  - vanilla TV (Hendel): h_ICL = the site's residual at N, averaged over ICL prompts of the train split,
 //    replaces the zero-shot state there (Replace);
 //  - additive TV: h_ICL − h_ZS (h_ZS the same average over the zero-shot train prompts) added there (Add);
-//  - FV: the function vector (sum of the top heads' mean writes a, DESIGN 5.3) added there.
+//  - FV: the function vector (sum of the top heads' mean writes a, docs/methods.md, "Function vectors") added
+//  there.
 // Prompt sets recorded: "train" (zero-shot prompts LTV trains on), "valid" (early stop), "icl_train"
 // (h_ICL and the FV's mean head outputs), "zero_shot_train" (h_ZS and the key-head saliency), "fv_shuffled"
 // (the FV heads' AIE), "propagation" (the linear-propagation fit), "zero_shot" and "icl" (the test split,

@@ -1,7 +1,7 @@
 #pragma once
 // The mechanism views of a learned task vector θ added at N of a residual site — hook_resid_post(l) (the
-// output of layer l) or hook_resid_pre(l) (the residual entering layer l) — (DESIGN 5.5). The heads and
-// MLPs that read θ are those of the layers after the site: l' > l for resid_post(l), l' >= l for
+// output of layer l) or hook_resid_pre(l) (the residual entering layer l) — (docs/methods.md, "LTV"). The
+// heads and MLPs that read θ are those of the layers after the site: l' > l for resid_post(l), l' >= l for
 // resid_pre(l) (firstReadingLayer).
 //  - OV reconstruction: what the attention heads after the site would write if they read θ through their
 //    OV circuits, θ_OV = Σ_{l' reading, k} W_O^{l',k} W_V^{l',k} θ (no norm, no bias, attention weight 1);

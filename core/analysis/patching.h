@@ -1,7 +1,7 @@
 #pragma once
-// The activation patching sweep (DESIGN 5.3): the effect of patching one head's hook_z at chosen
-// positions of the corrupt run, for every (layer, head), as a HeadGrid. The shared workhorse of the
-// causal views (FV's AIE, token/concept copying scores, "patch from clean" in the Heads tab).
+// The activation patching sweep (docs/methods.md, "Activation patching"): the effect of patching one head's
+// hook_z at chosen positions of the corrupt run, for every (layer, head), as a HeadGrid. The shared workhorse
+// of the causal views (FV's AIE, token/concept copying scores, "patch from clean" in the Heads tab).
 //
 // Two implementations of the same numbers:
 //  - naive: one full forward of the corrupt prompt per head (the oracle, and the benchmark baseline);

@@ -1,5 +1,6 @@
 #pragma once
-// SITE — soft head selection (DESIGN 5.4), as the official code (SNU-DRL/Soft_Injection) runs it.
+// SITE — soft head selection (docs/methods.md, "SITE"), as the official code (SNU-DRL/Soft_Injection) runs
+// it.
 //
 // Task embedding t[l, k] = mean hook_z at N over `n_embed` ICL prompts (spec.shots demonstrations, queries
 // and demonstrations from the train split). Parameters logit ∈ R^{L×H}, initially 0; α = sigmoid(logit).

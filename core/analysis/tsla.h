@@ -1,5 +1,6 @@
 #pragma once
-// TSLA: task recognition (TR) and task learning (TL) heads (DESIGN 5.1; Yang, Cho, Inoue, ICLR 2026).
+// TSLA: task recognition (TR) and task learning (TL) heads (docs/methods.md, "TSLA"; Yang, Cho, Inoue, ICLR
+// 2026).
 //
 // For every head (l, k) and ICL prompt, a = a_{l,k,N} is the head's write into the residual stream at
 // the last prompt position (headOutputsAtLast; through the attention post-norm at the run's activations

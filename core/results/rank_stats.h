@@ -1,6 +1,6 @@
 #pragma once
 // Rank statistics over head scores: how much two metrics agree on which heads matter
-// (DESIGN 5.1 overlap with induction heads, the "compare metrics" scatter, attribution vs exact).
+// (docs/methods.md, TSLA: overlap with induction heads, the "compare metrics" scatter, attribution vs exact).
 // Torch-free: the widgets use them directly.
 //
 // Conventions

@@ -1,6 +1,6 @@
 #pragma once
-// Export of results to plain files (DESIGN section 7, "Export"): CSV for spreadsheets and pandas,
-// JSON in the exact form of results_json.h.
+// Export of results to plain files (docs/architecture.md, "Sessions and export"): CSV for spreadsheets and
+// pandas, JSON in the exact form of results_json.h.
 //
 // CSV conventions
 // - Grids, wide form (the default): a header row "layer,h0,h1,...,h{H-1}", then one row per layer

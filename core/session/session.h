@@ -1,5 +1,5 @@
 #pragma once
-// HeadScope session files (.hscope, DESIGN section 7): one safetensors file whose
+// HeadScope session files (.hscope, docs/architecture.md, "Sessions and export"): one safetensors file whose
 // __metadata__["headscope.session"] holds the session JSON and whose tensors hold the large results
 // (task embeddings, learned vectors, α). Grids, curves and tables are small and stay in the JSON.
 //

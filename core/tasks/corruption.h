@@ -1,5 +1,6 @@
 #pragma once
-// Corrupted ICL inputs (DESIGN 4, 5.1-5.3), all seeded through hs::toy::Rng:
+// Corrupted ICL inputs (docs/architecture.md, "Tasks and prompts"; docs/methods.md), all seeded through
+// hs::toy::Rng:
 // - shuffled labels (Function Vectors): the demos' labels permuted so that, as far as the label
 //   multiset allows, no demo keeps a label equal to its own;
 // - shuffled demonstration inputs (inputs permuted across demos) and garbled inputs (each demo input's

@@ -1,7 +1,8 @@
 #pragma once
 // A tokenized ICL prompt that knows where everything is: every demonstration's input, label and
 // separator, the query input, the position N that predicts the answer, and the answer's tokens.
-// Analyses address positions through it, never by hand-counted offsets (DESIGN 4).
+// Analyses address positions through it, never by hand-counted offsets (docs/architecture.md, "Tasks and
+// prompts").
 //
 // Exact positions by construction: the prompt is tokenized segment by segment (prefix, each template
 // piece, each input, each label, each separator), each segment on its own without BOS, and the ids are

@@ -4,10 +4,10 @@
 // and a prompt is prefix + demo_1 + ... + demo_k + input_prefix + q + input_suffix + output_prefix, so the
 // model's next token after the prompt is the answer.
 //
-// Space convention (DESIGN 4: labels are the first token of " " + label): a trailing space of the template
-// piece right before an input or a label belongs to that input/label segment, as whole-text tokenizers
-// attach it ("A: y" -> "A", ":", " y"). So "A: " + "y" is tokenized as "A:" + " y" and the answer token is
-// the first token of " y".
+// Space convention (docs/architecture.md, "Tasks and prompts": labels are the first token of " " + label): a
+// trailing space of the template piece right before an input or a label belongs to that input/label segment,
+// as whole-text tokenizers attach it ("A: y" -> "A", ":", " y"). So "A: " + "y" is tokenized as "A:" + " y"
+// and the answer token is the first token of " y".
 #include <string>
 #include <vector>
 

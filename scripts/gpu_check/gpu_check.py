@@ -3,7 +3,7 @@
 GPU. Models are random-initialised from configs (no download); each family's checkpoint is written with
 save_pretrained (safetensors), HeadScope loads the folder, both run the same tokens, eager attention.
 
-Tolerances: float32 max |logit difference| <= 1e-4 (DESIGN section 8). bfloat16 <= 5e-2 * max(1, max |logit|):
+Tolerances: float32 max |logit difference| <= 1e-4 (docs/reference.md). bfloat16 <= 5e-2 * max(1, max |logit|):
 both round every projection to bf16 (8 significant bits) and may order the accumulation differently, so a
 logit of magnitude 1 may differ by a few bf16 ulps (2^-8 each).
 """

@@ -1,4 +1,4 @@
-// Function vectors (DESIGN 5.3) on the toy model and toy:antonym_a.
+// Function vectors (docs/methods.md, "Function vectors") on the toy model and toy:antonym_a.
 // - AIE: each head's grid value equals a direct recomputation (one full forward per shuffled-label prompt
 //   with that head's z at N replaced by the mean z through a Mean intervention: mean over prompts of
 //   P_patched(y*) − P_corrupt(y*)), within 1e-5; and some head has a visible effect.

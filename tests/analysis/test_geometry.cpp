@@ -1,4 +1,5 @@
-// The geometry views (DESIGN 5.1, 7): per-layer alignment / logit difference and the 2-D projection.
+// The geometry views (docs/methods.md, "Geometry"): per-layer alignment / logit difference and the 2-D
+// projection.
 // - principalCoordinates on hand-computed point sets: points on a line give (centred position, 0) and
 //   explained variance (1, 0); a cross (±2, 0), (0, ±1) gives the axes with shares 0.8 / 0.2; signs fixed.
 // - On the toy model (24 prompts): curves have one finite point per layer, alignment in [0, 1]; the

@@ -1,4 +1,4 @@
-// SITE (DESIGN 5.4).
+// SITE (docs/methods.md, "SITE").
 // - Definition on a random tiny Llama: with α ≈ 1 everywhere the loss equals a run whose z at N is replaced
 // by
 //   t in every layer, with α ≈ 0 it equals the plain run (hand cases of the interpolation).

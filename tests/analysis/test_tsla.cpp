@@ -1,4 +1,4 @@
-// TSLA (DESIGN 5.1): the label projector, TR/TL scores and the full run.
+// TSLA (docs/methods.md, "TSLA"): the label projector, TR/TL scores and the full run.
 // - Projector on hand-computed cases: rows e1, e2 in R³ project (1,2,3) to (1,2,0); collinear or
 //   redundant label rows (rank-deficient Gram matrix) still give the projection onto their span; the
 //   TL direction is W[y*] − mean of the other rows; batched inputs keep their leading shape.
