@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,11 @@ const char* toString(TaskKind k);
 // method made it; `panel` adds a panel of its own on another tab.
 struct OutputSpec {
   enum class Kind { Grid, Curve, Table, Tensor };
+  OutputSpec() = default;
+  OutputSpec(Kind k, std::string id_, std::string unit_, std::string meaning_, std::string panel_ = {},
+             std::string panelTitle = {})
+      : kind(k), id(std::move(id_)), unit(std::move(unit_)), meaning(std::move(meaning_)),
+        panel(std::move(panel_)), panel_title(std::move(panelTitle)) {}
   Kind kind = Kind::Grid;
   std::string id;
   std::string unit;     // grids: the value's unit; curves: "x → y"
