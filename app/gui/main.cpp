@@ -86,11 +86,7 @@ void scriptPublishedScreenshots(MainWindow& w, const QString& dir, QSize size) {
     QApplication::quit();
   });
   QObject::connect(
-      &w, &MainWindow::modelReady, &w,
-      [&w] {
-        w.runAnalysis("induction", {{"stages", "dual_route"}});
-      },
-      Qt::SingleShotConnection);
+      &w, &MainWindow::modelReady, &w, [&w] { w.runAnalysis("dual-route"); }, Qt::SingleShotConnection);
   QObject::connect(
       &w, &MainWindow::gridsShown, &w,
       [&w, finish] {
@@ -99,14 +95,14 @@ void scriptPublishedScreenshots(MainWindow& w, const QString& dir, QSize size) {
           if (r.method == "published" && r.provenance.model == "Meta-Llama-3-8B")
             published = QString::fromStdString(r.id) + "/dual_route.concept_copying";
         for (const hs::AnalysisRun& r : w.runs())
-          if (r.method == "induction")
+          if (r.method == "dual-route")
             w.headsTab()->setCurrentMetric(QString::fromStdString(r.id) + "/dual_route.concept_copying");
         w.headsTab()->setCompareMode(hs::gui::HeadsTab::CompareMode::SideBySide);
         w.headsTab()->setCompare(true, published);
         QTimer::singleShot(1000, &w, [finish] { (*finish)(); });
       },
       Qt::SingleShotConnection);
-  // The dual-route stage takes minutes on a busy 2-core machine; never hang a docs build.
+  // The dual-route run takes minutes on a busy 2-core machine; never hang a docs build.
   QTimer::singleShot(540000, &w, [finish] { (*finish)(); });
 }
 

@@ -23,8 +23,9 @@ namespace {
 
 // The built-in methods in menu order: one line per method.
 std::vector<MethodInfo> builtinMethods() {
-  return {tslaMethod(), geometryMethod(), inductionMethod(), fvMethod(),       siteMethod(),
-          ltvMethod(),  patchMethod(),    evaluateMethod(),  publishedMethod()};
+  return {tslaMethod(),      geometryMethod(),        inductionMethod(), dualRouteMethod(),
+          listTasksMethod(), conceptPatchingMethod(), fvMethod(),        siteMethod(),
+          ltvMethod(),       patchMethod(),           evaluateMethod(),  publishedMethod()};
 }
 
 void checkRecord(const MethodInfo& m, const std::deque<MethodInfo>& existing) {

@@ -8,13 +8,15 @@
 //   model is the toy world's text.
 // - Concept patching writes the source's last-token z at −1 of every generation step: the table's outcomes
 //   equal an uncached oracle that patches every position from the prompt's last token on.
-// - The `induction` run on the toy model: every grid is a finite 4 × 8 matrix with its stable id; the
-//   ablation curves have one series per ordering over the k grid capped at 32 and agree at k = 0; the
-//   top-k prefix-matching heads cut induction accuracy more than k random heads from outside the top 2k
-//   (numbers printed); token and concept copying grids differ (top-k overlap printed); every prompt set is
-//   recorded.
-// - The run survives a session round trip bit for bit, and the CLI writes a session that reopens with the
-//   grids of its --json output.
+// - The four records on the toy model (induction, dual-route, list-tasks ordering heads by the grids of the
+//   first two runs' JSON, concept-patching computing its own copying grids): every grid is a finite 4 × 8
+//   matrix with its stable id and its record's method; the ablation curves have one series per ordering
+//   over the k grid capped at 32 and agree at k = 0, and list-tasks computing its orderings gives the same
+//   points to the bit; the top-k prefix-matching heads cut induction accuracy more than k random heads from
+//   outside the top 2k (numbers printed); token and concept copying grids differ (top-k overlap printed);
+//   each record records its own prompt sets; concept-patching's recomputed copying grids are dual-route's.
+// - The runs survive a session round trip bit for bit, and the CLI writes sessions that reopen with the
+//   grids and curves of its --json output.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <QTemporaryDir>
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -60,19 +63,43 @@ class TestDualRoute : public QObject {
   Q_OBJECT
 
   hs::LoadedModel toy_;
-  hs::AnalysisOutput run_;
+  QTemporaryDir dir_;
+  hs::AnalysisOutput induction_, dualRoute_, listTasks_, conceptPatching_;
+
+  // Writes a run as the CLI's --json does; returns the path.
+  std::string writeRunJson(const hs::AnalysisOutput& out) {
+    const std::string path = dir_.filePath(QString::fromStdString(out.run.id + ".json")).toStdString();
+    std::ofstream(path) << nlohmann::json(out.run).dump();
+    return path;
+  }
 
  private Q_SLOTS:
   void initTestCase() {
     toy_ = hs::loadModel("toy");
     QVERIFY(toy_.tokenizer);
     QVERIFY(hs::isToyVocabulary(*toy_.model, toy_.tokenizer.get()));
+    QVERIFY(dir_.isValid());
     at::NoGradGuard noGrad;
+    const hs::AnalysisContext ctx = hs::test::modelContext("toy");
     QElapsedTimer t;
-    t.start();
-    run_ = hs::runInduction(*toy_.model, toy_.tokenizer.get(), smallRun(), hs::test::modelContext("toy"));
-    qInfo("induction run (n %d, n_eval %d): %.1f s", smallRun().n, smallRun().n_eval, t.elapsed() / 1000.0);
-    qInfo("summary: %s", run_.run.summary.dump().c_str());
+    auto timed = [&](const char* what, auto run) {
+      t.start();
+      hs::AnalysisOutput out = run();
+      qInfo("%s run (n %d, n_eval %d): %.1f s; summary: %s", what, smallRun().n, smallRun().n_eval,
+            t.elapsed() / 1000.0, out.run.summary.dump().c_str());
+      return out;
+    };
+    induction_ = timed("induction",
+                       [&] { return hs::runInduction(*toy_.model, toy_.tokenizer.get(), smallRun(), ctx); });
+    dualRoute_ = timed("dual-route",
+                       [&] { return hs::runDualRoute(*toy_.model, toy_.tokenizer.get(), smallRun(), ctx); });
+    hs::InductionRunOptions given = smallRun();
+    given.grids_from = writeRunJson(induction_) + "," + writeRunJson(dualRoute_);
+    listTasks_ =
+        timed("list-tasks", [&] { return hs::runListTasks(*toy_.model, toy_.tokenizer.get(), given, ctx); });
+    conceptPatching_ = timed("concept-patching", [&] {
+      return hs::runConceptPatching(*toy_.model, toy_.tokenizer.get(), smallRun(), ctx);
+    });
   }
 
   // ---- definitions ----
@@ -211,7 +238,7 @@ class TestDualRoute : public QObject {
   void ablationCurveUsesTheGivenMean() {
     const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
     const hs::NextTokenTask task = hs::toyListTasks(w, 24, 5).at(1);  // copy_random
-    const hs::HeadGrid* pm = findGrid(run_.run, "induction.prefix_matching");
+    const hs::HeadGrid* pm = findGrid(induction_.run, "induction.prefix_matching");
     const std::vector<hs::HeadRef> order = hs::topHeads(*pm, 32);
     const hs::ModelConfig& c = toy_.model->config();
     hs::AblationCurveOptions ao;
@@ -253,12 +280,12 @@ class TestDualRoute : public QObject {
   // greedy decoding whose every forward replaces the heads' z at all positions from the prompt's last token
   // on (what the KV cache holds for those positions when each was patched in its own step).
   void conceptPatchingMatchesAnUncachedOracle() {
-    const hs::Table* t = findTable(run_.run, "dual_route.concept_patching");
+    const hs::Table* t = findTable(conceptPatching_.run, "dual_route.concept_patching");
     QVERIFY(t);
     const hs::toy::ToyWorld w = hs::toy::ToyWorld::build();
     const hs::ModelConfig& c = toy_.model->config();
     std::vector<const hs::PromptRecord*> src, dst;
-    for (const hs::PromptRecord& p : run_.run.prompts) {
+    for (const hs::PromptRecord& p : conceptPatching_.run.prompts) {
       if (p.set == "concept_patching.source") src.push_back(&p);
       if (p.set == "concept_patching.destination") dst.push_back(&p);
     }
@@ -270,7 +297,11 @@ class TestDualRoute : public QObject {
     for (const auto& rr : row.rows)
       if (rr[0] == concept4) r = &rr;
     QVERIFY(r);
-    const std::vector<hs::HeadRef> heads = hs::topHeads(*findGrid(run_.run, "dual_route.concept_copying"), 4);
+    // The heads of dual-route's grid: concept-patching recomputed that grid with the same options.
+    const std::vector<hs::HeadRef> heads =
+        hs::topHeads(*findGrid(dualRoute_.run, "dual_route.concept_copying"), 4);
+    QCOMPARE(conceptPatching_.run.summary.at("top_heads").at("dual_route.concept_copying"),
+             nlohmann::json(heads));
     at::NoGradGuard noGrad;
     std::array<int, 4> counts = {0, 0, 0, 0};
     int differsFromOld = 0;
@@ -342,31 +373,43 @@ class TestDualRoute : public QObject {
         qPrintable(shares.join(" ")), differsFromOld, n);
   }
 
-  // ---- the run on the toy model ----
+  // ---- the runs on the toy model ----
 
   void gridsAreFiniteLayerByHead() {
-    for (const char* id :
-         {"induction.prev_token", "induction.prefix_matching", "dual_route.token_copying",
-          "dual_route.concept_copying", "dual_route.next_token_matching", "dual_route.last_token_matching"}) {
-      const hs::HeadGrid* g = findGrid(run_.run, id);
-      QVERIFY2(g, id);
-      QCOMPARE(g->layers(), 4);
-      QCOMPARE(g->heads(), 8);
-      QVERIFY2(g->values.allFinite(), id);
-      QVERIFY2(g->values.cwiseAbs().maxCoeff() > 0, id);  // something was measured
-      QCOMPARE(g->provenance.method, std::string("induction"));
-      QCOMPARE(g->provenance.model, std::string("toy"));
+    const std::vector<std::pair<const hs::AnalysisOutput*, std::vector<std::string>>> runs = {
+        {&induction_, {"induction.prev_token", "induction.prefix_matching"}},
+        {&dualRoute_,
+         {"dual_route.token_copying", "dual_route.concept_copying", "dual_route.next_token_matching",
+          "dual_route.last_token_matching"}}};
+    for (const auto& [out, ids] : runs) {
+      QCOMPARE(out->run.grids.size(), ids.size());
+      for (const std::string& id : ids) {
+        const hs::HeadGrid* g = findGrid(out->run, id);
+        QVERIFY2(g, id.c_str());
+        QCOMPARE(g->layers(), 4);
+        QCOMPARE(g->heads(), 8);
+        QVERIFY2(g->values.allFinite(), id.c_str());
+        QVERIFY2(g->values.cwiseAbs().maxCoeff() > 0, id.c_str());  // something was measured
+        QCOMPARE(g->provenance.method, out->run.method);
+        QCOMPARE(g->provenance.model, std::string("toy"));
+      }
     }
+    QCOMPARE(induction_.run.method, std::string("induction"));
+    QCOMPARE(dualRoute_.run.method, std::string("dual-route"));
+    // Each output has one record: list-tasks and concept-patching make no grids.
+    QVERIFY(listTasks_.run.grids.empty() && listTasks_.run.tables.empty());
+    QVERIFY(conceptPatching_.run.grids.empty() && conceptPatching_.run.curves.empty());
+    QVERIFY(induction_.run.curves.empty() && dualRoute_.run.curves.empty() && dualRoute_.run.tables.empty());
     // Attention-type scores are shares of one query's attention.
     for (const char* id : {"dual_route.next_token_matching", "dual_route.last_token_matching"}) {
-      const hs::HeadGrid* g = findGrid(run_.run, id);
+      const hs::HeadGrid* g = findGrid(dualRoute_.run, id);
       QVERIFY(g->values.minCoeff() >= 0 && g->values.maxCoeff() <= 1 + 1e-9);
     }
   }
 
   void ablationCurvesPerOrdering() {
-    QCOMPARE(int(run_.run.curves.size()), 4);
-    for (const hs::Curve& c : run_.run.curves) {
+    QCOMPARE(int(listTasks_.run.curves.size()), 4);
+    for (const hs::Curve& c : listTasks_.run.curves) {
       QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 32}));  // the k grid capped at 4 x 8 heads
       QVERIFY(c.provenance.options.at("mean_source").get<std::string>().find("toy world") !=
               std::string::npos);
@@ -386,8 +429,41 @@ class TestDualRoute : public QObject {
     }
   }
 
+  // list-tasks ordering heads by grids it computes gives the points of list-tasks reading the same grids
+  // from the induction and dual-route runs' JSON, to the bit (a shorter k grid keeps this quick).
+  void listTasksComputesTheGridsItIsNotGiven() {
+    for (const auto& [id, source] : listTasks_.run.summary.at("ordering_grids").items())
+      QVERIFY2(source.get<std::string>().find(".json") != std::string::npos, id.c_str());
+    hs::InductionRunOptions o = smallRun();
+    o.ks = {0, 4};
+    at::NoGradGuard noGrad;
+    const hs::AnalysisOutput computed =
+        hs::runListTasks(*toy_.model, toy_.tokenizer.get(), o, hs::test::modelContext("toy"));
+    for (const auto& [id, source] : computed.run.summary.at("ordering_grids").items())
+      QCOMPARE(source.get<std::string>(), std::string("computed"));
+    QCOMPARE(computed.run.curves.size(), listTasks_.run.curves.size());
+    for (size_t i = 0; i < computed.run.curves.size(); ++i) {
+      const hs::Curve &a = computed.run.curves[i], &b = listTasks_.run.curves[i];
+      QCOMPARE(a.id, b.id);
+      QCOMPARE(a.series.size(), b.series.size());
+      for (size_t s = 0; s < a.series.size(); ++s) {
+        QCOMPARE(a.series[s].first, b.series[s].first);
+        QCOMPARE(a.series[s].second[0], b.series[s].second[0]);  // k = 0
+        QCOMPARE(a.series[s].second[1], b.series[s].second[3]);  // k = 4 (b's x: 0, 1, 2, 4, ...)
+      }
+    }
+    // The grids it computed were recorded with their prompts; given ones were not.
+    std::set<std::string> sets;
+    for (const hs::PromptRecord& p : computed.run.prompts)
+      sets.insert(p.set);
+    QVERIFY(sets.count("induction") && sets.count("token_copying.clean") &&
+            sets.count("concept_copying.clean"));
+    for (const hs::PromptRecord& p : listTasks_.run.prompts)
+      QVERIFY2(p.set.rfind("ablation.", 0) == 0, p.set.c_str());
+  }
+
   void topPrefixHeadsCutInductionMoreThanRandomHeads() {
-    const hs::Table* t = findTable(run_.run, "induction.ablation");
+    const hs::Table* t = findTable(induction_.run, "induction.ablation");
     QVERIFY(t);
     QCOMPARE(int(t->rows.size()), 3);
     const double base = t->rows[0][2].get<double>();
@@ -400,7 +476,7 @@ class TestDualRoute : public QObject {
     QVERIFY2(base > 0.5, "the toy model copies random spans");
     QVERIFY2(base - top > base - rnd, "top prefix-matching heads matter more than random ones");
     // The random heads never include a top-8 prefix-matching head.
-    const hs::HeadGrid* pm = findGrid(run_.run, "induction.prefix_matching");
+    const hs::HeadGrid* pm = findGrid(induction_.run, "induction.prefix_matching");
     std::set<std::string> top8;
     for (const hs::HeadRef& h : hs::topHeads(*pm, 8))
       top8.insert(std::to_string(h.layer) + "." + std::to_string(h.head));
@@ -411,15 +487,16 @@ class TestDualRoute : public QObject {
   }
 
   void tokenAndConceptCopyingDiffer() {
-    const hs::HeadGrid* tok = findGrid(run_.run, "dual_route.token_copying");
-    const hs::HeadGrid* con = findGrid(run_.run, "dual_route.concept_copying");
+    const hs::HeadGrid* tok = findGrid(dualRoute_.run, "dual_route.token_copying");
+    const hs::HeadGrid* con = findGrid(dualRoute_.run, "dual_route.concept_copying");
     QVERIFY(tok && con);
     const double diff = (tok->values - con->values).cwiseAbs().maxCoeff();
     qInfo("token vs concept copying: max |diff| %.4f, Jaccard@4 %.3f, Jaccard@8 %.3f, Spearman %.3f", diff,
           hs::jaccardAtK(*tok, *con, 4), hs::jaccardAtK(*tok, *con, 8), hs::spearmanRho(*tok, *con));
     QVERIFY(diff > 1e-4);
-    QCOMPARE(run_.run.summary["token_vs_concept_jaccard_at_4"].get<double>(), hs::jaccardAtK(*tok, *con, 4));
-    const hs::Table* cp = findTable(run_.run, "dual_route.concept_patching");
+    QCOMPARE(dualRoute_.run.summary["token_vs_concept_jaccard_at_4"].get<double>(),
+             hs::jaccardAtK(*tok, *con, 4));
+    const hs::Table* cp = findTable(conceptPatching_.run, "dual_route.concept_patching");
     QVERIFY(cp);
     for (const auto& row : cp->rows) {
       double total = 0;
@@ -430,19 +507,44 @@ class TestDualRoute : public QObject {
     }
   }
 
-  // Every prompt set of the run is recorded, exactly as scored.
+  // Every prompt set of each run is recorded, exactly as scored.
   void promptsAreRecorded() {
-    std::map<std::string, std::vector<const hs::PromptRecord*>> sets;
-    for (const hs::PromptRecord& p : run_.run.prompts)
-      sets[p.set].push_back(&p);
+    auto setsOf = [](const hs::AnalysisOutput& out) {
+      std::map<std::string, std::vector<const hs::PromptRecord*>> sets;
+      for (const hs::PromptRecord& p : out.run.prompts)
+        sets[p.set].push_back(&p);
+      return sets;
+    };
     const int n = smallRun().n;
-    for (const char* set : {"induction", "token_copying.clean", "token_copying.corrupt",
-                            "concept_copying.clean", "concept_copying.corrupt", "next_token_matching",
-                            "last_token_matching", "concept_patching.source", "concept_patching.destination"})
-      QVERIFY2(int(sets[set].size()) == n, set);
-    for (const char* task :
-         {"ablation.copy_words", "ablation.copy_random", "ablation.translation", "ablation.antonym"})
-      QVERIFY2(int(sets[task].size()) == smallRun().n_eval, task);
+    const std::vector<std::pair<const hs::AnalysisOutput*, std::map<std::string, int>>> want = {
+        {&induction_, {{"induction", n}, {"ablation.copy_random", smallRun().n_eval}}},
+        {&dualRoute_,
+         {{"token_copying.clean", n},
+          {"token_copying.corrupt", n},
+          {"concept_copying.clean", n},
+          {"concept_copying.corrupt", n},
+          {"next_token_matching", n},
+          {"last_token_matching", n}}},
+        {&listTasks_,
+         {{"ablation.copy_words", smallRun().n_eval},
+          {"ablation.copy_random", smallRun().n_eval},
+          {"ablation.translation", smallRun().n_eval},
+          {"ablation.antonym", smallRun().n_eval}}},
+        {&conceptPatching_,
+         {{"token_copying.clean", n},
+          {"token_copying.corrupt", n},
+          {"concept_copying.clean", n},
+          {"concept_copying.corrupt", n},
+          {"concept_patching.source", n},
+          {"concept_patching.destination", n}}}};
+    for (const auto& [out, counts] : want) {
+      const auto sets = setsOf(*out);
+      QCOMPARE(sets.size(), counts.size());
+      for (const auto& [set, count] : counts)
+        QVERIFY2(sets.count(set) && int(sets.at(set).size()) == count, (out->run.method + " " + set).c_str());
+    }
+    auto sets = setsOf(dualRoute_);
+    sets["induction"] = setsOf(induction_)["induction"];
     // The copying records are the pairs the scores used: full prompts, the query at the read position.
     const hs::DualRouteVocab v = hs::toyDualRouteVocab(hs::toy::ToyWorld::build());
     hs::DualRouteOptions o;
@@ -465,30 +567,37 @@ class TestDualRoute : public QObject {
 
   void sessionRoundTripKeepsGrids() {
     QTemporaryDir dir;
-    const hs::Session back = hs::test::saveAndReopen(dir, "induction.hscope", run_);
-    const hs::AnalysisRun* r = back.findRun("induction-1");
-    QVERIFY(r);
-    QCOMPARE(r->grids.size(), run_.run.grids.size());
-    for (size_t i = 0; i < r->grids.size(); ++i) {
-      QCOMPARE(r->grids[i].id, run_.run.grids[i].id);
-      QVERIFY(r->grids[i].values == run_.run.grids[i].values);
+    for (const hs::AnalysisOutput* out : {&induction_, &dualRoute_, &listTasks_, &conceptPatching_}) {
+      const hs::Session back = hs::test::saveAndReopen(dir, out->run.id + ".hscope", *out);
+      const hs::AnalysisRun* r = back.findRun(out->run.id);
+      QVERIFY2(r, out->run.id.c_str());
+      QCOMPARE(r->grids.size(), out->run.grids.size());
+      for (size_t i = 0; i < r->grids.size(); ++i) {
+        QCOMPARE(r->grids[i].id, out->run.grids[i].id);
+        QVERIFY(r->grids[i].values == out->run.grids[i].values);
+      }
+      QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(out->run.curves).dump());
+      QCOMPARE(nlohmann::json(r->tables).dump(), nlohmann::json(out->run.tables).dump());
     }
-    QCOMPARE(nlohmann::json(r->curves).dump(), nlohmann::json(run_.run.curves).dump());
-    QCOMPARE(nlohmann::json(r->tables).dump(), nlohmann::json(run_.run.tables).dump());
   }
 
   void cliWritesSessionThatReopens() {
-    HS_RUN_CLI_ANALYSIS(o, "run", "induction",
-                        {"induction", "toy", "--n", "4", "--n-eval", "16", "--seed", "5", "--ks", "0,2,8"});
-    const hs::AnalysisRun *r = o.run, &written = o.written;
-    QCOMPARE(r->grids.size(), size_t(6));
-    QCOMPARE(r->grids.size(), written.grids.size());
-    for (size_t i = 0; i < r->grids.size(); ++i) {
-      QCOMPARE(r->grids[i].id, written.grids[i].id);
-      QVERIFY2(r->grids[i].values == written.grids[i].values, r->grids[i].id.c_str());
-      QVERIFY(r->grids[i].values.allFinite());
+    {
+      HS_RUN_CLI_ANALYSIS(o, "run", "dual-route", {"dual-route", "toy", "--n", "4", "--seed", "5"});
+      const hs::AnalysisRun *r = o.run, &written = o.written;
+      QCOMPARE(r->grids.size(), size_t(4));
+      QCOMPARE(r->grids.size(), written.grids.size());
+      for (size_t i = 0; i < r->grids.size(); ++i) {
+        QCOMPARE(r->grids[i].id, written.grids[i].id);
+        QVERIFY2(r->grids[i].values == written.grids[i].values, r->grids[i].id.c_str());
+        QVERIFY(r->grids[i].values.allFinite());
+      }
     }
-    QVERIFY(r->curves.front().x == (std::vector<double>{0, 2, 8}));
+    HS_RUN_CLI_ANALYSIS(o, "run", "list-tasks",
+                        {"list-tasks", "toy", "--n", "4", "--n-eval", "16", "--seed", "5", "--ks", "0,2,8"});
+    QCOMPARE(o.run->curves.size(), size_t(4));
+    QVERIFY(o.run->curves.front().x == (std::vector<double>{0, 2, 8}));
+    QCOMPARE(nlohmann::json(o.run->curves).dump(), nlohmann::json(o.written.curves).dump());
   }
 };
 

@@ -5,10 +5,11 @@
 //   and pairs whose two words start with the same token are dropped; every task id builds on the shared data
 //   (numbers of prompts printed).
 // - continuationIds gives a word's mid-text tokens under byte-level BPE and llama2.c SentencePiece alike.
-// - The `induction` run on stories260K (llama2.c) with the real-model defaults: newline separator, corpus
-//   fillers (the shipped WikiText-2 excerpt), words from the corpus, the mean of mean ablation over the same
-//   corpus, one ablation curve per list task over the k grid capped by the 40 heads, and every prompt
-//   recorded.
+// - The `dual-route` and `list-tasks` runs on stories260K (llama2.c) with the real-model defaults: newline
+//   separator, corpus fillers (the shipped WikiText-2 excerpt), words from the corpus, the mean of mean
+//   ablation over the same corpus, one ablation curve per list task over the k grid capped by the 40 heads
+//   (heads ordered by the dual-route run's copying grids, prefix matching computed), and every prompt
+//   recorded. `concept-patching` refuses a model other than the toy model.
 #include <ATen/core/grad_mode.h>
 
 #include <QTemporaryDir>
@@ -127,8 +128,8 @@ class TestDualRouteReal : public QObject {
     }
   }
 
-  // The run on a real (llama2.c) model with the real-model defaults.
-  void inductionRunOnStoriesUsesTheRealModelDefaults() {
+  // The runs on a real (llama2.c) model with the real-model defaults.
+  void dualRouteRunsOnStoriesUseTheRealModelDefaults() {
     const std::string bin = hs::test::sharedData("models/stories260K/stories260K.bin");
     HS_REQUIRE_FILE(bin);
     hs::LoadOptions lo;
@@ -146,40 +147,55 @@ class TestDualRouteReal : public QObject {
     o.list_data = hs::test::sharedData("datasets/dual_route");
     HS_REQUIRE_FILE(o.list_data + "/nguyenetal_2017/all_antonyms.csv");
     at::NoGradGuard noGrad;
-    const hs::AnalysisOutput out =
-        hs::runInduction(*lm.model, lm.tokenizer.get(), o, hs::test::modelContext(bin));
-    const nlohmann::json& s = out.run.summary;
-    qInfo("summary: %s", s.dump().substr(0, 600).c_str());
-    QCOMPARE(s.at("filler").get<std::string>(), std::string("corpus"));
-    QCOMPARE(s.at("sep").get<int64_t>(), hs::newlineId(*lm.tokenizer));
-    QCOMPARE(s.at("n").get<int>(), 2);
-    QVERIFY(s.at("mean_source").get<std::string>().find("wikitext-2") != std::string::npos);
-    QVERIFY(s.at("vocab").get<std::string>().find("multi-token words of the corpus") != std::string::npos);
+    const hs::AnalysisOutput dual =
+        hs::runDualRoute(*lm.model, lm.tokenizer.get(), o, hs::test::modelContext(bin));
+    const std::string dualJson = dir_.filePath("dual-route.json").toStdString();
+    std::ofstream(dualJson) << nlohmann::json(dual.run).dump();
+    o.grids_from = dualJson;
+    const hs::AnalysisOutput lists =
+        hs::runListTasks(*lm.model, lm.tokenizer.get(), o, hs::test::modelContext(bin));
+    for (const hs::AnalysisOutput* out : {&dual, &lists}) {
+      const nlohmann::json& s = out->run.summary;
+      qInfo("%s summary: %s", out->run.method.c_str(), s.dump().substr(0, 600).c_str());
+      QCOMPARE(s.at("filler").get<std::string>(), std::string("corpus"));
+      QCOMPARE(s.at("sep").get<int64_t>(), hs::newlineId(*lm.tokenizer));
+      QCOMPARE(s.at("n").get<int>(), 2);
+      QVERIFY(s.at("vocab").get<std::string>().find("multi-token words of the corpus") != std::string::npos);
+    }
+    QVERIFY(lists.run.summary.at("mean_source").get<std::string>().find("wikitext-2") != std::string::npos);
+    QCOMPARE(lists.run.summary.at("ordering_grids"),
+             (nlohmann::json{{"induction.prefix_matching", "computed"},
+                             {"dual_route.token_copying", dualJson},
+                             {"dual_route.concept_copying", dualJson}}));
     for (const char* id : {"dual_route.token_copying", "dual_route.concept_copying",
                            "dual_route.next_token_matching", "dual_route.last_token_matching"}) {
-      const hs::HeadGrid* g = hs::test::findGrid(out.run, id);
+      const hs::HeadGrid* g = hs::test::findGrid(dual.run, id);
       QVERIFY2(g && g->layers() == 5 && g->heads() == 8 && g->values.allFinite(), id);
     }
     std::set<std::string> curves;
-    for (const hs::Curve& c : out.run.curves) {
+    for (const hs::Curve& c : lists.run.curves) {
       curves.insert(c.id);
       QVERIFY(c.x == (std::vector<double>{0, 1, 2, 40}));  // k capped at the 40 heads
     }
     QCOMPARE(curves, (std::set<std::string>{"dual_route.ablation.copy_random", "dual_route.ablation.antonym",
                                             "dual_route.ablation.nonsense"}));
     std::map<std::string, int> sets;
-    for (const hs::PromptRecord& p : out.run.prompts)
-      ++sets[p.set];
+    for (const hs::AnalysisOutput* out : {&dual, &lists})
+      for (const hs::PromptRecord& p : out->run.prompts)
+        ++sets[p.set];
     QCOMPARE(sets["token_copying.corrupt"], 2);
     QCOMPARE(sets["last_token_matching"], 3);
     QCOMPARE(sets["ablation.nonsense"], 6);
     QCOMPARE(sets["ablation.antonym"], 6);
     // The copying prompts use the newline separator and BOS: [bos] first-half(30) \n ...
-    for (const hs::PromptRecord& p : out.run.prompts)
+    QCOMPARE(sets["induction"], 2);  // list-tasks computed the prefix-matching grid it was not given
+    for (const hs::PromptRecord& p : dual.run.prompts)
       if (p.set == "token_copying.clean") {
         QCOMPARE(p.ids.front(), int64_t(lm.tokenizer->bosId()));
         QCOMPARE(p.ids[31], hs::newlineId(*lm.tokenizer));
       }
+    // Concept patching needs the toy world's two languages.
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runConceptPatching(*lm.model, lm.tokenizer.get(), o));
   }
 };
 

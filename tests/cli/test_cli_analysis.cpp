@@ -275,7 +275,8 @@ class TestCliAnalysis : public QObject {
 
   // Every analysis runs on a real checkpoint: stories260K (5 layers × 8 heads) with Function Vectors tasks
   // from the shared data on these cores and produces finite grids of the model's shape (antonym.json for the
-  // task vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry).
+  // task vectors, sentiment.json, whose two answers make it a classification set, for TSLA and geometry);
+  // concept-patching, which needs the toy world's two languages, runs on the toy model.
   void everyAnalysisRunsOnStoriesWithFvTasks() {
     const std::string fvDir = hs::test::sharedData("datasets/function_vectors/abstractive/");
     HS_REQUIRE_FILE(fvDir + "antonym.json");
@@ -289,10 +290,14 @@ class TestCliAnalysis : public QObject {
         {"tsla", {"--task", sentiment, "--n", "12", "--shots", "4"}},
         {"geometry", {"--task", sentiment, "--n", "12", "--shots", "4"}},
         {"induction", {"--n", "4", "--n-eval", "8"}},
+        {"dual-route", {"--n", "4", "--n-matching", "4"}},
+        {"list-tasks", {"--n", "4", "--n-eval", "8", "--ks", "0,2", "--list-tasks", "nonsense"}},
+        {"concept-patching", {"--n", "4"}},
     };
     for (const auto& [method, options] : runs) {
       const std::string base = dir_.filePath("stories_" + method).toStdString();
-      QStringList args = QStringList{method} + modelArgs() + options;
+      const QStringList model = method == "concept-patching" ? QStringList{"toy"} : modelArgs();
+      QStringList args = QStringList{method} + model + options;
       args << "--out" << q(base + ".hscope") << "--json" << q(base + ".json");
       const CliResult r = runCli(args);
       QVERIFY2(r.exitCode == 0, qPrintable(method + ": " + q(r.err)));
@@ -314,6 +319,10 @@ class TestCliAnalysis : public QObject {
                   v.is_number() && std::isfinite(v.get<double>()),
                   qPrintable("geometry " + q(c.at("id").get<std::string>()) + " has a non-finite value"));
         }
+      } else if (method == "list-tasks") {
+        QVERIFY(!j.at("curves").empty());  // its results are curves, concept-patching's a table
+      } else if (method == "concept-patching") {
+        QCOMPARE(j.at("tables").size(), size_t(1));
       } else {
         QVERIFY2(!j.at("grids").empty(), qPrintable(method));
       }
