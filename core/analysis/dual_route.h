@@ -1,7 +1,7 @@
 #pragma once
-// The dual route of induction (DESIGN 5.2): token copying vs concept copying heads, as the dual-route
-// study's official code builds its prompts (sfeucht/dual-route-induction scripts/causal_scores.py and
-// scripts/attention_scores.py; docs/methods.md cites the lines).
+// The dual route of induction (docs/methods.md, "Induction and the dual route"): token copying vs concept
+// copying heads, as the dual-route study's official code builds its prompts (sfeucht/dual-route-induction
+// scripts/causal_scores.py and scripts/attention_scores.py; docs/methods.md cites the lines).
 //
 // Prompts (B = <bos>, S = the separator, F = filler_len, e the entity of 2–5 tokens):
 //   copying, clean:    B rand e S rand e0     rand = a filler of F − |e| tokens

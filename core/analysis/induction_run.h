@@ -1,6 +1,6 @@
 #pragma once
-// Induction heads and the dual route (DESIGN 5.2) as four records, each one analysis of its own sharing
-// the prompts and stages of induction_parts.h:
+// Induction heads and the dual route (docs/methods.md, "Induction and the dual route") as four records, each
+// one analysis of its own sharing the prompts and stages of induction_parts.h:
 //   induction         grids induction.prev_token, induction.prefix_matching (inductionScores, repeated random
 //                     tokens); table induction.ablation (the top-k prefix-matching heads vs k random heads
 //                     outside the top 2k, zero-ablated; induction accuracy on the copy_random task).

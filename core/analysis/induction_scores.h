@@ -1,6 +1,7 @@
 #pragma once
-// Attention-pattern head scores on repeated random tokens (DESIGN 5.2, classic induction score):
-// sequences [bos] r r with r = `span` random token ids; for every position i of the second copy,
+// Attention-pattern head scores on repeated random tokens (docs/methods.md, "Induction and the dual route":
+// classic induction score): sequences [bos] r r with r = `span` random token ids; for every position i of the
+// second copy,
 //  - previous-token score: attention from i to i−1, averaged over all positions after the first;
 //  - induction (prefix-matching) score: attention from i to the token after the earlier occurrence of
 //    token i, i.e. key i − span + 1, averaged over the second copy.

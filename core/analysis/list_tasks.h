@@ -1,7 +1,7 @@
 #pragma once
-// The dual-route study's list tasks for real tokenizers (DESIGN 5.2; official scripts/vocablist_ablation.py,
-// VocabListDataset and NonsenseListDataset): a numbered list of `items` words, then the list again with
-// each word transformed, cut before the last transformed word:
+// The dual-route study's list tasks for real tokenizers (docs/methods.md, "Induction and the dual route";
+// official scripts/vocablist_ablation.py, VocabListDataset and NonsenseListDataset): a numbered list of
+// `items` words, then the list again with each word transformed, cut before the last transformed word:
 //
 //   <bos>French vocab:\n 1. w1\n 2. w2\n ... 10. w10 \n English translation:\n 1. t1\n ... 10.
 //

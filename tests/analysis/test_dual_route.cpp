@@ -1,4 +1,4 @@
-// Induction and the dual route (DESIGN 5.2) on the toy model.
+// Induction and the dual route (docs/methods.md, "Induction and the dual route") on the toy model.
 // - Definitions, by hand: value-weighted attention on a 3-key case; the copying prompt pair lines up (same
 //   length, the two prompts agree from the separator on, −2 is the last filler token) and its corrupt first
 //   half is an independent filler (a corpus window of its own on a hand-made corpus; never the clean filler

@@ -1,5 +1,5 @@
-// The dual route on real tokenizers (DESIGN 5.2; official scripts/vocablist_ablation.py and
-// causal_scores.py), with the reference data of ../shared/data:
+// The dual route on real tokenizers (docs/methods.md, "Induction and the dual route"; official
+// scripts/vocablist_ablation.py and causal_scores.py), with the reference data of ../shared/data:
 // - A list-task prompt under the GPT-2 tokenizer decodes to the official layout ("Words:\n1. w\n...
 //   Antonyms:\n1. a\n... 3.") over a hand-made word list, its answer is the first token of " antonym(query)",
 //   and pairs whose two words start with the same token are dropped; every task id builds on the shared data

@@ -264,7 +264,7 @@ class TestHostileInputs : public QObject {
     expectClean("--task /dev/zero",
                 {"fv", "toy", "--task", "/dev/zero", "--n", "2", "--out", t + "/z.hscope"},
                 {"/dev/zero", "character device"});
-    expectClean("--words /dev/zero", {"induction", "toy", "--words", "/dev/zero", "--out", t + "/w.hscope"},
+    expectClean("--words /dev/zero", {"dual-route", "toy", "--words", "/dev/zero", "--out", t + "/w.hscope"},
                 {"/dev/zero", "character device"});
   }
 
