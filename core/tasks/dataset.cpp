@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
+#include <utility>
 
 #include "util/error.h"
 #include "util/file_text.h"
@@ -34,6 +36,28 @@ std::vector<std::string> splitLines(const std::string& text) {
     start = end + 1;
   }
   return lines;
+}
+
+// A classification dataset of one example a line, blank lines skipped: parse(line, lineNumber) gives the
+// line's text and label index, failing on a malformed line. `format` is the expected line, for the error on
+// a file without examples.
+Dataset loadLabelledLines(
+    const std::string& path, const std::string& id, std::vector<std::string> label_words,
+    const std::string& format,
+    const std::function<std::pair<std::string, int>(const std::string&, size_t)>& parse) {
+  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
+  Dataset d;
+  d.id = d.name = id;
+  d.source = path;
+  d.classification = true;
+  d.label_words = std::move(label_words);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (isBlank(lines[i])) continue;
+    auto [text, l] = parse(lines[i], i + 1);
+    d.examples.push_back(Example{std::move(text), {d.label_words[static_cast<size_t>(l)]}, l});
+  }
+  if (d.examples.empty()) fail(path, ": empty file, expected ", format, " lines");
+  return d;
 }
 
 // One FV item -> Example; `where` names the file (or toy export) for errors.
@@ -267,26 +291,16 @@ Dataset loadPairsCsv(const std::string& path, char sep, const CsvOptions& opt) {
 
 Dataset loadSst2(const std::string& path, std::vector<std::string> label_words) {
   if (label_words.size() != 2) fail(path, ": SST-2 needs 2 label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
-  Dataset d;
-  d.id = d.name = "sst2";
-  d.source = path;
-  d.classification = true;
-  d.label_words = std::move(label_words);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    if (isBlank(line)) continue;
+  const auto parseLine = [&](const std::string& line, size_t lineNo) {
     const size_t sp = line.find(' ');
     const std::string label = line.substr(0, sp);
     if (label != "0" && label != "1")
-      fail(path, ": line ", i + 1, ": label \"", label, "\", expected 0 (negative) or 1 (positive)");
+      fail(path, ": line ", lineNo, ": label \"", label, "\", expected 0 (negative) or 1 (positive)");
     std::string sentence = sp == std::string::npos ? std::string() : line.substr(sp + 1);
-    if (isBlank(sentence)) fail(path, ": line ", i + 1, ": no sentence after the label");
-    const int l = label[0] - '0';
-    d.examples.push_back(Example{std::move(sentence), {d.label_words[static_cast<size_t>(l)]}, l});
-  }
-  if (d.examples.empty()) fail(path, ": empty file, expected \"label sentence\" lines");
-  return d;
+    if (isBlank(sentence)) fail(path, ": line ", lineNo, ": no sentence after the label");
+    return std::make_pair(std::move(sentence), label[0] - '0');
+  };
+  return loadLabelledLines(path, "sst2", std::move(label_words), "\"label sentence\"", parseLine);
 }
 
 const std::vector<std::string>& trecCoarseClasses() {
@@ -304,32 +318,22 @@ Dataset loadTrec(const std::string& path, std::vector<std::string> label_words) 
   const auto& classes = trecCoarseClasses();
   if (label_words.size() != classes.size())
     fail(path, ": TREC needs ", classes.size(), " label words, got ", label_words.size());
-  const std::vector<std::string> lines = splitLines(readTextFile(path, "dataset file", kMaxDatasetBytes));
-  Dataset d;
-  d.id = d.name = "trec";
-  d.source = path;
-  d.classification = true;
-  d.label_words = std::move(label_words);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    if (isBlank(line)) continue;
+  const auto parseLine = [&](const std::string& line, size_t lineNo) {
     const size_t colon = line.find(':');
     const size_t sp = line.find(' ');
     if (colon == std::string::npos || sp == std::string::npos || colon > sp)
-      fail(path, ": line ", i + 1, ": expected \"COARSE:fine question\"");
+      fail(path, ": line ", lineNo, ": expected \"COARSE:fine question\"");
     const std::string coarse = line.substr(0, colon);
     auto it = std::find(classes.begin(), classes.end(), coarse);
     if (it == classes.end())
-      fail(path, ": line ", i + 1, ": coarse class \"", coarse,
+      fail(path, ": line ", lineNo, ": coarse class \"", coarse,
            "\", expected one of ABBR DESC ENTY HUM LOC NUM");
-    if (colon + 1 == sp) fail(path, ": line ", i + 1, ": empty fine class after \"", coarse, ":\"");
+    if (colon + 1 == sp) fail(path, ": line ", lineNo, ": empty fine class after \"", coarse, ":\"");
     std::string question = line.substr(sp + 1);
-    if (isBlank(question)) fail(path, ": line ", i + 1, ": no question after the class");
-    const int l = static_cast<int>(it - classes.begin());
-    d.examples.push_back(Example{std::move(question), {d.label_words[static_cast<size_t>(l)]}, l});
-  }
-  if (d.examples.empty()) fail(path, ": empty file, expected \"COARSE:fine question\" lines");
-  return d;
+    if (isBlank(question)) fail(path, ": line ", lineNo, ": no question after the class");
+    return std::make_pair(std::move(question), static_cast<int>(it - classes.begin()));
+  };
+  return loadLabelledLines(path, "trec", std::move(label_words), "\"COARSE:fine question\"", parseLine);
 }
 
 Dataset loadDatasetAuto(const std::string& path) {

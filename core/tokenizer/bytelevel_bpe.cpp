@@ -5,32 +5,16 @@
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/token_text.h"
 #include "tokenizer/utf8.h"
-#include "tokenizer/vocab_setup.h"
 #include "util/error.h"
 
 namespace hs {
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(ByteLevelBpeConfig cfg)
-    : vocab_(std::move(cfg.vocab)),
-      added_(
-          cfg.added, cfg.normalizer.empty()
-                         ? AddedTokenSplitter::Normalize()
-                         : [n = cfg.normalizer](const std::string& text) { return n.apply(text); }),
+    : MergeBpeTokenizer(cfg, bytelevel::charOfByte),
       addPrefixSpace_(cfg.addPrefixSpace),
-      ignoreMerges_(cfg.ignoreMerges),
-      bos_(cfg.bos),
-      eos_(cfg.eos),
-      addBos_(cfg.addBos),
-      source_(std::move(cfg.source)) {
-  vocabsetup::buildIdTables(vocab_, cfg.added, source_, pieces_, present_, isAdded_);
-  vocabsetup::buildByteIds(vocab_, bytelevel::charOfByte, byteIds_);
-  vocabsetup::buildMergeRanks(vocab_, cfg.merges, source_, ranks_);
+      ignoreMerges_(cfg.ignoreMerges) {
   for (const std::string& re : cfg.splitRegexes)
     splitters_.push_back(std::make_unique<RegexSplitter>(re));
-}
-
-void ByteLevelBpeTokenizer::checkId(int id) const {
-  vocabsetup::checkId(id, present_, source_);
 }
 
 std::vector<int> ByteLevelBpeTokenizer::encodeWord(const std::string& raw) const {
@@ -64,32 +48,20 @@ std::vector<int> ByteLevelBpeTokenizer::encodeWord(const std::string& raw) const
   return ids;
 }
 
-std::vector<int> ByteLevelBpeTokenizer::encode(const std::string& text, std::optional<bool> addBos) const {
-  std::vector<int> out;
-  if (addBos.value_or(addBos_)) {
-    if (bos_ < 0) fail(source_, ": BOS requested but the tokenizer has no BOS token");
-    out.push_back(bos_);
-  }
-  for (const TextSegment& seg : added_.split(text)) {
-    if (seg.tokenId >= 0) {
-      out.push_back(seg.tokenId);
-      continue;
-    }
-    std::string s = seg.text;
-    if (addPrefixSpace_ && s[0] != ' ') s.insert(s.begin(), ' ');
-    std::vector<std::string> words{s};
-    for (const auto& splitter : splitters_) {
-      std::vector<std::string> finer;
-      for (const std::string& w : words)
-        for (std::string& p : splitter->split(w))
-          finer.push_back(std::move(p));
-      words = std::move(finer);
-    }
+void ByteLevelBpeTokenizer::encodeSegment(const TextSegment& seg, std::vector<int>& out) const {
+  std::string s = seg.text;
+  if (addPrefixSpace_ && s[0] != ' ') s.insert(s.begin(), ' ');
+  std::vector<std::string> words{s};
+  for (const auto& splitter : splitters_) {
+    std::vector<std::string> finer;
     for (const std::string& w : words)
-      for (int id : encodeWord(w))
-        out.push_back(id);
+      for (std::string& p : splitter->split(w))
+        finer.push_back(std::move(p));
+    words = std::move(finer);
   }
-  return out;
+  for (const std::string& w : words)
+    for (int id : encodeWord(w))
+      out.push_back(id);
 }
 
 std::string ByteLevelBpeTokenizer::tokenBytes(int id) const {
@@ -102,18 +74,13 @@ std::string ByteLevelBpeTokenizer::tokenBytes(int id) const {
 
 std::string ByteLevelBpeTokenizer::decode(const std::vector<int>& ids) const {
   std::string bytes;
-  size_t start = (addBos_ && !ids.empty() && ids[0] == bos_) ? 1 : 0;
-  for (size_t i = start; i < ids.size(); ++i)
+  for (size_t i = firstDecoded(ids); i < ids.size(); ++i)
     bytes += tokenBytes(ids[i]);
   return utf8::repair(bytes);
 }
 
 std::string ByteLevelBpeTokenizer::piece(int id) const {
   return tokentext::displayBytes(tokenBytes(id));
-}
-
-std::optional<int> ByteLevelBpeTokenizer::idOf(const std::string& piece) const {
-  return vocabsetup::idOf(vocab_, added_, piece);
 }
 
 }  // namespace hs

@@ -2,7 +2,6 @@
 
 #include "tokenizer/token_text.h"
 #include "tokenizer/utf8.h"
-#include "tokenizer/vocab_setup.h"
 #include "util/error.h"
 
 namespace hs {
@@ -10,12 +9,7 @@ namespace hs {
 using tokentext::kMetaSpace;
 
 SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
-    : vocab_(std::move(cfg.vocab)),
-      added_(
-          cfg.added, cfg.normalizer.empty()
-                         ? AddedTokenSplitter::Normalize()
-                         : [n = cfg.normalizer](const std::string& text) { return n.apply(text); }),
-      normalizer_(cfg.normalizer),
+    : MergeBpeTokenizer(cfg, tokentext::bytePiece),
       metaspace_(cfg.metaspace),
       prepend_(cfg.prepend),
       dropDummyPrefix_(cfg.normalizer.prepends(kMetaSpace) ||
@@ -23,22 +17,11 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceBpeConfig cfg)
       splitOnMetaSpace_(cfg.splitOnMetaSpace),
       byteFallback_(cfg.byteFallback),
       unk_(cfg.unk),
-      fuseUnk_(cfg.fuseUnk),
-      bos_(cfg.bos),
-      eos_(cfg.eos),
-      addBos_(cfg.addBos),
-      source_(std::move(cfg.source)) {
-  vocabsetup::buildIdTables(vocab_, cfg.added, source_, pieces_, present_, isAdded_);
+      fuseUnk_(cfg.fuseUnk) {
   // An added token matched in the normalized text is that text's token: the library decodes it as its
   // normalized content (Llama-2's "Hello" as "▁Hello", a space after decoding).
   for (const AddedToken& t : cfg.added)
-    if (t.normalized) pieces_[static_cast<size_t>(t.id)] = normalizer_.apply(t.content);
-  vocabsetup::buildByteIds(vocab_, tokentext::bytePiece, byteIds_);
-  vocabsetup::buildMergeRanks(vocab_, cfg.merges, source_, ranks_);
-}
-
-void SentencePieceBpeTokenizer::checkId(int id) const {
-  vocabsetup::checkId(id, present_, source_);
+    if (t.normalized) pieces_[static_cast<size_t>(t.id)] = cfg.normalizer.apply(t.content);
 }
 
 void SentencePieceBpeTokenizer::encodeWord(const std::string& word, std::vector<int>& out) const {
@@ -71,47 +54,33 @@ void SentencePieceBpeTokenizer::encodeWord(const std::string& word, std::vector<
   }
 }
 
-std::vector<int> SentencePieceBpeTokenizer::encode(const std::string& text,
-                                                   std::optional<bool> addBos) const {
-  std::vector<int> out;
-  if (addBos.value_or(addBos_)) {
-    if (bos_ < 0) fail(source_, ": BOS requested but the tokenizer has no BOS token");
-    out.push_back(bos_);
+void SentencePieceBpeTokenizer::encodeSegment(const TextSegment& seg, std::vector<int>& out) const {
+  // seg.text is normalized already (Llama-2's Prepend + Replace, Gemma's Replace).
+  std::string s = seg.text;
+  if (metaspace_) {
+    s = tokentext::replaceAll(std::move(s), " ", kMetaSpace);
+    const bool prepend =
+        prepend_ == PrependScheme::Always || (prepend_ == PrependScheme::First && seg.atStart);
+    if (prepend && s.compare(0, kMetaSpace.size(), kMetaSpace) != 0) s = kMetaSpace + s;
   }
-  for (const TextSegment& seg : added_.split(text)) {
-    if (seg.tokenId >= 0) {
-      out.push_back(seg.tokenId);
-      continue;
-    }
-    // seg.text is normalized already (Llama-2's Prepend + Replace, Gemma's Replace).
-    std::string s = seg.text;
-    if (metaspace_) {
-      s = tokentext::replaceAll(std::move(s), " ", kMetaSpace);
-      const bool prepend =
-          prepend_ == PrependScheme::Always || (prepend_ == PrependScheme::First && seg.atStart);
-      if (prepend && s.compare(0, kMetaSpace.size(), kMetaSpace) != 0) s = kMetaSpace + s;
-    }
-    if (!splitOnMetaSpace_) {
-      encodeWord(s, out);
-      continue;
-    }
-    // Each word starts at a "▁" (the meta space stays with the word that follows it).
-    size_t begin = 0;
-    while (begin < s.size()) {
-      size_t next = s.find(
-          kMetaSpace, begin + (s.compare(begin, kMetaSpace.size(), kMetaSpace) == 0 ? kMetaSpace.size() : 0));
-      if (next == std::string::npos) next = s.size();
-      encodeWord(s.substr(begin, next - begin), out);
-      begin = next;
-    }
+  if (!splitOnMetaSpace_) {
+    encodeWord(s, out);
+    return;
   }
-  return out;
+  // Each word starts at a "▁" (the meta space stays with the word that follows it).
+  size_t begin = 0;
+  while (begin < s.size()) {
+    size_t next = s.find(
+        kMetaSpace, begin + (s.compare(begin, kMetaSpace.size(), kMetaSpace) == 0 ? kMetaSpace.size() : 0));
+    if (next == std::string::npos) next = s.size();
+    encodeWord(s.substr(begin, next - begin), out);
+    begin = next;
+  }
 }
 
 std::string SentencePieceBpeTokenizer::decode(const std::vector<int>& ids) const {
   std::string bytes;
-  const size_t start = (addBos_ && !ids.empty() && ids[0] == bos_) ? 1 : 0;
-  for (size_t i = start; i < ids.size(); ++i) {
+  for (size_t i = firstDecoded(ids); i < ids.size(); ++i) {
     const int id = ids[i];
     checkId(id);
     if (isAdded_[id]) {
@@ -130,10 +99,6 @@ std::string SentencePieceBpeTokenizer::decode(const std::vector<int>& ids) const
 std::string SentencePieceBpeTokenizer::piece(int id) const {
   checkId(id);
   return pieces_[id];
-}
-
-std::optional<int> SentencePieceBpeTokenizer::idOf(const std::string& piece) const {
-  return vocabsetup::idOf(vocab_, added_, piece);
 }
 
 }  // namespace hs

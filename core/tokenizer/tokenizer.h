@@ -15,10 +15,17 @@
 //   Ids outside [0, vocabSize()) are an error naming the id and the vocabulary size.
 // - piece() is for display: byte-level pieces are shown as their decoded bytes ("Ġthe" -> " the", bytes
 //   that are not valid UTF-8 on their own as "<0xNN>"), SentencePiece pieces as stored ("▁the", "<0x0A>").
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/normalizer.h"
 
 namespace hs {
 
@@ -42,6 +49,51 @@ class Tokenizer {
   virtual std::optional<int> idOf(const std::string& piece) const = 0;
   // "bpe-bytelevel", "bpe-sentencepiece", "llama2c", "gguf-llama".
   virtual std::string kind() const = 0;
+};
+
+// What the merge-rank BPE tokenizers (byte-level and SentencePiece-style) are built from.
+struct MergeBpeConfig {
+  std::unordered_map<std::string, int> vocab;               // piece -> id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  std::vector<AddedToken> added;
+  Normalizer normalizer;  // applied to the text between the added tokens
+  int bos = -1, eos = -1;
+  bool addBos = false;
+  std::string source;  // for error messages
+};
+
+// The part the merge-rank BPE tokenizers share: the id tables, merge ranks and byte ids built from a
+// MergeBpeConfig, and an encode() that adds the BOS, splits out the added tokens and hands each text
+// segment between them to encodeSegment().
+class MergeBpeTokenizer : public Tokenizer {
+ public:
+  std::vector<int> encode(const std::string& text, std::optional<bool> addBos = std::nullopt) const override;
+  int vocabSize() const override { return static_cast<int>(pieces_.size()); }
+  int bosId() const override { return bos_; }
+  int eosId() const override { return eos_; }
+  bool addsBos() const override { return addBos_; }
+  std::optional<int> idOf(const std::string& piece) const override;
+
+ protected:
+  // pieceOfByte(b): the vocabulary piece that stands for byte b. Moves cfg.vocab and cfg.source. Throws
+  // hs::Error naming cfg.source on a bad id or a merge of a piece missing from the vocabulary.
+  MergeBpeTokenizer(MergeBpeConfig& cfg, const std::function<std::string(unsigned char)>& pieceOfByte);
+
+  // Appends the ids of one text segment (never an added token).
+  virtual void encodeSegment(const TextSegment& seg, std::vector<int>& out) const = 0;
+  void checkId(int id) const;
+  // The index decode() starts at: past a leading BOS when encode() adds one itself.
+  size_t firstDecoded(const std::vector<int>& ids) const;
+
+  std::unordered_map<std::string, int> vocab_;
+  std::vector<std::string> pieces_;  // id -> vocabulary piece (or added content)
+  std::vector<bool> present_, isAdded_;
+  MergeRanks ranks_;
+  int byteIds_[256];
+  AddedTokenSplitter added_;
+  int bos_, eos_;
+  bool addBos_;
+  std::string source_;
 };
 
 // Load by path: a folder (tokenizer.json [+ tokenizer_config.json], or vocab.json+merges.txt), a

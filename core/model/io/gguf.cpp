@@ -44,6 +44,12 @@ const TypeTraits kTypes[] = {
 };
 constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0, I8, I16, I32, I64, F64";
 
+// The types stored as a plain array of one libtorch dtype: read from the map as they are, not decoded.
+const std::pair<uint32_t, at::ScalarType> kPlainTypes[] = {
+    {kGgmlF32, at::kFloat}, {kGgmlF16, at::kHalf}, {kGgmlBF16, at::kBFloat16}, {kGgmlI8, at::kChar},
+    {kGgmlI16, at::kShort}, {kGgmlI32, at::kInt},  {kGgmlI64, at::kLong},      {kGgmlF64, at::kDouble},
+};
+
 const TypeTraits* findType(uint32_t id) {
   for (const auto& t : kTypes)
     if (t.id == id) return &t;
@@ -351,35 +357,16 @@ at::Tensor GgufFile::tensor(const std::string& name) const {
   if (!tt->decodable)
     fail(path(), ": tensor ", name, " has type ", tt->name, " (", t.type, "), supported: ", kSupported);
   const uint8_t* bytes = map_->data() + dataStart_ + t.offset;
-  switch (t.type) {
-    case kGgmlF32:
-      return tensorFromMap(map_, bytes, t.shape, at::kFloat);
-    case kGgmlF16:
-      return tensorFromMap(map_, bytes, t.shape, at::kHalf);
-    case kGgmlBF16:
-      return tensorFromMap(map_, bytes, t.shape, at::kBFloat16);
-    case kGgmlI8:
-      return tensorFromMap(map_, bytes, t.shape, at::kChar);
-    case kGgmlI16:
-      return tensorFromMap(map_, bytes, t.shape, at::kShort);
-    case kGgmlI32:
-      return tensorFromMap(map_, bytes, t.shape, at::kInt);
-    case kGgmlI64:
-      return tensorFromMap(map_, bytes, t.shape, at::kLong);
-    case kGgmlF64:
-      return tensorFromMap(map_, bytes, t.shape, at::kDouble);
-    case kGgmlQ8_0:
-    case kGgmlQ4_0: {
-      at::Tensor out = at::empty(t.shape, at::kFloat);  // dequantised, same shape
-      const int64_t blocks = out.numel() / 32;
-      if (t.type == kGgmlQ8_0)
-        dequantQ8_0(bytes, blocks, out.data_ptr<float>());
-      else
-        dequantQ4_0(bytes, blocks, out.data_ptr<float>());
-      return out;
-    }
-    default:
-      break;
+  for (const auto& [type, dtype] : kPlainTypes)
+    if (t.type == type) return tensorFromMap(map_, bytes, t.shape, dtype);
+  if (t.type == kGgmlQ8_0 || t.type == kGgmlQ4_0) {
+    at::Tensor out = at::empty(t.shape, at::kFloat);  // dequantised, same shape
+    const int64_t blocks = out.numel() / 32;
+    if (t.type == kGgmlQ8_0)
+      dequantQ8_0(bytes, blocks, out.data_ptr<float>());
+    else
+      dequantQ4_0(bytes, blocks, out.data_ptr<float>());
+    return out;
   }
   fail(path(), ": tensor ", name, " has type ", tt->name, " (", t.type, "), supported: ", kSupported);
 }

@@ -85,21 +85,10 @@ class Fields {
     return intOf(key);
   }
   int optInt(const std::string& key, int dflt) const { return has(key) ? intOf(key) : dflt; }
-  int positiveInt(const std::string& key) const {
-    const int v = requiredInt(key);
-    if (v <= 0) fail(path_, ": field \"", key, "\" must be positive, found ", v);
-    return v;
-  }
-  int optPositiveInt(const std::string& key, int dflt) const {
-    const int v = optInt(key, dflt);
-    if (v <= 0) fail(path_, ": field \"", key, "\" must be positive, found ", v);
-    return v;
-  }
+  int positiveInt(const std::string& key) const { return positive(key, requiredInt(key)); }
+  int optPositiveInt(const std::string& key, int dflt) const { return positive(key, optInt(key, dflt)); }
   double optDouble(const std::string& key, double dflt) const {
-    if (!has(key)) return dflt;
-    if (!j_.at(key).is_number())
-      fail(path_, ": field \"", key, "\" must be a number, found ", jsonExcerpt(j_.at(key)));
-    return j_.at(key).get<double>();
+    return optOf(key, dflt, &json::is_number, "a number");
   }
   double optPositiveDouble(const std::string& key, double dflt) const {
     const double v = optDouble(key, dflt);
@@ -108,16 +97,10 @@ class Fields {
     return v;
   }
   bool optBool(const std::string& key, bool dflt) const {
-    if (!has(key)) return dflt;
-    if (!j_.at(key).is_boolean())
-      fail(path_, ": field \"", key, "\" must be true or false, found ", jsonExcerpt(j_.at(key)));
-    return j_.at(key).get<bool>();
+    return optOf(key, dflt, &json::is_boolean, "true or false");
   }
   std::string optString(const std::string& key, const std::string& dflt) const {
-    if (!has(key)) return dflt;
-    if (!j_.at(key).is_string())
-      fail(path_, ": field \"", key, "\" must be a string, found ", jsonExcerpt(j_.at(key)));
-    return j_.at(key).get<std::string>();
+    return optOf(key, dflt, &json::is_string, "a string");
   }
   // bos/eos ids may be an int, null or a list (Llama-3.1 eos); the first id is kept.
   int optTokenId(const std::string& key) const {
@@ -150,6 +133,20 @@ class Fields {
     if (tooBig || tooSmall)
       fail(path_, ": field \"", key, "\" is ", jsonExcerpt(v), ", out of range (the limit is ", limit, ")");
     return v.is_number_float() ? static_cast<int>(v.get<double>()) : static_cast<int>(v.get<int64_t>());
+  }
+
+  int positive(const std::string& key, int v) const {
+    if (v <= 0) fail(path_, ": field \"", key, "\" must be positive, found ", v);
+    return v;
+  }
+
+  // The field as a T, dflt when absent; a value isType refuses fails, naming the type it `mustBe`.
+  template <typename T, typename IsType>
+  T optOf(const std::string& key, const T& dflt, IsType isType, const char* mustBe) const {
+    if (!has(key)) return dflt;
+    const json& v = j_.at(key);
+    if (!(v.*isType)()) fail(path_, ": field \"", key, "\" must be ", mustBe, ", found ", jsonExcerpt(v));
+    return v.get<T>();
   }
 
   const json& j_;
@@ -352,15 +349,23 @@ void readSlidingWindow(const Fields& f, const Rope& rope, ModelConfig& c) {
   }
 }
 
-void parseGpt2(const Fields& f, ModelConfig& c) {
-  c.arch = Architecture::Gpt2;
-  c.d_model = f.positiveInt("n_embd");
-  c.n_layers = f.positiveInt("n_layer");
-  c.n_heads = f.positiveInt("n_head");
+// The sizes of a model whose heads each have their own K/V and split d_model evenly (GPT-2, GPT-NeoX),
+// under the file's own field names.
+void readMhaSizes(const Fields& f, ModelConfig& c, const char* dModel, const char* layers,
+                  const char* heads) {
+  c.d_model = f.positiveInt(dModel);
+  c.n_layers = f.positiveInt(layers);
+  c.n_heads = f.positiveInt(heads);
   c.n_kv_heads = c.n_heads;
   if (c.d_model % c.n_heads != 0)
-    fail(f.path(), ": field \"n_head\" (", c.n_heads, ") does not divide \"n_embd\" (", c.d_model, ")");
+    fail(f.path(), ": field \"", heads, "\" (", c.n_heads, ") does not divide \"", dModel, "\" (", c.d_model,
+         ")");
   c.d_head = c.d_model / c.n_heads;
+}
+
+void parseGpt2(const Fields& f, ModelConfig& c) {
+  c.arch = Architecture::Gpt2;
+  readMhaSizes(f, c, "n_embd", "n_layer", "n_head");
   c.d_mlp = f.optPositiveInt("n_inner", 4 * c.d_model);
   c.vocab_size = f.positiveInt("vocab_size");
   c.context_length = f.optPositiveInt("n_positions", 1024);
@@ -447,14 +452,7 @@ void parseLlamaLike(const Fields& f, ModelConfig& c) {
 
 void parseGptNeoX(const Fields& f, ModelConfig& c) {
   c.arch = Architecture::GptNeoX;
-  c.d_model = f.positiveInt("hidden_size");
-  c.n_layers = f.positiveInt("num_hidden_layers");
-  c.n_heads = f.positiveInt("num_attention_heads");
-  c.n_kv_heads = c.n_heads;
-  if (c.d_model % c.n_heads != 0)
-    fail(f.path(), ": field \"num_attention_heads\" (", c.n_heads, ") does not divide \"hidden_size\" (",
-         c.d_model, ")");
-  c.d_head = c.d_model / c.n_heads;
+  readMhaSizes(f, c, "hidden_size", "num_hidden_layers", "num_attention_heads");
   c.d_mlp = f.positiveInt("intermediate_size");
   c.vocab_size = f.positiveInt("vocab_size");
   c.context_length = f.optPositiveInt("max_position_embeddings", 2048);
