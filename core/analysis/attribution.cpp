@@ -12,6 +12,7 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 
+#include "analysis/head_toolkit.h"
 #include "analysis/patching_setup.h"
 #include "util/error.h"
 
@@ -38,9 +39,7 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
   ctx.checkCancelled();
 
   c10::AutoGradMode withGrad(true);
-  const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
   const int64_t p0 = positions.front();
-  std::vector<at::Tensor> probes;  // per layer [n_pos, head, d_head] zeros; their grad is ∂metric/∂z
   RunRequest req;
   req.resid_in = base.corrupt.residPre[0];                   // [1, pos − p0, d_model] (p0 = first)
   KVCache prefix = patching::prefixOf(base.corrupt.kv, p0);  // the positions before p0, constants
@@ -51,15 +50,11 @@ std::vector<HeadGrid> attributionPatchingPositions(const Transformer& model, con
   req.last_logits_only = true;
   const patching::LogitColumns columns = patching::logitColumns(spec);  // only the metric's logits
   req.logit_tokens = columns.tokens;
-  for (int l = 0; l < L; ++l) {
-    probes.push_back(at::zeros({n, H, c.d_head}, opts).requires_grad_(true));
-    Intervention iv;
-    iv.site = attnZ(l);
-    iv.positions = positions;
-    iv.op = InterventionOp::Add;
-    iv.tensor = probes.back();  // broadcasts to the slice [1, n_pos, head, d_head]
-    req.interventions.push_back(iv);
-  }
+  // Per layer [n_pos, head, d_head] zeros (broadcast to the slice [1, n_pos, head, d_head]); their grad is
+  // ∂metric/∂z.
+  const ZGradientProbes zg = zGradientProbes(model, 0, positions, {n, H, c.d_head});
+  const std::vector<at::Tensor>& probes = zg.probes;
+  req.interventions.insert(req.interventions.end(), zg.interventions.begin(), zg.interventions.end());
   const RunResult r = model.run(req);
   const at::Tensor metric = patchMetric(r.logits.select(1, 0), columns.spec)[0];  // [] float64
   ctx.report(2.0 / 3, "attribution: corrupt run with gradients");

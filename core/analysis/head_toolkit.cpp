@@ -96,6 +96,22 @@ Intervention addToResidual(Site site, const at::Tensor& v, const std::vector<int
   return iv;
 }
 
+ZGradientProbes zGradientProbes(const Transformer& model, int firstLayer, const std::vector<int>& positions,
+                                at::IntArrayRef shape) {
+  const auto opts = at::TensorOptions().dtype(model.dtype()).device(model.device());
+  ZGradientProbes p;
+  for (int l = firstLayer; l < model.config().n_layers; ++l) {
+    p.probes.push_back(at::zeros(shape, opts).requires_grad_(true));
+    Intervention iv;
+    iv.site = attnZ(l);
+    iv.positions = positions;
+    iv.op = InterventionOp::Add;
+    iv.tensor = p.probes.back();
+    p.interventions.push_back(iv);
+  }
+  return p;
+}
+
 Intervention replaceResidual(Site site, const at::Tensor& v, const std::vector<int>& positions) {
   Intervention iv;
   iv.site = site;

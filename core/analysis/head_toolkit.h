@@ -43,6 +43,16 @@ std::vector<Intervention> ablateHeads(const std::vector<HeadRef>& heads, const a
 Intervention addToResidual(Site site, const at::Tensor& v, const std::vector<int>& positions = {-1},
                            double scale = 1.0);
 Intervention replaceResidual(Site site, const at::Tensor& v, const std::vector<int>& positions = {-1});
+// Gradients with respect to every head's z: a zero tensor of `shape` (broadcast to hook_z's slice at
+// `positions`) added to hook_z of each layer from `firstLayer` on; after a backward pass through the run
+// holding `interventions`, probes[l − firstLayer].grad() is ∂(the backpropagated value)/∂z there. The one
+// way the key-head saliency (LTV) and attribution patching take ∂/∂z.
+struct ZGradientProbes {
+  std::vector<at::Tensor> probes;           // per layer, zeros of `shape` that require grad
+  std::vector<Intervention> interventions;  // one Add on hook_z per probe
+};
+ZGradientProbes zGradientProbes(const Transformer& model, int firstLayer, const std::vector<int>& positions,
+                                at::IntArrayRef shape);
 
 // ---- mean head outputs ----
 enum class ZMean {

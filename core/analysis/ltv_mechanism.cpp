@@ -124,19 +124,12 @@ Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prom
     req.last_logits_only = true;
     req.interventions.push_back(addToResidual(site, th));
     // A zero added to z at N of every reading layer: its gradient is ∂p/∂z at N.
-    std::vector<at::Tensor> probes;
+    const ZGradientProbes zg =
+        zGradientProbes(model, first, {-1}, {B, 1, H, c.d_head});  // [batch, 1, head, d_head]
+    const std::vector<at::Tensor>& probes = zg.probes;
     for (int l = first; l < L; ++l) {
-      at::Tensor delta =
-          at::zeros({B, 1, H, c.d_head}, at::TensorOptions().dtype(model.dtype()).device(model.device()))
-              .requires_grad_(true);  // [batch, 1, head, d_head]
-      Intervention iv;
-      iv.site = attnZ(l);
-      iv.positions = {-1};
-      iv.op = InterventionOp::Add;
-      iv.tensor = delta;
-      req.interventions.push_back(iv);
+      req.interventions.push_back(zg.interventions[static_cast<size_t>(l - first)]);
       req.capture.insert(attnZ(l));
-      probes.push_back(delta);
     }
     const RunResult r = model.run(req);
     const at::Tensor logits = r.logits.select(1, -1).to(at::kFloat);  // [batch, vocab]
