@@ -45,8 +45,7 @@ bool isJsonFile(const std::string& path) {
 RunRecord readRunJson(const std::string& path, const std::string& runId) {
   RunRecord r;
   r.run = withContext(path, [&] { return readJsonFile(path, json_limits::session()).get<AnalysisRun>(); });
-  if (!runId.empty() && runId != r.run.id)
-    fail(path, ": holds run ", r.run.id, ", not ", runId);
+  if (!runId.empty() && runId != r.run.id) fail(path, ": holds run ", r.run.id, ", not ", runId);
   r.model = r.run.provenance.model;
   return r;
 }
@@ -71,7 +70,8 @@ RunRecord readSessionRun(const std::string& path, const std::string& runId) {
 void rerun(RerunArgs a) {
   const RunRecord rec = isJsonFile(a.record) ? readRunJson(a.record, a.run) : readSessionRun(a.record, a.run);
   const MethodInfo& m = requireMethod(rec.run.method);
-  if (m.imported) fail(a.record, ": run ", rec.run.id, " was imported (", m.name, "), not computed; nothing to rerun");
+  if (m.imported)
+    fail(a.record, ": run ", rec.run.id, " was imported (", m.name, "), not computed; nothing to rerun");
   // The record's options: those of the method's table, the task apart; anything else means the record
   // was made by a build whose options differ, and is named rather than dropped.
   for (const auto& [key, value] : rec.run.options.items())

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "man_page.h"
-#include "util/user_message.h"
 #include "util/file_text.h"
+#include "util/user_message.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -101,7 +101,8 @@ enum class InterventionKind {
 const char* kindKey(InterventionKind k);
 // The inverse; throws hs::Error naming an unknown kind.
 InterventionKind parseInterventionKind(const std::string& key);
-QString kindLabel(InterventionKind k);  // "zero-ablate", "mean-ablate (corpus mean)", "patch from clean", "steer"
+// "zero-ablate", "mean-ablate (corpus mean)", "patch from clean", "steer"
+QString kindLabel(InterventionKind k);
 inline constexpr InterventionKind kInterventionKinds[] = {
     InterventionKind::ZeroAblate, InterventionKind::MeanAblate, InterventionKind::PatchClean,
     InterventionKind::Steer};

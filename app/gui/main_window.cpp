@@ -570,7 +570,8 @@ void MainWindow::buildRunMenu() {
     auto* a = run->addAction(QString::fromStdString(method.title) + "…");
     a->setObjectName("run:" + m);
     a->setToolTip(QString::fromStdString(method.description));
-    if (!method.gui.shortcut.empty()) a->setShortcut(QKeySequence(QString::fromStdString(method.gui.shortcut)));
+    if (!method.gui.shortcut.empty())
+      a->setShortcut(QKeySequence(QString::fromStdString(method.gui.shortcut)));
     connect(a, &QAction::triggered, this, [this, m] {
       std::unique_ptr<MethodDialog> d(createMethodDialog(m));
       if (d && d->exec() == QDialog::Accepted) runAnalysis(m, d->options());
@@ -881,7 +882,8 @@ void MainWindow::runStartAnalyses() {
       const MethodInfo* m = findMethod(method.toStdString());
       if (!m) continue;
       const bool taskVector = m->gui.start_on_open_task;
-      if (m->gui.start_on_toy_only && !toy) continue;  // minutes to hours on a real model: the Run menu has it
+      // Minutes to hours on a real model: the Run menu has it.
+      if (m->gui.start_on_toy_only && !toy) continue;
       const nlohmann::json task = taskVector ? taskVectorStartTask() : taskSpecToJson(taskDock_->spec());
       // A start analysis that cannot run on this task is skipped with a line in the log, not a dialog.
       QString why = taskProblem(method, taskSpecFromJson(task));

@@ -56,8 +56,9 @@ OutputsTab::OutputsTab(QWidget* parent) : QWidget(parent) {
   meaning_->setWordWrap(true);
   rl->addWidget(meaning_);
   stack_ = new QStackedWidget;
-  hint_ = new QLabel(tr("Every curve and table of the session's runs is listed on the left; grids are on the "
-                        "Heads tab. Run an analysis to fill this."));
+  hint_ =
+      new QLabel(tr("Every curve and table of the session's runs is listed on the left; grids are on the "
+                    "Heads tab. Run an analysis to fill this."));
   hint_->setAlignment(Qt::AlignCenter);
   hint_->setWordWrap(true);
   hint_->setStyleSheet("color:#777; border:1px dashed #bbb; font-size:13px");

@@ -64,8 +64,9 @@ MethodInfo geometryMethod() {
       {OutputSpec::Kind::Curve, "geometry.alignment", "layer → ‖P h‖/‖h‖",
        "alignment with the label subspace"},
       {OutputSpec::Kind::Curve, "geometry.logit_diff", "layer → logit", "correct label vs the others"},
-      {OutputSpec::Kind::Table, "geometry.projection", "x, y", "2-D projection of the hidden states at one layer",
-       "Geometry", "Last-position states on the task subspace"},
+      {OutputSpec::Kind::Table, "geometry.projection", "x, y",
+       "2-D projection of the hidden states at one layer", "Geometry",
+       "Last-position states on the task subspace"},
       {OutputSpec::Kind::Tensor, "coordinates", "", "[prompts, 2] the projection"},
       {OutputSpec::Kind::Tensor, "directions", "", "[2, d_model] the principal directions"},
   };

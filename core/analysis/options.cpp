@@ -145,7 +145,9 @@ std::string OptionSpec::cliFlag() const {
   return "--" + f;
 }
 
-std::string OptionSpec::cliAlias() const { return flag.empty() ? std::string() : "--" + flag; }
+std::string OptionSpec::cliAlias() const {
+  return flag.empty() ? std::string() : "--" + flag;
+}
 
 std::string OptionSpec::defaultText() const {
   return optionText(*this, default_value);
