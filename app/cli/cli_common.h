@@ -75,6 +75,10 @@ void buildCli(CLI::App& app);
 // one flag per option of its record (--key-with-dashes, the default and range in --help), --out, --json,
 // --run-id; the callback loads the model, runs the method through the registry and writes the run.
 CLI::App* addMethodCommand(CLI::App& app, const MethodInfo& method);
+// An option's help line with its range (what --help shows beside the default).
+std::string helpOf(const OptionSpec& o);
+// The placeholder --help and the man page show for an option's value ("INT", "REAL", ...; "" for a Bool).
+const char* optionTypeName(OptionType t);
 
 // Each command file registers its subcommand.
 void addInfoCommand(CLI::App& app);

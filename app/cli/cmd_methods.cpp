@@ -24,35 +24,6 @@ struct MethodCommandState {
   std::map<std::string, CLI::Option*> given;
 };
 
-std::string helpOf(const OptionSpec& o) {
-  std::string h = o.help;
-  if (!o.rangeText().empty() && o.type != OptionType::Choice) h += "; range " + o.rangeText();
-  return h;
-}
-
-// The placeholder --help shows for a value of this type.
-const char* typeName(OptionType t) {
-  switch (t) {
-    case OptionType::Int:
-      return "INT";
-    case OptionType::Real:
-      return "REAL";
-    case OptionType::Text:
-      return "TEXT";
-    case OptionType::Choice:
-      return "CHOICE";
-    case OptionType::File:
-      return "FILE";
-    case OptionType::IntList:
-      return "INTS";
-    case OptionType::HeadList:
-      return "L.H,...";
-    case OptionType::Bool:
-      return "";
-  }
-  return "";
-}
-
 // The options given on the command line as JSON (the rest take the record's defaults in runMethod).
 nlohmann::json givenOptions(const MethodInfo& m, const MethodCommandState& st) {
   nlohmann::json j = nlohmann::json::object();
@@ -83,6 +54,34 @@ void runCommand(const MethodCommandState& st) {
 
 }  // namespace
 
+std::string helpOf(const OptionSpec& o) {
+  std::string h = o.help;
+  if (!o.rangeText().empty() && o.type != OptionType::Choice) h += "; range " + o.rangeText();
+  return h;
+}
+
+const char* optionTypeName(OptionType t) {
+  switch (t) {
+    case OptionType::Int:
+      return "INT";
+    case OptionType::Real:
+      return "REAL";
+    case OptionType::Text:
+      return "TEXT";
+    case OptionType::Choice:
+      return "CHOICE";
+    case OptionType::File:
+      return "FILE";
+    case OptionType::IntList:
+      return "INTS";
+    case OptionType::HeadList:
+      return "L.H,...";
+    case OptionType::Bool:
+      return "";
+  }
+  return "";
+}
+
 CLI::App* addMethodCommand(CLI::App& app, const MethodInfo& m) {
   auto st = std::make_shared<MethodCommandState>();
   st->method = m.name;
@@ -103,7 +102,7 @@ CLI::App* addMethodCommand(CLI::App& app, const MethodInfo& m) {
       const std::string negated = value ? ",!--no-" + o.cliFlag().substr(2) : "";
       opt = cmd->add_flag(names + negated, value, helpOf(o))->default_str(value ? "true" : "false");
     } else {
-      opt = cmd->add_option(names, st->text[o.key], helpOf(o))->type_name(typeName(o.type));
+      opt = cmd->add_option(names, st->text[o.key], helpOf(o))->type_name(optionTypeName(o.type));
       const std::string def = o.defaultText();
       opt->default_str(def.empty() ? "none" : def);
       if (o.type == OptionType::Choice) opt->check(CLI::IsMember(o.check.choices));

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "analysis/registry.h"
+#include "cli_common.h"
 #include "util/error.h"
 
 namespace hs::cli {
@@ -27,31 +28,13 @@ std::string roff(const std::string& text) {
   return out;
 }
 
-// The placeholder of a value in the option's line (what --help shows as its type).
+// The placeholder of a value in the option's line: --help's, a Choice's choices spelled out.
 std::string valueName(const OptionSpec& o) {
-  switch (o.type) {
-    case OptionType::Int:
-      return "N";
-    case OptionType::Real:
-      return "X";
-    case OptionType::Text:
-      return "TEXT";
-    case OptionType::Choice: {
-      std::string c;
-      for (const std::string& s : o.check.choices)
-        c += (c.empty() ? "" : "|") + s;
-      return c;
-    }
-    case OptionType::File:
-      return "FILE";
-    case OptionType::IntList:
-      return "N,N,...";
-    case OptionType::HeadList:
-      return "L.H,...";
-    case OptionType::Bool:
-      return "";
-  }
-  return "";
+  if (o.type != OptionType::Choice) return optionTypeName(o.type);
+  std::string c;
+  for (const std::string& s : o.check.choices)
+    c += (c.empty() ? "" : "|") + s;
+  return c;
 }
 
 void writeOption(std::ostringstream& s, const OptionSpec& o) {
@@ -64,11 +47,8 @@ void writeOption(std::ostringstream& s, const OptionSpec& o) {
     s << ".B " << flags << "\n";
   else
     s << ".BI \"" << flags << "\" \" " << roff(valueName(o)) << "\"\n";
-  std::string help = o.help;
   const std::string def = o.defaultText();
-  help += " (default " + (def.empty() ? std::string("none") : def);
-  if (!o.rangeText().empty() && o.type != OptionType::Choice) help += "; range " + o.rangeText();
-  help += ")";
+  const std::string help = helpOf(o) + " (default " + (def.empty() ? std::string("none") : def) + ")";
   s << roff(help) << "\n";
 }
 

@@ -6,7 +6,6 @@
 #include <QElapsedTimer>
 #include <QRegularExpression>
 
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -22,6 +21,7 @@
 #include "model/load/silent_heads.h"
 #include "model/thread_policy.h"
 #include "results/results_json.h"
+#include "results/table_columns.h"
 #include "util/error.h"
 #include "util/user_message.h"
 
@@ -524,9 +524,9 @@ void EngineWorker::evaluate(const QString& taskJson, const std::vector<Intervent
       if (t.id == "evaluate.prompts") {
         // By column name: the table's columns are the method's to order.
         auto column = [&](const char* name) {
-          const auto it = std::find(t.columns.begin(), t.columns.end(), name);
-          if (it == t.columns.end()) fail("evaluate.prompts has no column ", name);
-          return static_cast<size_t>(it - t.columns.begin());
+          const int c = columnIndex(t, name);
+          if (c < 0) fail("evaluate.prompts has no column ", name);
+          return static_cast<size_t>(c);
         };
         const size_t set = column("set"), query = column("query"), answer = column("answer"),
                      before = column("prediction"), after = column("prediction_after"),

@@ -16,14 +16,15 @@
 #include "head_grid_view.h"
 #include "plot_style.h"
 #include "qcustomplot_include.h"
+#include "results/table_columns.h"
 
 namespace hs::gui {
 
 namespace {
+// The first of `names` the table has as a column, or -1.
 int columnOf(const Table& t, std::initializer_list<const char*> names) {
   for (const char* n : names)
-    for (size_t c = 0; c < t.columns.size(); ++c)
-      if (t.columns[c] == n) return static_cast<int>(c);
+    if (const int c = columnIndex(t, n); c >= 0) return c;
   return -1;
 }
 }  // namespace

@@ -38,6 +38,7 @@
 #include "model/load/model_loader.h"
 #include "model/mlp.h"
 #include "results/results_json.h"
+#include "results/table_columns.h"
 #include "session/session.h"
 #include "test_paths.h"
 
@@ -84,8 +85,7 @@ const hs::Table& tableOf(const hs::AnalysisRun& run, const std::string& id) {
 
 // A numeric cell of the table row whose first cell is `row`.
 double cell(const hs::Table& t, const std::string& row, const std::string& column) {
-  const size_t col =
-      static_cast<size_t>(std::find(t.columns.begin(), t.columns.end(), column) - t.columns.begin());
+  const size_t col = static_cast<size_t>(hs::columnIndex(t, column));  // a missing column: at() throws
   for (const auto& r : t.rows)
     if (r.at(0).get<std::string>() == row) return r.at(col).get<double>();
   return std::nan("");
