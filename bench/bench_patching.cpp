@@ -47,8 +47,8 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/attribution.h"
-#include "analysis/patching.h"
+#include "analysis/toolkit/attribution_patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "model/io/safetensors.h"
 #include "model/onednn_gemm.h"
 #include "model/thread_policy.h"

@@ -50,7 +50,7 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "bench_util.h"
 #include "model/load/model_loader.h"
 #include "model/onednn_gemm.h"

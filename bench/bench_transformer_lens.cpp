@@ -46,7 +46,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "model/io/safetensors.h"
 #include "model/load/model_loader.h"
 #include "model/thread_policy.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "model/hooks.h"
 #include "model/transformer.h"
 

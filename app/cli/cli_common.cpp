@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "model/compute_dtype.h"
 #include "results/results_json.h"
 #include "session/model_identity.h"

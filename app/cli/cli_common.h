@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of the headscope-cli commands: loading, parsing lists, printing JSON. buildCli adds every
 // command to an app: the tools (info, tokenize, logits, generate, train-toy, eval-toy, export) and one
-// command per analysis method of the registry (core/analysis/registry.h), generated from its record.
+// command per analysis method of the registry (core/analysis/framework/registry.h), generated from its record.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/analysis_context.h"
-#include "analysis/analysis_output.h"
-#include "analysis/icl_task.h"
-#include "analysis/registry.h"
+#include "analysis/framework/analysis_context.h"
+#include "analysis/framework/analysis_output.h"
+#include "tasks/icl_task.h"
+#include "analysis/framework/registry.h"
 #include "model/load/model_loader.h"
 
 namespace hs::cli {

@@ -10,6 +10,7 @@
 #include "model/onednn_gemm.h"
 #include "model/thread_policy.h"
 #include "results/results_json.h"
+#include "tasks/toy_vocabulary.h"
 #include "util/error.h"
 
 namespace hs::cli {
@@ -123,6 +124,8 @@ void addInfoCommand(CLI::App& app) {
         {"files", probe.files},
         {"tokenizer", tokenizer},
         {"silent_heads", silent},
+        // The toy world's vocabulary: methods use their toy defaults (tasks/toy_vocabulary.h).
+        {"toy_vocabulary", isToyVocabulary(c.vocab_size, m.tokenizer.get())},
         {"notes", notes},
     };
     printJson(j);

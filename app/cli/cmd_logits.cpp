@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "analysis/head_toolkit.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "cli_common.h"
 #include "util/error.h"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "cli_common.h"
 #include "util/error.h"
 

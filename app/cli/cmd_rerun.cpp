@@ -9,8 +9,8 @@
 
 #include <memory>
 
-#include "analysis/icl_task.h"
-#include "analysis/registry.h"
+#include "tasks/icl_task.h"
+#include "analysis/framework/registry.h"
 #include "cli_common.h"
 #include "results/results_json.h"
 #include "session/session.h"

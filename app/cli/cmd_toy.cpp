@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "analysis/head_toolkit.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "cli_common.h"
 #include "tasks/toy/world.h"
 #include "train/numeric_kernels.h"

@@ -1,6 +1,7 @@
 // headscope-cli: JSON on stdout, messages on stderr; exit 0 on success, 1 with "error: ..." otherwise.
 #include <iostream>
 
+#include "../common/data_roots.h"
 #include "cli_common.h"
 #include "model/blas_buffers.h"
 #include "model/io/mapped_file.h"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   }
   // A model file truncated on disk while mapped: one line naming it and exit 1, not a SIGBUS.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Exit);
+  hs::useAppDataRoots();  // where empty shared-data options look (common/data_roots.h)
   CLI::App app{"HeadScope command line: load checkpoints, tokenize, run and intervene on transformer heads",
                "headscope-cli"};
   app.set_version_flag("--version", std::string("headscope-cli ") + HEADSCOPE_VERSION);

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "cli_common.h"
 #include "util/error.h"
 

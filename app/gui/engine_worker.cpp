@@ -10,11 +10,10 @@
 #include <optional>
 #include <tuple>
 
-#include "analysis/evaluate.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_task.h"
-#include "analysis/logit_attribution.h"
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
+#include "analysis/methods/evaluate.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/logit_attribution.h"
 #include "model/device_map.h"
 #include "model/io/mapped_file.h"
 #include "model/load/model_loader.h"
@@ -22,6 +21,8 @@
 #include "model/thread_policy.h"
 #include "results/results_json.h"
 #include "results/table_columns.h"
+#include "tasks/icl_task.h"
+#include "tasks/toy_vocabulary.h"
 #include "util/error.h"
 #include "util/user_message.h"
 
@@ -171,6 +172,9 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
     for (const auto& f : m->files)
       info.files << QString::fromStdString(f);
     info.silent = silentHeads(m->model->weights(), c);
+    info.toyVocabulary = isToyVocabulary(c.vocab_size, m->tokenizer.get());
+    if (info.toyVocabulary)
+      info.notes << "toy vocabulary: the toy world's tasks and the methods' toy defaults apply";
     state_->label = path == "toy" ? "toy" : m->path;
     info.label = QString::fromStdString(state_->label);
     state_->model = std::move(m);

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "analysis/analysis_context.h"
-#include "analysis/icl_task.h"
+#include "analysis/framework/analysis_context.h"
+#include "tasks/icl_task.h"
 #include "gui_types.h"
 #include "model/intervention.h"
 
@@ -42,7 +42,7 @@ class EngineWorker : public QObject {
   void attentionPattern(const QString& text, int layer, int head,
                         const std::vector<hs::gui::InterventionEntry>& entries = {},
                         const QString& taskJson = {});
-  // Runs the method `method` of the registry (core/analysis/registry.h) on the task (TaskSpec JSON) with
+  // Runs the method `method` of the registry (core/analysis/framework/registry.h) on the task (TaskSpec JSON) with
   // `optionsJson` (checked against the method's options); the run gets the id `runId`.
   void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
                    const QString& runId);

@@ -5,7 +5,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 
 namespace hs::gui {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The glossary of every metric HeadScope shows: the terms of the field (TR ratio, AIE, α, ...) written
 // here, and every output every registered method declares (its id, unit and what a high value means,
-// from core/analysis/registry.h), so a new method's grids are explained without touching the GUI.
+// from core/analysis/framework/registry.h), so a new method's grids are explained without touching the GUI.
 #include <QString>
 
 #include <vector>

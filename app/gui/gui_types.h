@@ -29,6 +29,7 @@ struct ModelInfo {
   QStringList notes;
   QStringList files;            // every file read (weights, config, tokenizer), watched while loaded
   std::vector<HeadRef> silent;  // heads whose W_O is all zero (model/load/silent_heads.h)
+  bool toyVocabulary = false;   // the toy world's vocabulary (tasks/toy_vocabulary.h): the toy model
 };
 
 struct TopToken {
@@ -56,7 +57,8 @@ struct PromptView {
   std::vector<std::vector<double>> lensAnswerProb;       // [layer][pos] its probability (as lensGrid)
   std::vector<std::vector<double>> cleanLensAnswerProb;  // [layer][pos] the same without interventions
   std::vector<std::vector<double>> lensCleanTopProb;     // [layer][pos] p(cleanLensGrid's token), as lensGrid
-  // Direct logit attribution of the top token at N (analysis/logit_attribution.h), with the interventions.
+  // Direct logit attribution of the top token at N (analysis/toolkit/logit_attribution.h), with the
+  // interventions.
   int dlaToken = -1;
   QString dlaPiece;
   HeadGrid dlaHeads;           // [layers, heads] logit contributions
@@ -90,7 +92,8 @@ struct TaskPreview {
   QString error;             // set when the task cannot be built (nothing else is then)
 };
 
-// What the Interventions dock does to a head (the `evaluate` method's options, core/analysis/evaluate.h).
+// What the Interventions dock does to a head (the `evaluate` method's options,
+// core/analysis/methods/evaluate.h).
 enum class InterventionKind {
   ZeroAblate,  // hook_z at every position ← 0
   MeanAblate,  // hook_z at every position ← the head's mean
@@ -107,7 +110,8 @@ inline constexpr InterventionKind kInterventionKinds[] = {
     InterventionKind::ZeroAblate, InterventionKind::MeanAblate, InterventionKind::PatchClean,
     InterventionKind::Steer};
 
-// Where a patch's value or a steering vector comes from (HeadVectorSource of core/analysis/evaluate.h).
+// Where a patch's value or a steering vector comes from (HeadVectorSource of
+// core/analysis/methods/evaluate.h).
 enum class VectorSource {
   CleanMean,  // the head's z at N averaged over the task's ICL prompts
   Mean,       // the head's mean over a neutral text corpus (MeanSource's default; steering only)

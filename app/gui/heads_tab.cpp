@@ -16,7 +16,7 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "eliding_label.h"
 #include "gui_types.h"
 #include "head_grid_view.h"

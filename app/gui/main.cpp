@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 
+#include "../common/data_roots.h"
 #include "dynamics_view.h"
 #include "evaluation_dock.h"
 #include "head_grid_view.h"
@@ -127,6 +128,7 @@ int main(int argc, char** argv) {
   }
   // A model file truncated on disk while mapped reads as zeros and fails the job instead of a crash.
   hs::installMappedFileFaultHandler(hs::MappedFileFaultMode::Recover);
+  hs::useAppDataRoots();  // where empty shared-data options look (common/data_roots.h)
   QApplication::setApplicationName("HeadScope");
   QApplication::setOrganizationName("HeadScope");
   QApplication::setApplicationVersion(HEADSCOPE_VERSION);

@@ -37,7 +37,7 @@
 #include <functional>
 #include <set>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "attention_tab.h"
 #include "dynamics_view.h"
 #include "engine_worker.h"
@@ -853,7 +853,7 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
   watchModelFiles(i);
   Q_EMIT modelReady();
   // The toy model speaks only the toy world: its prompt comes from the task.
-  const bool toy = i.path.contains("toy-icl");
+  const bool toy = i.toyVocabulary;
   promptFromTask_ = toy && (promptEdit_->text() == kDefaultPrompt || promptEdit_->text() == taskPrompt_);
   startPending_ = analyzeOnLoad_;
   requestPreview();
@@ -876,7 +876,7 @@ QStringList MainWindow::startAnalyses() const {
 
 void MainWindow::runStartAnalyses() {
   startPending_ = false;
-  const bool toy = info_.path.contains("toy-icl");
+  const bool toy = info_.toyVocabulary;
   {
     for (const QString& method : startAnalyses()) {
       const MethodInfo* m = findMethod(method.toStdString());

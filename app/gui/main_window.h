@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "analysis/icl_task.h"
+#include "tasks/icl_task.h"
 #include "gui_types.h"
 #include "plot_export.h"
 
@@ -98,7 +98,7 @@ class MainWindow : public QMainWindow {
   bool openSession(const QString& path);
   // Adds runs to the session without closing any (main_window_import.cpp): the runs of .hscope sessions
   // (the shipped published ones, `headscope-cli import-published` output, any session) and published
-  // result files or folders (core/analysis/published.h). A run whose id is taken gets the next free one.
+  // result files or folders (core/analysis/methods/published.h). A run whose id is taken gets the next free one.
   // False after one error message when a path cannot be read (then nothing is added).
   bool importRuns(const QStringList& paths);
   // The converted published sessions that ship with HeadScope (resources/published/*.hscope).

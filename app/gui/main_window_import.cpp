@@ -6,9 +6,9 @@
 #include <memory>
 #include <stdexcept>
 
-#include "analysis/analysis_output.h"
-#include "analysis/published.h"
-#include "analysis/registry.h"
+#include "analysis/framework/analysis_output.h"
+#include "analysis/methods/published.h"
+#include "analysis/framework/registry.h"
 #include "batch/merge.h"
 #include "main_window.h"
 #include "session_io.h"

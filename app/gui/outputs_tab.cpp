@@ -8,7 +8,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "curve_view.h"
 
 namespace hs::gui {

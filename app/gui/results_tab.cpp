@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <map>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "curve_view.h"
 #include "head_grid_view.h"
 #include "plot_style.h"

@@ -6,7 +6,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 
 namespace hs::gui {
 

@@ -1,7 +1,7 @@
 #include "session_io.h"
 
-#include "analysis/analysis_output.h"
-#include "analysis/registry.h"
+#include "analysis/framework/analysis_output.h"
+#include "analysis/framework/registry.h"
 #include "model/hooks.h"
 #include "session/session.h"
 #include "util/error.h"

@@ -17,7 +17,7 @@
 
 #include <filesystem>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "batch/merge.h"
 #include "head_grid_view.h"
 #include "session/session.h"

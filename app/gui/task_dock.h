@@ -4,7 +4,7 @@
 // and a live preview of the first ICL prompt with its token boundaries, ids and segment roles.
 #include <QWidget>
 
-#include "analysis/icl_task.h"
+#include "tasks/icl_task.h"
 #include "gui_types.h"
 
 class QComboBox;

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "session/sha256.h"
 #include "util/error.h"
 #include "util/file_text.h"

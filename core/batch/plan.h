@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/icl_task.h"
+#include "tasks/icl_task.h"
 
 namespace hs::batch {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "batch/text_file.h"
 #include "model/load/model_loader.h"
 #include "results/timestamp.h"

@@ -56,25 +56,40 @@ std::string csvNumber(double v) {
   return buf;
 }
 
-std::string gridToCsvWide(const HeadGrid& g) {
+namespace {
+
+std::string matrixToCsvWide(const Eigen::MatrixXd& m) {
   std::string s = "layer";
-  for (int h = 0; h < g.heads(); ++h)
+  for (Eigen::Index h = 0; h < m.cols(); ++h)
     s += ",h" + std::to_string(h);
   s += "\n";
-  for (int l = 0; l < g.layers(); ++l) {
+  for (Eigen::Index l = 0; l < m.rows(); ++l) {
     s += std::to_string(l);
-    for (int h = 0; h < g.heads(); ++h)
-      s += "," + csvNumber(g.values(l, h));
+    for (Eigen::Index h = 0; h < m.cols(); ++h)
+      s += "," + csvNumber(m(l, h));
     s += "\n";
   }
   return s;
 }
 
+}  // namespace
+
+std::string gridToCsvWide(const HeadGrid& g) {
+  return matrixToCsvWide(g.values);
+}
+
+std::string gridSeToCsvWide(const HeadGrid& g) {
+  if (!g.hasSe()) fail("grid ", g.id, ": has no standard errors");
+  return matrixToCsvWide(g.se);
+}
+
 std::string gridToCsvLong(const HeadGrid& g) {
-  std::string s = "layer,head,value\n";
+  const bool se = g.hasSe();
+  std::string s = se ? "layer,head,value,se\n" : "layer,head,value\n";
   for (int l = 0; l < g.layers(); ++l)
     for (int h = 0; h < g.heads(); ++h)
-      s += std::to_string(l) + "," + std::to_string(h) + "," + csvNumber(g.values(l, h)) + "\n";
+      s += std::to_string(l) + "," + std::to_string(h) + "," + csvNumber(g.values(l, h)) +
+           (se ? "," + csvNumber(g.se(l, h)) : std::string()) + "\n";
   return s;
 }
 
@@ -83,14 +98,22 @@ std::string curveToCsv(const Curve& c) {
     if (y.size() != c.x.size())
       fail("curve ", c.id, ": series ", id, " has ", y.size(), " values, expected ", c.x.size(),
            " (one per x)");
+  for (const SeriesInterval& iv : c.intervals)
+    if (iv.lo.size() != c.x.size() || iv.hi.size() != c.x.size())
+      fail("curve ", c.id, ": the interval of ", iv.series, " has ", iv.lo.size(), " / ", iv.hi.size(),
+           " values, expected ", c.x.size(), " (one per x)");
   std::string s = csvField(c.x_label.empty() ? "x" : c.x_label);
   for (const auto& [id, y] : c.series)
     s += "," + csvField(id);
+  for (const SeriesInterval& iv : c.intervals)
+    s += "," + csvField(iv.series + "_lo") + "," + csvField(iv.series + "_hi");
   s += "\n";
   for (size_t i = 0; i < c.x.size(); ++i) {
     s += csvNumber(c.x[i]);
     for (const auto& [id, y] : c.series)
       s += "," + csvNumber(y[i]);
+    for (const SeriesInterval& iv : c.intervals)
+      s += "," + csvNumber(iv.lo[i]) + "," + csvNumber(iv.hi[i]);
     s += "\n";
   }
   return s;
@@ -169,6 +192,7 @@ void renderRun(const AnalysisRun& run, const CsvExportOptions& options, std::vec
   };
   for (const auto& g : run.grids) {
     if (options.wide) add(g.id, ".csv", gridToCsvWide(g));
+    if (options.wide && g.hasSe()) add(g.id, ".se.csv", gridSeToCsvWide(g));
     if (options.long_form) add(g.id, ".long.csv", gridToCsvLong(g));
     if (options.json) add(g.id, ".json", gridToJsonText(g));
   }

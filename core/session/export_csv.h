@@ -5,8 +5,10 @@
 // CSV conventions
 // - Grids, wide form (the default): a header row "layer,h0,h1,...,h{H-1}", then one row per layer
 //   "l,v(l,0),...,v(l,H-1)" — the heatmap as a matrix.
-// - Grids, long form: header "layer,head,value", one row per head, layer-major.
-// - Curves: header "<x_label or x>,<series id>,...", one row per x value.
+// - Grids, long form: header "layer,head,value", one row per head, layer-major; with standard errors
+//   "layer,head,value,se". A grid with standard errors also gets them as a wide file "<...>.se.csv".
+// - Curves: header "<x_label or x>,<series id>,...", then "<series id>_lo,<series id>_hi" for every series
+//   with a 95 % interval; one row per x value.
 // - Tables: header of the column names, one row per table row.
 // - Numbers use the shortest decimal form that reads back to the same double; NaN is "NaN",
 //   infinities are "inf" and "-inf" (pandas reads all three). Text fields are quoted per RFC 4180
@@ -21,6 +23,7 @@ namespace hs {
 
 std::string gridToCsvWide(const HeadGrid& g);
 std::string gridToCsvLong(const HeadGrid& g);
+std::string gridSeToCsvWide(const HeadGrid& g);  // the standard errors in the wide form (throws without)
 std::string curveToCsv(const Curve& c);
 std::string tableToCsv(const Table& t);
 std::string csvNumber(double v);  // the number format above

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "analysis/batch_runner.h"
+#include "analysis/toolkit/prompt_batches.h"
 #include "tasks/toy/mixture.h"
 #include "util/error.h"
 #include "util/memory.h"

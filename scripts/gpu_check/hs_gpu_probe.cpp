@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "model/device_map.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analysis_context.h"
-#include "analysis/analysis_output.h"
-#include "analysis/icl_task.h"
+#include "analysis/framework/analysis_context.h"
+#include "analysis/framework/analysis_output.h"
+#include "tasks/icl_task.h"
 #include "results/results_json.h"
 #include "session/session.h"
 #include "test_paths.h"

@@ -29,10 +29,10 @@
 #include <map>
 #include <set>
 
-#include "analysis/ablation_curves.h"
-#include "analysis/dual_route.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/induction_run.h"
+#include "analysis/toolkit/ablation_curves.h"
+#include "analysis/methods/dual_route.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/methods/induction_run.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
@@ -77,7 +77,7 @@ class TestDualRoute : public QObject {
   void initTestCase() {
     toy_ = hs::loadModel("toy");
     QVERIFY(toy_.tokenizer);
-    QVERIFY(hs::isToyVocabulary(*toy_.model, toy_.tokenizer.get()));
+    QVERIFY(hs::isToyVocabulary(toy_.model->config().vocab_size, toy_.tokenizer.get()));
     QVERIFY(dir_.isValid());
     at::NoGradGuard noGrad;
     const hs::AnalysisContext ctx = hs::test::modelContext("toy");

@@ -7,9 +7,9 @@
 #include <ATen/Parallel.h>
 #include <QtTest>
 
-#include "analysis/evaluate.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_eval.h"
+#include "analysis/methods/evaluate.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"

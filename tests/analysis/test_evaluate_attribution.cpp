@@ -1,4 +1,4 @@
-// Direct logit attribution (analysis/logit_attribution.h) against the model's own numbers: the parts add
+// Direct logit attribution (analysis/toolkit/logit_attribution.h) against the model's own numbers: the parts add
 // up to the answer logit (RMSNorm and LayerNorm models, with biases and learned positions), each head's
 // part equals its hook_result written through the final norm's frozen scale (taken from ln_final), and an
 // ablated head contributes nothing. The `evaluate` method's statistics: the Wilson interval against
@@ -11,9 +11,9 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/evaluate.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/logit_attribution.h"
+#include "analysis/methods/evaluate.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/logit_attribution.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"
 

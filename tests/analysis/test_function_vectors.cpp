@@ -13,10 +13,10 @@
 
 #include <cmath>
 
-#include "analysis/function_vectors.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_task.h"
-#include "analysis/patching.h"
+#include "analysis/methods/function_vectors.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "tasks/icl_task.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"

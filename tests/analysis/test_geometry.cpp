@@ -15,9 +15,9 @@
 
 #include <cmath>
 
-#include "analysis/geometry.h"
-#include "analysis/label_projector.h"
-#include "analysis/tsla.h"
+#include "analysis/methods/geometry.h"
+#include "analysis/toolkit/label_projector.h"
+#include "analysis/methods/tsla.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "util/error.h"

@@ -1,4 +1,4 @@
-// The shared head operations (core/analysis/head_toolkit.h, batch_runner.h) against independent
+// The shared head operations (core/analysis/toolkit/head_toolkit.h, prompt_batches.h) against independent
 // computations: head interventions grouped per layer act like one intervention per head; mean head outputs
 // equal per-prompt unpadded forwards; the corpus mean is the mean over its windows; scoring teacher-forces
 // every answer token; random head sets are seeded, disjoint from what they exclude and complete; per-head
@@ -13,8 +13,8 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/batch_runner.h"
-#include "analysis/head_toolkit.h"
+#include "analysis/toolkit/prompt_batches.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "model/load/model_loader.h"
 #include "test_paths.h"
 #include "util/error.h"
@@ -200,7 +200,7 @@ class TestHeadToolkit : public QObject {
   // every window is toy tokens only, without classification or function episodes.
   void toyCorpusIsTheToyWorldsText() {
     const hs::LoadedModel toy = hs::loadModel("toy");
-    QVERIFY(hs::isToyVocabulary(*toy.model, toy.tokenizer.get()));
+    QVERIFY(hs::isToyVocabulary(toy.model->config().vocab_size, toy.tokenizer.get()));
     const hs::TokenSeqs w = hs::toyCorpusWindows(8, 128);
     QCOMPARE(w.size(), size_t(8));
     for (const auto& s : w) {

@@ -30,10 +30,10 @@
 #include <optional>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_eval.h"
-#include "analysis/ltv.h"
-#include "analysis/ltv_mechanism.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/icl_accuracy.h"
+#include "analysis/methods/ltv.h"
+#include "analysis/methods/ltv_mechanism.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "model/mlp.h"

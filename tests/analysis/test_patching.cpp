@@ -17,10 +17,10 @@
 #include <functional>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/attribution.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/patch_run.h"
-#include "analysis/patching.h"
+#include "analysis/toolkit/attribution_patching.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/methods/patch_method.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "test_paths.h"

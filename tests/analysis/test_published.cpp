@@ -1,4 +1,4 @@
-// Published results as runs (core/analysis/published.h) with the dual-route study's files in
+// Published results as runs (core/analysis/methods/published.h) with the dual-route study's files in
 // ../shared/data/published/dual_route:
 // - Llama-2-7b: one run holding the causal, attention and ordering grids at 32 × 32, each value the file's
 //   own, the paper's reference heads on top (concept (14, 1), token (16, 19)) and only 10 heads shared by the
@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/published.h"
-#include "analysis/registry.h"
+#include "analysis/methods/published.h"
+#include "analysis/framework/registry.h"
 #include "analysis_test_util.h"
 #include "results/checkpoint_series.h"
 #include "results/rank_stats.h"

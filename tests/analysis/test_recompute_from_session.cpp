@@ -9,8 +9,8 @@
 #include <QtTest>
 
 #include "../load/load_test_util.h"
-#include "analysis/function_vectors.h"
-#include "analysis/tsla.h"
+#include "analysis/methods/function_vectors.h"
+#include "analysis/methods/tsla.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "session/session.h"

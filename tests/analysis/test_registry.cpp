@@ -1,4 +1,4 @@
-// The method registry (core/analysis/registry.h) and the option tables (options.h): every built-in method
+// The method registry (core/analysis/framework/registry.h) and the option tables (options.h): every built-in method
 // is declared once and consistently; options are checked with messages naming the key; a method
 // registered at run time runs through runMethod into a stamped run that a saved session keeps, with the
 // method's record beside it.
@@ -9,11 +9,11 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/evaluate.h"
-#include "analysis/function_vectors.h"
-#include "analysis/ltv.h"
-#include "analysis/registry.h"
-#include "analysis/tsla.h"
+#include "analysis/methods/evaluate.h"
+#include "analysis/methods/function_vectors.h"
+#include "analysis/methods/ltv.h"
+#include "analysis/framework/registry.h"
+#include "analysis/methods/tsla.h"
 #include "session/session.h"
 #include "test_method.h"
 #include "util/error.h"

@@ -23,10 +23,10 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_task.h"
-#include "analysis/patching.h"
-#include "analysis/site.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "tasks/icl_task.h"
+#include "analysis/toolkit/patch_sweep.h"
+#include "analysis/methods/site.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"

@@ -37,10 +37,10 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/head_toolkit.h"
-#include "analysis/icl_eval.h"
-#include "analysis/label_projector.h"
-#include "analysis/tsla.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/icl_accuracy.h"
+#include "analysis/toolkit/label_projector.h"
+#include "analysis/methods/tsla.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"

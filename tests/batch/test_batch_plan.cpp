@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/registry.h"
+#include "analysis/framework/registry.h"
 #include "batch/merge.h"
 #include "batch/plan.h"
 #include "batch/runner.h"

@@ -20,8 +20,8 @@
 #include <regex>
 #include <sstream>
 
-#include "analysis/attribution.h"
-#include "analysis/patching.h"
+#include "analysis/toolkit/attribution_patching.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "cli_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"

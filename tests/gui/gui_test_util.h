@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "analysis/icl_task.h"
+#include "tasks/icl_task.h"
 #include "main_window.h"
 #include "task_dock.h"
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/head_toolkit.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "model/io/safetensors.h"
 #include "model/load/model_loader.h"
 #include "model/transformer.h"

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "analysis/icl_task.h"
+#include "tasks/icl_task.h"
 #include "model/io/mapped_file.h"
 #include "model/io/safetensors.h"
 #include "model/load/config_json.h"

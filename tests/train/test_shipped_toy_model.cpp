@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/induction_scores.h"
+#include "analysis/toolkit/induction_scores.h"
 #include "model/load/model_loader.h"
 #include "model/load/silent_heads.h"
 #include "results/rank_stats.h"

@@ -8,7 +8,7 @@
 
 #include <ATen/ATen.h>
 
-#include "analysis/analysis_context.h"
+#include "analysis/framework/analysis_context.h"
 #include "util/error.h"
 #include "util/user_message.h"
 
