@@ -12,7 +12,8 @@ Prints one JSON object: for every recomputed grid, {"max_abs_diff", "max_abs_val
 Definitions (docs/methods.md):
   TSLA  a = W_O[:, k·dh:(k+1)·dh] z_{l,k} at N; rows R = W_U[Y] (times the final norm's weight when the run's
         option final_norm is on); P the orthogonal projector onto span(R); d = R[y*] − mean_{y'≠y*} R[y'];
-        TR = mean over prompts of ‖P a‖, TL = mean of ⟨a, d⟩ / ‖P a‖ (0 when P a = 0).
+        the run's option score_definition "paper" (the default): TR = mean over prompts of ‖P a‖²,
+        TL = mean of ⟨a, d⟩ / ‖P a‖²; "norm": ‖P a‖ and ⟨a, d⟩ / ‖P a‖ (TL 0 when P a = 0).
   FV    z̄ = mean over the "clean" prompts of z at N; AIE(l, k) = mean over the "corrupt" prompts of
         P(answer | z_{l,k} at N ← z̄_{l,k}) − P(answer).
 """
@@ -86,6 +87,7 @@ def recompute_tsla(cfg, W, run):
     L, H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
     dh = cfg.get("head_dim") or cfg["hidden_size"] // H
     fold = bool(run["options"].get("final_norm", False))
+    squared = run["options"].get("score_definition", "paper") == "paper"
     U = unembedding(W)
     tr, tl = torch.zeros(L, H, dtype=F64), torch.zeros(L, H, dtype=F64)
     prompts = prompts_of(run, "icl")
@@ -104,8 +106,9 @@ def recompute_tsla(cfg, W, run):
             for h in range(H):
                 a = wo[:, h * dh:(h + 1) * dh] @ z[l, h]  # [d_model]
                 norm = (q.t() @ a).norm()
-                tr[l, h] += norm
-                tl[l, h] += (a @ d) / norm if norm > 0 else 0.0
+                score = norm * norm if squared else norm
+                tr[l, h] += score
+                tl[l, h] += (a @ d) / score if norm > 0 else 0.0
     return {"tsla.tr": tr / len(prompts), "tsla.tl": tl / len(prompts)}
 
 

@@ -63,9 +63,14 @@ const OptionTable<TslaOptions>& tslaOptionTable() {
         .add("ablation", &O::ablation, "how the selected heads are ablated in the ablation tables and curves",
              OptionCheck::oneOf({"zero", "mean", "both"}));
     addMeanSourceOptions(t, &O::mean);
-    t.add("final_norm", &O::final_norm,
-          "fold the final norm's weight into W_U for TR/TL and measure the per-layer curves on the "
-          "final-normed residual (what the logits read); off: raw W_U rows and raw residuals")
+    t.add("score_definition", &O::score_definition,
+          "TR and TL: paper = the paper's TR = ‖P a‖² and TL = ⟨a, d⟩ / ‖P a‖²; norm = ‖P a‖ and "
+          "⟨a, d⟩ / ‖P a‖ (the earlier variant)",
+          OptionCheck::oneOf({"paper", "norm"}))
+        .add("final_norm", &O::final_norm,
+             "fold the final norm's weight into W_U for TR/TL and measure the per-layer curves on the "
+             "final-normed residual (what the logits read); off (the paper's formula): raw W_U rows and raw "
+             "residuals")
         .add("eval_prompts", &O::eval_prompts,
              "held-out prompts (other queries of the task's split) for the ablation, perturbation and "
              "steering tables; -1: as many as analysed",
@@ -105,9 +110,10 @@ MethodInfo tslaMethod() {
   m.description =
       "Task Subspace Logit Attribution. Each head's write into the residual stream at the last prompt "
       "position is projected onto the label subspace spanned by the unembeddings of the task's label words "
-      "(open-ended tasks: the answers the prompt's demonstrations show). TR (task recognition) is the norm "
-      "of that projection: how much the head moves the prediction into the label set. TL (task learning) is "
-      "the projection's alignment with the correct label's direction: whether it picks the right label. The "
+      "(open-ended tasks: the answers the prompt's demonstrations show). TR (task recognition) is the "
+      "squared norm of that projection: how much the head moves the prediction into the label set. TL (task "
+      "learning) is the logit difference the head makes between the correct label and the others, divided "
+      "by its TR: whether it picks the right label. The "
       "top heads by TR, by TL and by induction score, and random heads, are ablated on held-out prompts "
       "(accuracy and TR ratio; as tables, as curves over the number of heads, and on prompts whose "
       "demonstration inputs are shuffled or whose labels are numbers), and used as steering vectors on "
@@ -116,8 +122,9 @@ MethodInfo tslaMethod() {
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.options = tslaOptionTable().specs();
   m.outputs = {
-      {OutputSpec::Kind::Grid, "tsla.tr", "norm", "how much the head writes into the label subspace"},
-      {OutputSpec::Kind::Grid, "tsla.tl", "logit / norm", "how much of that write points at the right label"},
+      {OutputSpec::Kind::Grid, "tsla.tr", "norm²", "how much the head writes into the label subspace"},
+      {OutputSpec::Kind::Grid, "tsla.tl", "logit / norm²",
+       "how much of that write points at the right label"},
       {OutputSpec::Kind::Grid, "tsla.induction", "attention", "prefix-matching (induction) score"},
       {OutputSpec::Kind::Grid, "tsla.attention_labels", "attention",
        "share of the last position's attention on the demonstrations' labels"},
@@ -138,7 +145,8 @@ MethodInfo tslaMethod() {
        "alignment per layer (baseline / −TR heads / −TL heads)", "Geometry",
        "Alignment with the task subspace per layer"},
       {OutputSpec::Kind::Curve, "tsla.logit_diff", "layer → logit",
-       "logit difference per layer (baseline / −TR heads / −TL heads)", "Geometry", "Logit difference per layer"},
+       "logit difference per layer (baseline / −TR heads / −TL heads)", "Geometry",
+       "Logit difference per layer"},
       {OutputSpec::Kind::Table, "tsla.overlap", "Jaccard, τ, ρ",
        "agreement of the TR, TL and induction rankings"},
   };
@@ -181,8 +189,14 @@ PromptLabels promptLabels(const IclTask& task, const std::vector<Prompt>& prompt
   return out;
 }
 
+TrTlDefinition trTlDefinition(const std::string& name) {
+  if (name == "paper") return TrTlDefinition::Paper;
+  if (name == "norm") return TrTlDefinition::Norm;
+  fail("tsla: score_definition \"", name, "\", expected paper or norm");
+}
+
 TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& projector,
-                      const std::vector<int>& gold) {
+                      const std::vector<int>& gold, TrTlDefinition definition) {
   if (headOutputs.dim() != 4) fail("TR/TL: head outputs must be [prompts, layers, heads, d_model]");
   const int64_t n = headOutputs.size(0), d = headOutputs.size(3);
   if (static_cast<int64_t>(gold.size()) != n)
@@ -198,18 +212,20 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& proje
   for (int64_t l = 0; l < L; ++l) {
     const at::Tensor pa = projector.project(headOutputs.select(1, l));  // [n, heads, d_model] P a
     const at::Tensor norm = pa.norm(2, -1);                             // [n, heads] ‖P a‖
+    // Paper: TR = ‖P a‖², TL = ⟨a, d⟩ / ‖P a‖²; Norm: ‖P a‖ and ⟨a, d⟩ / ‖P a‖.
+    const at::Tensor score = definition == TrTlDefinition::Paper ? norm * norm : norm;  // [n, heads]
     // ⟨a, d⟩ = ⟨P a, d⟩ because d lies in the label subspace; a head writing nothing there scores 0.
     const at::Tensor dot = (pa * dirs).sum(-1);  // [n, heads]
     const at::Tensor ratio =
-        at::where(norm > 0, dot / norm.clamp_min(1e-300), at::zeros_like(dot));  // [n, heads]
-    tr[l].copy_(norm.mean(0));
+        at::where(norm > 0, dot / score.clamp_min(1e-300), at::zeros_like(dot));  // [n, heads]
+    tr[l].copy_(score.mean(0));
     tl[l].copy_(ratio.mean(0));
   }
   return {toMatrix(tr), toMatrix(tl)};
 }
 
 TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, const PromptLabels& labels,
-                      bool foldFinalNorm) {
+                      bool foldFinalNorm, TrTlDefinition definition) {
   const int64_t n = headOutputs.size(0);
   if (static_cast<int64_t>(labels.sets.size()) != n)
     fail("TR/TL: ", labels.sets.size(), " label sets for ", n, " prompts");
@@ -217,7 +233,7 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, c
   for (const auto& [set, rows] : groupBySet(labels)) {
     const LabelProjector p(unembedRows(model, set, foldFinalNorm));
     const at::Tensor idx = at::tensor(rows, at::kLong);  // [group]
-    const TrTlScores s = trTlScores(headOutputs.index_select(0, idx), p, goldOf(labels, rows));
+    const TrTlScores s = trTlScores(headOutputs.index_select(0, idx), p, goldOf(labels, rows), definition);
     const double w = static_cast<double>(rows.size()) / static_cast<double>(n);  // means over all prompts
     sum.tr = sum.tr.size() ? Eigen::MatrixXd(sum.tr + w * s.tr) : Eigen::MatrixXd(w * s.tr);
     sum.tl = sum.tl.size() ? Eigen::MatrixXd(sum.tl + w * s.tl) : Eigen::MatrixXd(w * s.tl);

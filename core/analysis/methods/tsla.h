@@ -5,15 +5,17 @@
 // For every head (l, k) and ICL prompt, a = a_{l,k,N} is the head's write into the residual stream at
 // the last prompt position (headOutputsAtLast; through the attention post-norm at the run's activations
 // on OLMo-2). Y is the prompt's label set: the task's label words (classification) or, for an open-ended
-// task, the first tokens of the answers its demonstrations show plus the query's. With the projector P
-// onto span(W_U[Y]) (label_projector.h) and d_{y*} = W_U[y*] − mean_{y'≠y*} W_U[y'] for the gold label y*:
-//   TR(l, k) = mean over prompts of ‖P a‖₂             — how much the head writes into the label subspace;
-//   TL(l, k) = mean over prompts of ⟨a, d_{y*}⟩ / ‖P a‖₂ — how much of that write points at the right label.
-// This is the paper's definition (TR the projection's norm, not its square; TL's numerator the average
-// over y' ≠ y* of ⟨a, W_U[y*] − W_U[y']⟩, which is ⟨a, d_{y*}⟩). Since d_{y*} lies in the label subspace,
-// ⟨a, d⟩ = ⟨P a, d⟩ and |TL| ≤ ‖d‖; a head with P a = 0 contributes TL = 0 for that prompt.
-// final_norm: W_U's rows are folded with the final norm's weight (unembedRows(..., true)), and the
-// per-layer curves read the final-normed residual, so both measure what the logits read.
+// task, the first tokens of the answers its demonstrations show plus the query's. With the projector
+// P = W (WᵀW)⁻¹ Wᵀ onto span(W_U[Y]) (label_projector.h) and d_{y*} = W_U[y*] − mean_{y'≠y*} W_U[y'] for the
+// gold label y*, the paper's scores (score_definition "paper", the default; TrTlDefinition::Paper):
+//   TR(l, k) = mean over prompts of ‖P a‖₂²             — how much the head writes into the label subspace;
+//   TL(l, k) = mean over prompts of ⟨a, d_{y*}⟩ / ‖P a‖₂² — the logit difference it makes per unit of TR.
+// TL's numerator is Ave_{y'∈Y∖{y*}} aᵀ(W_U[y*] − W_U[y']) = ⟨a, d_{y*}⟩ (= ⟨P a, d_{y*}⟩: d lies in the label
+// subspace); a head with P a = 0 contributes TL = 0 for that prompt. score_definition "norm"
+// (TrTlDefinition::Norm) is the earlier variant: TR = mean ‖P a‖₂, TL = mean ⟨a, d_{y*}⟩ / ‖P a‖₂.
+// final_norm (off by default: the paper's raw W_U): W_U's rows are folded with the final norm's weight
+// (unembedRows(..., true)), and the per-layer curves read the final-normed residual, so both measure what
+// the logits read.
 //
 // The run ("tsla"), on `n` analysed ICL prompts and a held-out set of other queries (heldOutTask):
 //  grids   tsla.tr, tsla.tl; tsla.induction (prefix matching on random tokens from inductionTokenRange);
@@ -43,12 +45,12 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "analysis/toolkit/head_toolkit.h"
-#include "tasks/icl_task.h"
-#include "analysis/toolkit/label_projector.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/label_projector.h"
 #include "model/transformer.h"
 #include "results/results.h"
+#include "tasks/icl_task.h"
 
 namespace hs {
 
@@ -56,18 +58,19 @@ struct TslaOptions {
   double top_percent = 3.0;       // heads selected by TR / TL / induction / random (at least one)
   std::string ablation = "both";  // "zero", "mean" or "both"
   MeanSource mean;                // where mean ablation's means come from (a neutral corpus by default)
-  bool final_norm = true;         // fold the final norm into W_U; curves on the final-normed residual
-  int eval_prompts = -1;          // held-out prompts (other queries of the same split); -1 = as analysed
-  uint64_t random_seed = 1;       // the random head set and order, the input shuffles
-  int random_draws = 5;           // random head sets and orders (live heads), averaged in the tables
-  int induction_span = 20;        // induction scores: random tokens per copy
-  int induction_sequences = 16;   // induction scores: sequences
-  int steer_layer = -1;           // residual entering this layer is steered; -1 = n_layers / 2
-  double steer_scale = 1.0;       // scale of the steering vectors
-  bool curves = true;             // ablation curves over k
-  std::vector<int> curve_ks;      // their k; empty = 1, 2, 4, … up to half the heads
-  bool perturbation = true;       // the input-perturbation tables (classification tasks)
-  int batch = 16;                 // prompts per forward
+  std::string score_definition = "paper";  // TR / TL: "paper" (‖P a‖², ÷ ‖P a‖²) or "norm" (‖P a‖, ÷ ‖P a‖)
+  bool final_norm = false;       // fold the final norm into W_U; curves on the final-normed residual
+  int eval_prompts = -1;         // held-out prompts (other queries of the same split); -1 = as analysed
+  uint64_t random_seed = 1;      // the random head set and order, the input shuffles
+  int random_draws = 5;          // random head sets and orders (live heads), averaged in the tables
+  int induction_span = 20;       // induction scores: random tokens per copy
+  int induction_sequences = 16;  // induction scores: sequences
+  int steer_layer = -1;          // residual entering this layer is steered; -1 = n_layers / 2
+  double steer_scale = 1.0;      // scale of the steering vectors
+  bool curves = true;            // ablation curves over k
+  std::vector<int> curve_ks;     // their k; empty = 1, 2, 4, … up to half the heads
+  bool perturbation = true;      // the input-perturbation tables (classification tasks)
+  int batch = 16;                // prompts per forward
 };
 // The options as the registry declares them (keys, defaults, ranges, help).
 const OptionTable<TslaOptions>& tslaOptionTable();
@@ -87,16 +90,22 @@ struct PromptLabels {
 // of the prompt's demonstration answers and of its own answer, ascending.
 PromptLabels promptLabels(const IclTask& task, const std::vector<Prompt>& prompts);
 
+// Which TR / TL (option score_definition): Paper (TR = mean ‖P a‖², TL = mean ⟨a, d⟩ / ‖P a‖²) or Norm
+// (TR = mean ‖P a‖, TL = mean ⟨a, d⟩ / ‖P a‖).
+enum class TrTlDefinition { Paper, Norm };
+// "paper" / "norm" → the definition; other names are refused.
+TrTlDefinition trTlDefinition(const std::string& name);
+
 // TR and TL per head from head outputs a [prompts, layers, heads, d_model] and gold label indices.
 struct TrTlScores {
   Eigen::MatrixXd tr, tl;  // [layers, heads]
 };
 TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& projector,
-                      const std::vector<int>& gold);
+                      const std::vector<int>& gold, TrTlDefinition definition = TrTlDefinition::Paper);
 // The same with each prompt's own label set (prompts sharing a set share one projector); rows of W_U
 // folded with the final norm when foldFinalNorm.
 TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, const PromptLabels& labels,
-                      bool foldFinalNorm);
+                      bool foldFinalNorm, TrTlDefinition definition = TrTlDefinition::Paper);
 
 // Per-layer subspace geometry of last-position residuals h [prompts, layers, d_model]: mean over prompts
 // of ‖P h‖/‖h‖ (alignment) and ⟨h, d_{y*}⟩ (logit difference), one value per layer.

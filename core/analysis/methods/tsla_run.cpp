@@ -177,9 +177,15 @@ HeadScores trTlStage(const Transformer& model, const IclTask& task, const IclTas
   s.evalLabels = promptLabels(evalTask, evalTask.icl);
   s.a = headOutputsAtLast(model, tokenSeqs(task.icl), {}, subContext(ctx, 0.0, 0.08, "head outputs"),
                           opts.batch);  // [n, layers, heads, d_model]
-  const TrTlScores scores = trTlScores(s.a, model, s.labels, opts.final_norm);
-  s.tr = {"tsla.tr", "Task recognition ‖P a‖", "norm", scores.tr, prov};
-  s.tl = {"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / ‖P a‖", "logit / norm", scores.tl, prov};
+  // score_definition: the paper's squared projection (TR = ‖P a‖², TL divided by it) or the norm variant.
+  const TrTlDefinition definition = trTlDefinition(opts.score_definition);
+  const bool paper = definition == TrTlDefinition::Paper;
+  const TrTlScores scores = trTlScores(s.a, model, s.labels, opts.final_norm, definition);
+  const std::string norm = paper ? "‖P a‖²" : "‖P a‖";
+  s.tr = {"tsla.tr", "Task recognition " + norm + " (" + opts.score_definition + ")", paper ? "norm²" : "norm",
+          scores.tr, prov};
+  s.tl = {"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / " + norm + " (" + opts.score_definition + ")",
+          paper ? "logit / norm²" : "logit / norm", scores.tl, prov};
   return s;
 }
 
