@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QMenu>
+#include <QMetaMethod>
 #include <QMouseEvent>
 #include <QToolTip>
 
@@ -69,6 +70,7 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
       {MenuAction::PatchFromClean, tr("Patch from clean run")},
       {MenuAction::AddToSteering, tr("Add to steering set")},
       {MenuAction::ShowPattern, tr("Show attention pattern")},
+      {MenuAction::HeadCard, tr("Head card")},
   };
   for (const auto& [which, text] : entries) {
     QAction* action = menu_->addAction(text);
@@ -93,6 +95,13 @@ HeadGridView::HeadGridView(QWidget* parent) : QWidget(parent) {
       Q_EMIT showPattern(*menuHead_);
     } else if (!selection_.empty()) {
       Q_EMIT showPattern(selection_.front());
+    }
+  });
+  connect(menuAction(MenuAction::HeadCard), &QAction::triggered, this, [this] {
+    if (menuHead_) {
+      Q_EMIT headCardRequested(*menuHead_);
+    } else if (!selection_.empty()) {
+      Q_EMIT headCardRequested(selection_.front());
     }
   });
   updateMenuEnabled();
@@ -363,6 +372,9 @@ void HeadGridView::openMenu(const QPoint& plotPixel) {
   }
   updateMenuEnabled();
   if (selection_.empty() && !menuHead_) return;
+  // Views whose owner shows no head card offer none.
+  menuAction(MenuAction::HeadCard)
+      ->setVisible(isSignalConnected(QMetaMethod::fromSignal(&HeadGridView::headCardRequested)));
   menu_->popup(plot_->mapToGlobal(plotPixel));
 }
 

@@ -34,7 +34,7 @@ class HeadGridView : public QWidget {
   Q_OBJECT
  public:
   // The actions of the right-click menu, in menu order.
-  enum class MenuAction { ZeroAblate, MeanAblate, PatchFromClean, AddToSteering, ShowPattern };
+  enum class MenuAction { ZeroAblate, MeanAblate, PatchFromClean, AddToSteering, ShowPattern, HeadCard };
 
   explicit HeadGridView(QWidget* parent = nullptr);
   ~HeadGridView() override;
@@ -116,6 +116,7 @@ class HeadGridView : public QWidget {
   void patchFromClean(std::vector<hs::HeadRef> heads);
   void addToSteering(std::vector<hs::HeadRef> heads);
   void showPattern(hs::HeadRef head);
+  void headCardRequested(hs::HeadRef head);  // "Head card": everything known about the head
 
  private:
   void onMousePress(QMouseEvent* event);
