@@ -32,9 +32,20 @@ struct HeadGrid {
   std::string unit;        // e.g. "logit", "ΔP", "score"
   Eigen::MatrixXd values;  // [layers, heads]
   Provenance provenance;
+  // The standard error of each head's value ([layers, heads]; NaN where unknown), for a value that is a
+  // mean over prompts: sd / √n (results/intervals.h). Empty: the grid has none (a learned weight, an
+  // older session).
+  Eigen::MatrixXd se = Eigen::MatrixXd();
 
+  bool hasSe() const { return se.rows() == values.rows() && se.cols() == values.cols() && se.size() > 0; }
   int layers() const { return static_cast<int>(values.rows()); }
   int heads() const { return static_cast<int>(values.cols()); }
+};
+
+// The 95 % interval of every point of one series of a curve (NaN where unknown).
+struct SeriesInterval {
+  std::string series;          // the series id it belongs to
+  std::vector<double> lo, hi;  // [x.size()]
 };
 
 // One or more named series over a shared x axis (accuracy vs layer, ablation curves over k, ...).
@@ -43,6 +54,16 @@ struct Curve {
   std::vector<double> x;
   std::vector<std::pair<std::string, std::vector<double>>> series;  // (series id/label, y values [x.size()])
   Provenance provenance;
+  // Per-point 95 % intervals of some series (results/intervals.h: Wilson for a proportion, a bootstrap
+  // over prompts for a mean, the t interval over random draws). Series without one have none.
+  std::vector<SeriesInterval> intervals = {};
+
+  // The interval of series `id`, or nullptr.
+  const SeriesInterval* intervalOf(const std::string& id) const {
+    for (const SeriesInterval& i : intervals)
+      if (i.series == id) return &i;
+    return nullptr;
+  }
 };
 
 // A small table of named columns (metrics under interventions, top heads, ...).

@@ -78,6 +78,37 @@ json cellFromJson(const json& c) {
   return c;
 }
 
+// A [rows, cols] matrix as rows of doubles (doubleToJson).
+json matrixToJson(const Eigen::MatrixXd& m) {
+  json rows = json::array();
+  for (Eigen::Index l = 0; l < m.rows(); ++l) {
+    json row = json::array();
+    for (Eigen::Index h = 0; h < m.cols(); ++h)
+      row.push_back(doubleToJson(m(l, h)));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The inverse for `rows` already checked to hold L arrays; each must hold H entries.
+Eigen::MatrixXd matrixFromJson(const json& rows, int64_t L, int64_t H, const std::string& where,
+                               const std::string& key) {
+  for (int64_t l = 0; l < L; ++l) {
+    const json& row = rows[static_cast<size_t>(l)];
+    if (!row.is_array() || static_cast<int64_t>(row.size()) != H)
+      fail(where, ": ", key, " row ", l, " has ",
+           row.is_array() ? std::to_string(row.size()) : row.type_name(), " entries, expected ", H);
+  }
+  Eigen::MatrixXd m(L, H);  // [layers, heads]
+  for (int64_t l = 0; l < L; ++l) {
+    const json& row = rows[static_cast<size_t>(l)];
+    for (int64_t h = 0; h < H; ++h)
+      m(l, h) = doubleFromJson(row[static_cast<size_t>(h)],
+                               where + ": " + key + "[" + std::to_string(l) + "][" + std::to_string(h) + "]");
+  }
+  return m;
+}
+
 Provenance provenanceMember(const json& j, const std::string& where) {
   auto it = j.find("provenance");
   if (it == j.end() || it->is_null()) return {};
@@ -139,19 +170,14 @@ void from_json(const json& j, Provenance& p) {
 // HeadGrid
 
 void to_json(json& j, const HeadGrid& g) {
-  json rows = json::array();
-  for (Eigen::Index l = 0; l < g.values.rows(); ++l) {
-    json row = json::array();
-    for (Eigen::Index h = 0; h < g.values.cols(); ++h)
-      row.push_back(doubleToJson(g.values(l, h)));
-    rows.push_back(std::move(row));
-  }
+  json rows = matrixToJson(g.values);
   j = json{{"id", g.id},
            {"name", g.name},
            {"unit", g.unit},
            {"shape", {g.values.rows(), g.values.cols()}},
            {"values", std::move(rows)},
            {"provenance", g.provenance}};
+  if (g.hasSe()) j["se"] = matrixToJson(g.se);
 }
 
 void from_json(const json& j, HeadGrid& g) {
@@ -179,12 +205,12 @@ void from_json(const json& j, HeadGrid& g) {
       fail(where, ": values row ", l, " has ", row.is_array() ? std::to_string(row.size()) : row.type_name(),
            " entries, expected ", H, " (shape ", jsonExcerpt(shape), ")");
   }
-  g.values.resize(L, H);  // [layers, heads]
-  for (int64_t l = 0; l < L; ++l) {
-    const json& row = rows[static_cast<size_t>(l)];
-    for (int64_t h = 0; h < H; ++h)
-      g.values(l, h) = doubleFromJson(row[static_cast<size_t>(h)], where + ": values[" + std::to_string(l) +
-                                                                       "][" + std::to_string(h) + "]");
+  g.values = matrixFromJson(rows, L, H, where, "values");  // [layers, heads]
+  g.se = Eigen::MatrixXd();
+  if (auto it = j.find("se"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || static_cast<int64_t>(it->size()) != L)
+      fail(where, ": \"se\" is ", jsonExcerpt(*it), ", expected ", L, " rows of ", H, " (the values' shape)");
+    g.se = matrixFromJson(*it, L, H, where, "se");  // [layers, heads]
   }
   g.provenance = provenanceMember(j, where);
 }
@@ -203,6 +229,13 @@ void to_json(json& j, const Curve& c) {
            {"x", doublesToJson(c.x)},
            {"series", std::move(series)},
            {"provenance", c.provenance}};
+  if (!c.intervals.empty()) {
+    json intervals = json::array();
+    for (const SeriesInterval& i : c.intervals)
+      intervals.push_back(
+          json{{"series", i.series}, {"lo", doublesToJson(i.lo)}, {"hi", doublesToJson(i.hi)}});
+    j["intervals"] = std::move(intervals);
+  }
 }
 
 void from_json(const json& j, Curve& c) {
@@ -224,6 +257,21 @@ void from_json(const json& j, Curve& c) {
     if (y.size() != c.x.size())
       fail(sw, ": has ", y.size(), " y values, expected ", c.x.size(), " (one per x)");
     c.series.emplace_back(std::move(id), std::move(y));
+  }
+  c.intervals.clear();
+  for (const json& i : arrayMember(j, "intervals", where, false)) {
+    requireObject(i, where + ": interval entry");
+    SeriesInterval si;
+    si.series = stringMember(i, "series", where + ": interval entry", true);
+    const std::string iw = where + ": interval of " + si.series;
+    if (!seen.count(si.series)) fail(iw, ": no such series");
+    if (c.intervalOf(si.series)) fail(iw, ": appears twice");
+    si.lo = doublesFromJson(arrayMember(i, "lo", iw, true), iw + ": lo");
+    si.hi = doublesFromJson(arrayMember(i, "hi", iw, true), iw + ": hi");
+    if (si.lo.size() != c.x.size() || si.hi.size() != c.x.size())
+      fail(iw, ": has ", si.lo.size(), " lo and ", si.hi.size(), " hi values, expected ", c.x.size(),
+           " (one per x)");
+    c.intervals.push_back(std::move(si));
   }
   c.provenance = provenanceMember(j, where);
 }

@@ -3,9 +3,12 @@
 // the export folder all use exactly this form, so it is part of the file format: change it only
 // together with the session format_version.
 //
-//   HeadGrid:   {"id", "name", "unit", "shape": [L, H], "values": [[v00, v01, ...], ...], "provenance"}
+//   HeadGrid:   {"id", "name", "unit", "shape": [L, H], "values": [[v00, v01, ...], ...], "provenance"
+//               [, "se": [[...], ...] (per-head standard errors, the values' shape)]}
 //   Curve:      {"id", "name", "x_label", "y_label", "x": [...], "series": [{"id", "y": [...]}],
-//   "provenance"} Table:      {"id", "name", "columns": [...], "rows": [[...], ...], "provenance"}
+//               "provenance"[, "intervals": [{"series", "lo": [...], "hi": [...]}] (95 %, one per x)]}
+//   Table:      {"id", "name", "columns": [...], "rows": [[...], ...], "provenance"}
+//   ("se" and "intervals" are optional: files written before they existed read with none.)
 //   AnalysisRun:{"id", "method", "options", "provenance", "grids", "curves", "tables", "prompts", "tensors",
 //               "summary"} ("provenance" and "prompts" may be absent: runs written before they existed)
 //   PromptRecord: {"set", "ids": [...], "query_pos", "answer_ids": [...]}

@@ -245,7 +245,8 @@ class TestDualRoute : public QObject {
     ao.ks = {0, 2, 4};
     ao.mean_z = at::zeros({c.n_layers, c.n_heads, c.d_head});
     ao.mean_source = "zeros";
-    const hs::Curve cv = hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao);
+    const hs::Curve cv =
+        hs::ablationCurves(*toy_.model, task, {{"prefix_matching", {order}, "test"}}, ao).front();
     const std::vector<double>& y = cv.series.front().second;
     for (size_t i = 0; i < ao.ks.size(); ++i) {
       const std::vector<hs::HeadRef> heads(order.begin(), order.begin() + ao.ks[i]);
@@ -256,8 +257,8 @@ class TestDualRoute : public QObject {
           y[2]);
     // Without a mean there is no silent fallback to the task's own prompts.
     ao.mean_z = at::Tensor();
-    QVERIFY_THROWS_EXCEPTION(hs::Error,
-                             hs::ablationCurve(*toy_.model, task, {{"prefix_matching", order}}, ao));
+    QVERIFY_THROWS_EXCEPTION(
+        hs::Error, hs::ablationCurves(*toy_.model, task, {{"prefix_matching", {order}, "test"}}, ao));
   }
 
   // The toy model's default mean is its world's text: the all-position mean over toyCorpusWindows().
@@ -408,9 +409,9 @@ class TestDualRoute : public QObject {
   }
 
   void ablationCurvesPerOrdering() {
-    QCOMPARE(int(listTasks_.run.curves.size()), 4);
+    QCOMPARE(int(listTasks_.run.curves.size()), 16);  // 4 tasks x (top-1, top-5, top-10, p(answer))
     for (const hs::Curve& c : listTasks_.run.curves) {
-      QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 32}));  // the k grid capped at 4 x 8 heads
+      QVERIFY(c.x == (std::vector<double>{0, 1, 2, 4, 8, 16, 24, 32}));  // TOPKS capped at 4 x 8 heads
       QVERIFY(c.provenance.options.at("mean_source").get<std::string>().find("toy world") !=
               std::string::npos);
       QCOMPARE(int(c.series.size()), 4);
@@ -480,10 +481,101 @@ class TestDualRoute : public QObject {
     std::set<std::string> top8;
     for (const hs::HeadRef& h : hs::topHeads(*pm, 8))
       top8.insert(std::to_string(h.layer) + "." + std::to_string(h.head));
-    const QStringList rndHeads = QString::fromStdString(t->rows[2][1].get<std::string>()).split(',');
-    QCOMPARE(rndHeads.size(), 4);
-    for (const QString& h : rndHeads)
-      QVERIFY(!top8.count(h.toStdString()));
+    // Five draws of 4 live heads (issue 39), "a,b,c,d | ...".
+    const QStringList draws = QString::fromStdString(t->rows[2][1].get<std::string>()).split(" | ");
+    QCOMPARE(draws.size(), 5);
+    const std::vector<hs::HeadRef> live = hs::liveHeads(*toy_.model);
+    for (const QString& d : draws) {
+      const QStringList rndHeads = d.split(',');
+      QCOMPARE(rndHeads.size(), 4);
+      for (const QString& h : rndHeads) {
+        QVERIFY(!top8.count(h.toStdString()));
+        const hs::HeadRef ref{h.section('.', 0, 0).toInt(), h.section('.', 1, 1).toInt()};
+        QVERIFY2(std::find(live.begin(), live.end(), ref) != live.end(), qPrintable(h + " writes nothing"));
+      }
+    }
+    QCOMPARE(t->rows[2][6].get<int>(), 5);  // draws
+    QVERIFY(t->rows[2][4].get<double>() <= rnd && rnd <= t->rows[2][5].get<double>());
+  }
+
+  // The list-task curves as the official vocablist_ablation.py measures them (issue 39, items 1, 2, 7): per
+  // task top-1, top-5 and top-10 accuracy and the answer probability, each point with its 95 % interval;
+  // the default k are the official TOPKS capped by the heads; the random series is the mean of 5 random
+  // orders of the live heads; top-1 ≤ top-5 ≤ top-10.
+  void listTaskCurvesAsTheOfficialScript() {
+    QVERIFY(hs::InductionRunOptions{}.ks == (std::vector<int>{0,  1,  2,  4,  8,  16, 24,  32,  40,  48,
+                                                              56, 64, 72, 80, 88, 96, 128, 256, 512, 1024}));
+    QCOMPARE(hs::evalPrompts(hs::InductionRunOptions{}, false), 1024);  // the official --max_n
+    QCOMPARE(hs::evalPrompts(hs::InductionRunOptions{}, true), 64);
+    const hs::Curve* top1 = hs::test::findCurve(listTasks_.run, "dual_route.ablation.copy_random");
+    const hs::Curve* top5 = hs::test::findCurve(listTasks_.run, "dual_route.ablation_top5.copy_random");
+    const hs::Curve* top10 = hs::test::findCurve(listTasks_.run, "dual_route.ablation_top10.copy_random");
+    const hs::Curve* prob = hs::test::findCurve(listTasks_.run, "dual_route.ablation_prob.copy_random");
+    QVERIFY(top1 && top5 && top10 && prob);
+    QVERIFY(top1->x == (std::vector<double>{0, 1, 2, 4, 8, 16, 24, 32}));
+    for (const hs::Curve* c : {top1, top5, top10, prob}) {
+      QCOMPARE(c->intervals.size(), c->series.size());
+      for (const auto& [id, y] : c->series) {
+        const hs::SeriesInterval* iv = c->intervalOf(id);
+        QVERIFY2(iv, qPrintable(QString::fromStdString(c->id + " " + id)));
+        for (size_t i = 0; i < y.size(); ++i)
+          QVERIFY2(iv->lo[i] <= y[i] + 1e-12 && y[i] <= iv->hi[i] + 1e-12 && iv->lo[i] >= 0 && iv->hi[i] <= 1,
+                   qPrintable(QString("%1 %2 k=%3")
+                                  .arg(QString::fromStdString(c->id), QString::fromStdString(id))
+                                  .arg(c->x[i])));
+      }
+    }
+    for (size_t s = 0; s < top1->series.size(); ++s)
+      for (size_t i = 0; i < top1->x.size(); ++i)
+        QVERIFY(top1->series[s].second[i] <= top5->series[s].second[i] + 1e-12 &&
+                top5->series[s].second[i] <= top10->series[s].second[i] + 1e-12);
+    const nlohmann::json& src = top1->provenance.options.at("ordering_sources");
+    QCOMPARE(src.at("random").at("draws").get<int>(), 5);
+    // The random series at k = 4 is the mean over 5 random orders of the live heads.
+    const auto& orders =
+        top1->provenance.options.at("orderings").at("random").get<std::vector<hs::HeadRef>>();
+    const std::vector<hs::HeadRef> live = hs::liveHeads(*toy_.model);
+    for (size_t i = 0; i < live.size(); ++i)
+      QVERIFY(std::find(live.begin(), live.end(), orders[i]) != live.end());
+  }
+
+  // A published ordering (a list of [layer, head], best first, named after its file) orders the heads
+  // instead of the computed grids; a point equals the direct evaluation with that list's first k heads
+  // mean-ablated; a list naming a head outside the model is refused by name.
+  void listTasksTakeAPublishedOrdering() {
+    std::vector<hs::HeadRef> order = hs::topHeads(*findGrid(induction_.run, "induction.prefix_matching"), 32);
+    std::reverse(order.begin(), order.end());
+    const std::string path = dir_.filePath("fv.json").toStdString();
+    std::ofstream(path) << nlohmann::json(order).dump();
+    hs::InductionRunOptions o = smallRun();
+    o.orderings = path;
+    o.ks = {0, 4};
+    o.n_eval = 16;
+    o.random_draws = 2;
+    const hs::AnalysisOutput out =
+        hs::runListTasks(*toy_.model, toy_.tokenizer.get(), o, hs::test::modelContext("toy"));
+    const hs::Curve* c = hs::test::findCurve(out.run, "dual_route.ablation.copy_random");
+    QVERIFY(c);
+    QCOMPARE(c->series.size(), size_t(2));
+    QCOMPARE(c->series[0].first, std::string("fv"));
+    QCOMPARE(c->series[1].first, std::string("random"));
+    QCOMPARE(out.run.summary.at("orderings").at("fv").get<std::string>(), path);
+    for (const hs::PromptRecord& p : out.run.prompts)  // no grid was computed
+      QVERIFY2(p.set.rfind("ablation.", 0) == 0, p.set.c_str());
+    const hs::NextTokenTask task = hs::toyListTasks(hs::toy::ToyWorld::build(), 16, o.seed, o.shots).at(1);
+    QCOMPARE(task.id, std::string("copy_random"));
+    const at::Tensor mean = hs::meanZ(*toy_.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions);
+    const double want = hs::nextTokenAccuracy(
+        *toy_.model, task, hs::ablateHeads(std::vector<hs::HeadRef>(order.begin(), order.begin() + 4), mean));
+    QVERIFY2(std::abs(c->series[0].second[1] - want) < 1e-12,
+             qPrintable(QString("fv k=4: curve %1, direct %2").arg(c->series[0].second[1]).arg(want)));
+    std::ofstream(path) << "[[0, 0], [9, 1]]";
+    try {
+      hs::runListTasks(*toy_.model, toy_.tokenizer.get(), o, hs::test::modelContext("toy"));
+      QFAIL("a head outside the model was accepted");
+    } catch (const hs::Error& e) {
+      QVERIFY2(std::string(e.what()).find("9.1 is outside the model") != std::string::npos, e.what());
+    }
   }
 
   void tokenAndConceptCopyingDiffer() {
@@ -500,7 +592,7 @@ class TestDualRoute : public QObject {
     QVERIFY(cp);
     for (const auto& row : cp->rows) {
       double total = 0;
-      for (size_t c = 3; c < row.size(); ++c)
+      for (size_t c = 3; c < 7; ++c)  // the four outcome shares (their intervals follow)
         total += row[c].get<double>();
       QVERIFY(std::abs(total - 1.0) < 1e-9);  // every pair lands in exactly one outcome
       qInfo("concept patching %s: %s", row[0].get<std::string>().c_str(), nlohmann::json(row).dump().c_str());
@@ -595,7 +687,7 @@ class TestDualRoute : public QObject {
     }
     HS_RUN_CLI_ANALYSIS(o, "run", "list-tasks",
                         {"list-tasks", "toy", "--n", "4", "--n-eval", "16", "--seed", "5", "--ks", "0,2,8"});
-    QCOMPARE(o.run->curves.size(), size_t(4));
+    QCOMPARE(o.run->curves.size(), size_t(16));
     QVERIFY(o.run->curves.front().x == (std::vector<double>{0, 2, 8}));
     QCOMPARE(nlohmann::json(o.run->curves).dump(), nlohmann::json(o.written.curves).dump());
   }

@@ -13,9 +13,10 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/toolkit/prompt_batches.h"
 #include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/prompt_batches.h"
 #include "model/load/model_loader.h"
+#include "model/load/silent_heads.h"
 #include "test_paths.h"
 #include "util/error.h"
 
@@ -245,14 +246,16 @@ class TestHeadToolkit : public QObject {
 
   void headSets() {
     const std::set<hs::HeadRef> exclude = {{0, 0}, {1, 1}};
-    const auto a = hs::randomHeads(3, 4, 5, exclude, 9), b = hs::randomHeads(3, 4, 5, exclude, 9);
+    const std::vector<hs::HeadRef> all = hs::allHeads(3, 4);
+    const auto a = hs::randomHeads(all, 5, exclude, 9), b = hs::randomHeads(all, 5, exclude, 9);
     QCOMPARE(a, b);
     QCOMPARE(a.size(), size_t(5));
     QVERIFY(std::is_sorted(a.begin(), a.end()));
     for (const hs::HeadRef& h : a)
       QVERIFY(!exclude.count(h));
-    QCOMPARE(hs::randomHeads(3, 4, 50, exclude, 9).size(), size_t(10));  // the pool is smaller
-    auto order = hs::randomHeadOrder(3, 4, 2);
+    QCOMPARE(hs::randomHeads(all, 50, exclude, 9).size(), size_t(10));  // the pool is smaller
+    QVERIFY(hs::drawSeed(9, 0) == 9 && hs::drawSeed(9, 1) != hs::drawSeed(9, 2));
+    auto order = hs::randomHeadOrder(all, 2);
     QCOMPARE(order.size(), size_t(12));
     std::sort(order.begin(), order.end());
     QCOMPARE(std::set<hs::HeadRef>(order.begin(), order.end()).size(), size_t(12));
@@ -264,6 +267,31 @@ class TestHeadToolkit : public QObject {
       QCOMPARE(std::string(e.what()),
                std::string("evaluate: zero_ablate: head 3.0 is outside the model (3 layers x 4 heads: layers "
                            "0-2, heads 0-3)"));
+    }
+  }
+
+  // Random controls draw from the live heads only (issue 39, item 1): 14 of the toy model's 32 heads have
+  // an all-zero W_O, and ablating them is no control. liveHeads is the complement of silentHeads; random
+  // sets and the first 18 heads of every random order are live; many draws never pick a silent head.
+  void randomControlsDrawLiveHeads() {
+    const hs::LoadedModel toy = hs::loadModel("toy");
+    const hs::ModelConfig& c = toy.model->config();
+    const std::vector<hs::HeadRef> silent = hs::silentHeads(toy.model->weights(), c);
+    const std::vector<hs::HeadRef> live = hs::liveHeads(*toy.model);
+    QCOMPARE(silent.size(), size_t(14));
+    QCOMPARE(live.size(), size_t(18));
+    const std::set<hs::HeadRef> silentSet(silent.begin(), silent.end());
+    for (const hs::HeadRef& h : live)
+      QVERIFY2(!silentSet.count(h), qPrintable(QString("%1.%2 live and silent").arg(h.layer).arg(h.head)));
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      for (const hs::HeadRef& h : hs::randomHeads(live, 4, {}, seed))
+        QVERIFY(!silentSet.count(h));
+      const std::vector<hs::HeadRef> order = hs::randomLiveHeadOrder(*toy.model, seed);
+      QCOMPARE(order.size(), size_t(32));
+      QCOMPARE(std::set<hs::HeadRef>(order.begin(), order.end()).size(), size_t(32));
+      for (size_t i = 0; i < order.size(); ++i)
+        QVERIFY2(bool(silentSet.count(order[i])) == (i >= 18),
+                 qPrintable(QString("seed %1: head %2 of the order").arg(seed).arg(i)));
     }
   }
 

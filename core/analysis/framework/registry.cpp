@@ -1,6 +1,7 @@
 #include "analysis/framework/registry.h"
 
 #include "analysis/framework/data_roots.h"
+#include "analysis/framework/seeds.h"
 
 #include <algorithm>
 #include <deque>
@@ -50,6 +51,7 @@ std::deque<MethodInfo>& registryStore() {
   static std::deque<MethodInfo> all = [] {
     std::deque<MethodInfo> v;
     for (MethodInfo& m : builtinMethods()) {
+      addSeedDeclarations(m);
       checkRecord(m, v);
       v.push_back(std::move(m));
     }
@@ -121,6 +123,7 @@ const MethodInfo& requireMethod(const std::string& name) {
 void registerMethod(MethodInfo m) {
   std::lock_guard<std::mutex> lock(registryMutex());
   std::deque<MethodInfo>& all = registryStore();
+  addSeedDeclarations(m);
   checkRecord(m, all);
   all.push_back(std::move(m));
 }
@@ -148,7 +151,14 @@ AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nloh
     if (!why.empty()) fail(why);
   }
   ctx.checkCancelled();
-  AnalysisOutput out = m.run(in, resolved, ctx);
+  // The seeds options are the registry's (seeds.h): the method runs without them, once or per seed.
+  nlohmann::json methodOptions = resolved;
+  const int seeds = methodOptions.value("seeds", 1);
+  const int seedsTopK = methodOptions.value("seeds_top_k", 0);
+  methodOptions.erase("seeds");
+  methodOptions.erase("seeds_top_k");
+  AnalysisOutput out =
+      seeds > 1 ? runAcrossSeeds(m, in, methodOptions, seeds, seedsTopK, ctx) : m.run(in, methodOptions, ctx);
 
   renameRun(out, ctx.runId(m.name));
   out.run.method = m.name;

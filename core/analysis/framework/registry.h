@@ -105,10 +105,10 @@ const MethodInfo& requireMethod(const std::string& name);
 void registerMethod(MethodInfo m);
 
 // Runs `m`: resolves and checks `options`; for a method with a task, checks the task's kind (loading its
-// dataset) and that a tokenizer is there; runs; then stamps the output: run id ctx.runId(m.name) (tensors
-// renamed to match), method, options (the resolved ones plus "task"), and the run's provenance; every
-// grid, curve and table gets the run's provenance where it has none of its own (method, model, task,
-// seed, created filled in, its own options kept).
+// dataset) and that a tokenizer is there; runs (with seeds > 1 once per seed, seeds.h); then stamps the
+// output: run id ctx.runId(m.name) (tensors renamed to match), method, options (the resolved ones plus
+// "task"), and the run's provenance; every grid, curve and table gets the run's provenance where it has none
+// of its own (method, model, task, seed, created filled in, its own options kept).
 AnalysisOutput runMethod(const MethodInfo& m, const MethodInputs& in, const nlohmann::json& options,
                          const AnalysisContext& ctx);
 

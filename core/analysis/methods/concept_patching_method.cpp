@@ -12,7 +12,9 @@ const OptionTable<InductionRunOptions>& conceptPatchingOptionTable() {
     addDualRoutePromptOptions(
         t, "patched prompt pairs, and prompt pairs per copying score; 0 = 16 on the toy model", false, false);
     t.add("top_k", &O::top_k, "heads of each patched set", OptionCheck::atLeast(1))
-        .add("shots", &O::shots, "demonstrations of the translation prompts", OptionCheck::atLeast(0));
+        .add("shots", &O::shots, "demonstrations of the translation prompts", OptionCheck::atLeast(0))
+        .add("random_draws", &O::random_draws,
+             "random head sets (live heads) patched; their outcomes are pooled", OptionCheck::range(1, 1000));
     addGridsFromOption(t,
                        "run JSON files (--json of earlier dual-route runs, comma-separated) whose grids "
                        "dual_route.token_copying and dual_route.concept_copying choose the heads; the grids "
@@ -55,9 +57,10 @@ AnalysisOutput runConceptPatching(const Transformer& model, const Tokenizer* tok
 
   const OrderingGrids grids =
       orderingGrids(out, model, tok, setup, o, false, stage(ctx, 0, nStages, "copying scores"));
-  Table cp = conceptPatchingTable(model, toy::ToyWorld::build(), grids.concept_copying, grids.token_copying,
-                                  o.top_k, setup.options.n_prompts, o.seed, o.shots,
-                                  stage(ctx, 1, nStages, "concept patching"), &out.run.prompts);
+  Table cp =
+      conceptPatchingTable(model, toy::ToyWorld::build(), grids.concept_copying, grids.token_copying, o.top_k,
+                           setup.options.n_prompts, o.seed, o.shots,
+                           stage(ctx, 1, nStages, "concept patching"), &out.run.prompts, o.random_draws);
   cp.provenance.model = ctx.model_path;
   out.run.tables.push_back(cp);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <set>
@@ -263,6 +264,7 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
   const ModelConfig& c = model.config();
   HeadGrid g;
   g.values = Eigen::MatrixXd::Zero(c.n_layers, c.n_heads);
+  Eigen::MatrixXd squares = Eigen::MatrixXd::Zero(c.n_layers, c.n_heads);  // Σ score² over the prompts
   for (int i = 0; i < o.n_matching; ++i) {
     ctx.checkCancelled();
     const MatchingPrompt m = matchingPrompt(v, o, conceptRoute, i);
@@ -281,12 +283,19 @@ HeadGrid matchingScores(const Transformer& model, const DualRouteVocab& v, const
       const at::Tensor vw =
           valueWeightedAttention(pat.narrow(2, pat.size(2) - 1, 1), val);     // [1, head, 1, k]
       const at::Tensor toKey = vw.select(3, key).reshape({-1}).contiguous();  // [head]
-      for (int h = 0; h < c.n_heads; ++h)
-        g.values(l, h) += toKey[h].item<double>() / o.n_matching;
+      for (int h = 0; h < c.n_heads; ++h) {
+        const double x = toKey[h].item<double>();
+        g.values(l, h) += x / o.n_matching;
+        squares(l, h) += x * x;
+      }
     }
     ctx.report(double(i + 1) / o.n_matching,
                cat(conceptRoute ? "last" : "next", "-token matching: prompt ", i + 1, "/", o.n_matching));
   }
+  const double n = o.n_matching;  // se = sample sd / √n over the prompts
+  if (n > 1)
+    g.se =
+        ((squares - n * g.values.cwiseProduct(g.values)) / (n - 1)).cwiseMax(0.0).cwiseSqrt() / std::sqrt(n);
   g.provenance = provenanceOf(
       v, o, conceptRoute ? "dual-route matching (real words)" : "dual-route matching (random tokens)");
   g.provenance.n_prompts = o.n_matching;

@@ -354,8 +354,8 @@ nlohmann::json randomControlSummary(const std::vector<double>& drawAccuracy, int
           {"pool", "live heads (non-zero W_O) outside the chosen ones"},
           {"accuracy", doubleToJson(mean)},
           {"accuracy_sd", doubleToJson(s.sd)},
-          {"mean_lo", doubleToJson(s.lo)},
-          {"mean_hi", doubleToJson(s.hi)},
+          {"mean_lo", doubleToJson(std::isfinite(s.lo) ? std::max(0.0, s.lo) : s.lo)},
+          {"mean_hi", doubleToJson(std::isfinite(s.hi) ? std::min(1.0, s.hi) : s.hi)},
           {"accuracy_lo", doubleToJson(quantile(drawAccuracy, 0.025))},
           {"accuracy_hi", doubleToJson(quantile(drawAccuracy, 0.975))}};
 }

@@ -14,6 +14,7 @@
 #include "analysis/toolkit/head_toolkit.h"
 #include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/toolkit/patch_sweep.h"
+#include "results/intervals.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "util/error.h"
@@ -209,6 +210,8 @@ Curve accuracyCurve(const FvAccuracy& a, const Provenance& prov) {
   curve.series = {{"fv", a.fv},
                   {"zero_shot", std::vector<double>(a.layers.size(), a.zero_shot.accuracy)},
                   {"icl", std::vector<double>(a.layers.size(), a.icl.accuracy)}};
+  addWilsonIntervals(curve, a.zero_shot.n, {"fv", "zero_shot"});  // 95 %, over the evaluated prompts
+  addWilsonIntervals(curve, a.icl.n, {"icl"});
   curve.provenance = prov;
   return curve;
 }

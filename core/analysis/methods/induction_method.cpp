@@ -14,8 +14,14 @@ const OptionTable<InductionRunOptions>& inductionOptionTable() {
         .add("seed", &O::seed, "seed of the sequences, the ablation task and the random heads")
         .add("top_k", &O::top_k, "heads in the ablation table (top-k prefix matching vs k random)",
              OptionCheck::atLeast(1))
-        .add("n_eval", &O::n_eval, "prompts of the induction accuracy (copy_random task)",
-             OptionCheck::atLeast(1))
+        .add("n_eval", &O::n_eval,
+             "prompts of the induction accuracy (copy_random task); 0 = 1024 on real models, 64 on the toy "
+             "model",
+             OptionCheck::atLeast(0))
+        .add("random_draws", &O::random_draws,
+             "random head sets (live heads outside the top 2k) in the ablation table: their mean, sd and "
+             "the 95 % interval of the mean",
+             OptionCheck::range(1, 1000))
         .add("span", &O::span, "induction scores: random tokens per copy", OptionCheck::atLeast(2));
     return t;
   }();
@@ -66,7 +72,7 @@ AnalysisOutput runInduction(const Transformer& model, const Tokenizer* tok, cons
   for (const NextTokenTask& t : tasks)
     if (t.id == "copy_random") inductionTask = &t;
   Table ablation = inductionAblationTable(model, *inductionTask, ind.induction, o.top_k, o.seed,
-                                          stage(ctx, 1, nStages, "ablation"));
+                                          o.random_draws, stage(ctx, 1, nStages, "ablation"));
   ablation.provenance.model = ctx.model_path;
   out.run.tables.push_back(ablation);
   recordAblationTask(out, *inductionTask);

@@ -14,10 +14,14 @@
 
 namespace hs {
 
+int evalPrompts(const InductionRunOptions& o, bool toyModel) {
+  return o.n_eval > 0 ? o.n_eval : (toyModel ? 64 : 1024);
+}
+
 void checkInductionOptions(const InductionRunOptions& o, const std::string& method) {
-  if (o.n < 0 || o.n_matching < 0 || o.n_eval < 1)
-    fail(method, " run: n = ", o.n, ", n_matching = ", o.n_matching, " (>= 0) and n_eval = ", o.n_eval,
-         " (>= 1)");
+  if (o.n < 0 || o.n_matching < 0 || o.n_eval < 0 || o.random_draws < 1)
+    fail(method, " run: n = ", o.n, ", n_matching = ", o.n_matching, ", n_eval = ", o.n_eval,
+         " (>= 0) and random_draws = ", o.random_draws, " (>= 1)");
   // The word list is checked before any work, whatever the model (a device or FIFO is refused by name).
   if (!o.words_file.empty()) requireRegularFile(o.words_file, "word list");
 }
@@ -132,7 +136,7 @@ void appendListTasks(std::vector<NextTokenTask>& tasks, const Tokenizer& tok, co
                      const InductionRunOptions& o, nlohmann::json& notes) {
   const std::string& dataDir = o.list_data;
   ListTaskOptions lo;
-  lo.n = o.n_eval;
+  lo.n = evalPrompts(o, false);
   lo.seed = o.seed;
   std::stringstream ids(o.list_tasks);
   for (std::string id; std::getline(ids, id, ',');) {
@@ -236,8 +240,9 @@ OrderingGrids orderingGrids(AnalysisOutput& out, const Transformer& model, const
 std::vector<NextTokenTask> ablationTasks(const Tokenizer* tok, bool toyModel, bool withListTasks,
                                          const DualRouteVocab& vocab, const InductionRunOptions& o,
                                          nlohmann::json& notes) {
-  if (toyModel) return toyListTasks(toy::ToyWorld::build(), o.n_eval, o.seed, o.shots);
-  std::vector<NextTokenTask> tasks = {randomCopyTask(vocab, o.n_eval, o.seed)};
+  const int nEval = evalPrompts(o, toyModel);
+  if (toyModel) return toyListTasks(toy::ToyWorld::build(), nEval, o.seed, o.shots);
+  std::vector<NextTokenTask> tasks = {randomCopyTask(vocab, nEval, o.seed)};
   if (withListTasks && tok) appendListTasks(tasks, *tok, vocab, o, notes);
   return tasks;
 }

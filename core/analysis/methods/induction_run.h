@@ -51,7 +51,9 @@ struct InductionRunOptions {
       0;  // prompts per attention score; 0 = the official 2048 on real models, n on the toy model
   uint64_t seed = 1;
   int top_k = 4;        // head sets of the induction ablation table and concept patching; top heads listed
-  int n_eval = 64;      // prompts per ablation task (accuracy resolution 1/n_eval)
+  // Prompts per ablation task; 0 = the model's default: the official --max_n 1024 on real models (fewer
+  // where a list has fewer usable pairs), 64 on the toy model (a CI-sized run).
+  int n_eval = 0;
   int span = 20;        // induction scores: random tokens per copy
   int filler_len = 30;  // dual route: tokens before the separator (the official sequence_len)
   int entity_min = 2, entity_max = 5;
@@ -63,7 +65,9 @@ struct InductionRunOptions {
   std::string filler = "default";
   std::string filler_corpus;  // "" = the shipped WikiText-2 excerpt (defaultMeanCorpus)
   std::string words_file;     // other models: real words for the concept parts ("" = the corpus's words)
-  std::vector<int> ks = {0, 1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128};
+  // The official TOPKS of vocablist_ablation.py, capped by the head count (toy: 0 … 32).
+  std::vector<int> ks = {0, 1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 128, 256, 512, 1024};
+  int random_draws = 5;  // random controls: draws of live heads (non-zero W_O), reported as mean and interval
   // Other models: the list tasks of the mean-ablation curves (list_tasks.h ids, comma-separated).
   std::string list_tasks = "translation_fr,antonym,synonym,copy_words,nonsense,upper";
   std::string list_data;  // their data folder; "" = none (the CLI and GUI fill in the shared data's)
@@ -72,7 +76,16 @@ struct InductionRunOptions {
   // (induction.prefix_matching, dual_route.token_copying, dual_route.concept_copying) order the heads
   // instead of computing them; the grids they lack are computed. "" = compute every one.
   std::string grids_from;
+  // list-tasks: the head orderings of the curves instead of the computed ones (comma-separated files): a
+  // list of [layer, head] best first (the published head_orderings/<model>/<name>.json; the series is
+  // named after the file), or a run JSON / grid JSON whose every grid orders the heads by its values (a
+  // run of import-published included; series "<grid id>"). "" = the computed token copying, concept
+  // copying and prefix matching orderings. The random control is always added.
+  std::string orderings;
 };
+
+// n_eval resolved: the option, else 1024 on real models and 64 on the toy model.
+int evalPrompts(const InductionRunOptions& o, bool toyModel);
 
 const OptionTable<InductionRunOptions>& inductionOptionTable();
 const OptionTable<InductionRunOptions>& dualRouteOptionTable();

@@ -11,9 +11,10 @@
 #include <map>
 #include <set>
 
-#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/methods/ltv_mechanism.h"
+#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/toolkit/patch_sweep.h"
+#include "results/intervals.h"
 #include "results/rank_stats.h"
 #include "tasks/toy/rng.h"
 #include "util/error.h"
@@ -267,6 +268,30 @@ Curve accuracyCurve(const LayerSweep& w, const ExtractedVectors& base, const Sit
   return acc;
 }
 
+// 95 % intervals of the run's accuracies over the n test prompts (Wilson); the random key-head control's
+// mean row: the t interval of the mean over the random sets.
+void addLtvIntervals(AnalysisRun& run, int n) {
+  for (Curve& c : run.curves)
+    if (c.id == "ltv.accuracy_vs_layer") addWilsonIntervals(c, n);
+  for (Table& t : run.tables) {
+    if (t.id == "ltv.injection_configs")
+      for (const char* col : {"ltv", "tv_replace", "tv_add", "fv", "no_vector"})
+        addWilsonColumns(t, col, "", n);
+    if (t.id != "ltv.key_head_ablation" && t.id != "ltv.ov_reconstruction") continue;
+    addWilsonColumns(t, "accuracy", "", n);
+    std::vector<double> random;
+    for (const auto& row : t.rows)
+      if (row[0].get<std::string>().rfind("ltv_ablate_random_", 0) == 0 && row[0] != "ltv_ablate_random_mean")
+        random.push_back(row[3].get<double>());
+    for (auto& row : t.rows)
+      if (row[0] == "ltv_ablate_random_mean") {
+        const Spread s = spreadOf(random);
+        row[row.size() - 2] = intervalCell(s.lo);
+        row[row.size() - 1] = intervalCell(s.hi);
+      }
+  }
+}
+
 // Curve "ltv.rotation_stretch": the propagation fit's rotation, stretch and R² per layer.
 Curve rotationCurve(const LayerSweep& w, const SiteText& text, const Provenance& prov) {
   Curve rot;
@@ -447,10 +472,11 @@ KeyHeadStage keyHeadStage(const Transformer& model, const Tokenizer& tok, const 
       excluded.insert({l, h});
   double randAcc = 0, randProb = 0;
   int nSets = 0;
+  const std::vector<HeadRef> live = liveHeads(model);  // random controls: heads that write something
   for (int r = 0; r < opt.random_sets && ranked.size() >= 2 * st.top.size(); ++r) {
     ctx.checkCancelled();
     const std::vector<HeadRef> set =
-        randomHeads(L, H, static_cast<int>(st.top.size()), excluded,
+        randomHeads(live, static_cast<int>(st.top.size()), excluded,
                     toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(r)));
     const IclEval e = ablated(set);
     abl.rows.push_back({cat("ltv_ablate_random_", r), static_cast<int>(set.size()), headsText(set),
@@ -547,6 +573,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   out.run.grids = {keys.key, fvGrid};
   out.run.curves = {accuracyCurve(sweep, base, text, prov), rotationCurve(sweep, text, prov)};
   out.run.tables = {configs.table, keys.table, ov.table};
+  addLtvIntervals(out.run, base.zsEval.n);
   out.addTensor("W_map", matrixTensor(sweep.chosenFit.map));
   out.addTensor("W_basis", matrixTensor(sweep.chosenFit.basis));
   out.addTensor("fv", base.fv.vector);

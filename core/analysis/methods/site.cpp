@@ -15,6 +15,7 @@
 #include "analysis/toolkit/head_toolkit.h"
 #include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/toolkit/patch_sweep.h"
+#include "results/intervals.h"
 #include "results/results_json.h"
 #include "tasks/split.h"
 #include "tasks/toy/rng.h"
@@ -360,6 +361,7 @@ Table accuracyTable(const Transformer& model, const Tokenizer& tok, const IclTas
     acc.rows.push_back({cd.id, a, int(cd.prompts->size()), heads, rule});
     accJson[cd.id] = a;
   }
+  addWilsonColumns(acc, "accuracy", "n");  // 95 % Wilson over each condition's prompts
   return acc;
 }
 

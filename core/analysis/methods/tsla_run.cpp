@@ -14,6 +14,7 @@
 
 #include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/toolkit/induction_scores.h"
+#include "results/intervals.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "tasks/corruption.h"
@@ -34,8 +35,72 @@ at::Tensor headSetVector(const at::Tensor& meanA, const std::vector<HeadRef>& he
   return v;
 }
 
+// The numbers of one ablation row: one evaluation (Wilson intervals over its n prompts) or the mean over
+// random draws (their sd and the 95 % t interval of the mean).
+struct RowStats {
+  double accuracy = 0, tr_ratio = 0, accuracy_lo = 0, accuracy_hi = 0, tr_ratio_lo = 0, tr_ratio_hi = 0;
+  double accuracy_sd = std::nan(""), tr_ratio_sd = std::nan("");
+  int n = 0, draws = 1;
+};
+
+RowStats statsOf(const IclEval& e) {
+  RowStats r;
+  r.accuracy = e.accuracy;
+  r.tr_ratio = e.tr_ratio;
+  r.n = e.n;
+  std::tie(r.accuracy_lo, r.accuracy_hi) = wilsonOfRate(e.accuracy, e.n);
+  std::tie(r.tr_ratio_lo, r.tr_ratio_hi) = wilsonOfRate(e.tr_ratio, e.n);
+  return r;
+}
+
+RowStats statsOf(const std::vector<IclEval>& draws) {
+  if (draws.size() == 1) return statsOf(draws.front());
+  std::vector<double> acc, ratio;
+  for (const IclEval& e : draws)
+    acc.push_back(e.accuracy), ratio.push_back(e.tr_ratio);
+  Spread a = spreadOf(acc), t = spreadOf(ratio);
+  for (Spread* s : {&a, &t})  // rates: the interval of their mean stays in [0, 1]
+    s->lo = std::max(0.0, s->lo), s->hi = std::min(1.0, s->hi);
+  RowStats r;
+  r.accuracy = a.mean, r.accuracy_lo = a.lo, r.accuracy_hi = a.hi, r.accuracy_sd = a.sd;
+  r.tr_ratio = t.mean, r.tr_ratio_lo = t.lo, r.tr_ratio_hi = t.hi, r.tr_ratio_sd = t.sd;
+  r.n = draws.front().n;
+  r.draws = static_cast<int>(draws.size());
+  return r;
+}
+
+nlohmann::json evalJson(const RowStats& r) {
+  nlohmann::json j = {{"accuracy", doubleToJson(r.accuracy)},
+                      {"tr_ratio", doubleToJson(r.tr_ratio)},
+                      {"n", r.n},
+                      {"accuracy_lo", doubleToJson(r.accuracy_lo)},
+                      {"accuracy_hi", doubleToJson(r.accuracy_hi)},
+                      {"tr_ratio_lo", doubleToJson(r.tr_ratio_lo)},
+                      {"tr_ratio_hi", doubleToJson(r.tr_ratio_hi)}};
+  if (r.draws > 1) {
+    j["draws"] = r.draws;
+    j["accuracy_sd"] = doubleToJson(r.accuracy_sd);
+    j["tr_ratio_sd"] = doubleToJson(r.tr_ratio_sd);
+  }
+  return j;
+}
+
 nlohmann::json evalJson(const IclEval& e) {
-  return {{"accuracy", doubleToJson(e.accuracy)}, {"tr_ratio", doubleToJson(e.tr_ratio)}, {"n", e.n}};
+  return evalJson(statsOf(e));
+}
+
+// The interval columns every ablation-style table ends with.
+const std::vector<std::string> kIntervalColumns = {"accuracy_lo", "accuracy_hi", "tr_ratio_lo",
+                                                   "tr_ratio_hi", "draws",       "accuracy_sd"};
+
+// A table cell: the number, or null where there is none (an sd of one draw); null reads back as null.
+nlohmann::json cellOf(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::vector<nlohmann::json> intervalCells(const RowStats& r) {
+  return {cellOf(r.accuracy_lo), cellOf(r.accuracy_hi), cellOf(r.tr_ratio_lo), cellOf(r.tr_ratio_hi), r.draws,
+          cellOf(r.accuracy_sd)};
 }
 
 std::vector<Example> examplesAt(const Dataset& d, const std::vector<int>& idx) {
@@ -189,10 +254,12 @@ HeadScores trTlStage(const Transformer& model, const IclTask& task, const IclTas
   return s;
 }
 
-// The head sets: top k by TR, by TL, by prefix matching; random k outside the TR and TL sets.
+// The head sets: top k by TR, by TL, by prefix matching; random k live heads outside the TR and TL sets,
+// opts.random_draws times (`random` is the first draw: the steering and attention tables use it).
 struct HeadSets {
   int k = 0;  // heads per set
   std::vector<HeadRef> tr, tl, induction, random;
+  std::vector<std::vector<HeadRef>> random_draws;  // [draws] every random set
   InductionScores ind;  // the induction grid the induction set is ranked by
   // The sets by name, in table order: tr, tl, induction, random.
   std::vector<std::pair<std::string, const std::vector<HeadRef>*>> named() const {
@@ -222,7 +289,10 @@ HeadSets headSetStage(const Transformer& model, const Tokenizer& tok, const Head
   sets.induction = topHeads(sets.ind.induction, sets.k);
   std::set<HeadRef> chosen(sets.tr.begin(), sets.tr.end());
   chosen.insert(sets.tl.begin(), sets.tl.end());
-  sets.random = randomHeads(c.n_layers, c.n_heads, sets.k, chosen, opts.random_seed);
+  const std::vector<HeadRef> live = liveHeads(model);
+  for (int d = 0; d < std::max(1, opts.random_draws); ++d)
+    sets.random_draws.push_back(randomHeads(live, sets.k, chosen, drawSeed(opts.random_seed, d)));
+  sets.random = sets.random_draws.front();
   return sets;
 }
 
@@ -257,13 +327,31 @@ Ablator makeAblator(const Transformer& model, const Tokenizer& tok, const IclTas
   return ab;
 }
 
+// One row of an ablation-style table: [condition,] heads, mode, n_heads, accuracy, tr_ratio, the deltas to
+// the baseline, then the interval columns (kIntervalColumns).
+std::vector<nlohmann::json> ablationRow(const std::vector<nlohmann::json>& lead, const std::string& name,
+                                        const std::string& mode, int nHeads, const RowStats& r,
+                                        const RowStats& base) {
+  std::vector<nlohmann::json> row = lead;
+  for (nlohmann::json v :
+       {nlohmann::json(name), nlohmann::json(mode), nlohmann::json(nHeads), doubleToJson(r.accuracy),
+        doubleToJson(r.tr_ratio), doubleToJson(r.accuracy - base.accuracy),
+        doubleToJson(r.tr_ratio - base.tr_ratio)})
+    row.push_back(v);
+  for (const nlohmann::json& v : intervalCells(r))
+    row.push_back(v);
+  return row;
+}
+
 // Baseline and every set × mode on one prompt set, as rows of `table` (first cell `condition` when given),
-// each also under summary[mode][set]; returns the baseline. Progress runs from `from` to `to` of ctx.
+// each also under summary[mode][set]; the random set's row is the mean over its draws. Returns the baseline.
+// Progress runs from `from` to `to` of ctx.
 IclEval ablationRows(Table& table, const std::string& condition, const std::vector<Prompt>& prompts,
                      const PromptLabels& pl, nlohmann::json& summary, double from, double to,
                      const Ablator& ab, const HeadSets& sets, const AnalysisContext& ctx) {
   const auto named = sets.named();
-  const double steps = 1.0 + static_cast<double>(ab.modes.size() * named.size());
+  const double steps =
+      1.0 + static_cast<double>(ab.modes.size() * (named.size() - 1 + sets.random_draws.size()));
   int done = 0;
   auto sub = [&](const std::string& what) {
     const AnalysisContext s =
@@ -274,46 +362,45 @@ IclEval ablationRows(Table& table, const std::string& condition, const std::vect
   std::vector<nlohmann::json> lead;
   if (!condition.empty()) lead.push_back(condition);
   const IclEval base = ab.evaluate(prompts, pl, {}, sub(condition + " baseline"));
-  std::vector<nlohmann::json> row = lead;
-  for (nlohmann::json v :
-       {nlohmann::json("baseline"), nlohmann::json("none"), nlohmann::json(0), doubleToJson(base.accuracy),
-        doubleToJson(base.tr_ratio), nlohmann::json(0.0), nlohmann::json(0.0)})
-    row.push_back(v);
-  table.rows.push_back(row);
-  summary["baseline"] = evalJson(base);
+  const RowStats baseStats = statsOf(base);
+  table.rows.push_back(ablationRow(lead, "baseline", "none", 0, baseStats, baseStats));
+  summary["baseline"] = evalJson(baseStats);
   for (const std::string& mode : ab.modes)
     for (const auto& [name, heads] : named) {
       if (heads->empty()) continue;  // a model too small for a disjoint random set
-      const IclEval e =
-          ab.evaluate(prompts, pl, ab.ablate(mode, *heads), sub("ablate " + name + " (" + mode + ")"));
-      row = lead;
-      for (nlohmann::json v :
-           {nlohmann::json(name), nlohmann::json(mode), nlohmann::json(static_cast<int>(heads->size())),
-            doubleToJson(e.accuracy), doubleToJson(e.tr_ratio), doubleToJson(e.accuracy - base.accuracy),
-            doubleToJson(e.tr_ratio - base.tr_ratio)})
-        row.push_back(v);
-      table.rows.push_back(row);
-      summary[mode][name] = evalJson(e);
+      const std::vector<std::vector<HeadRef>> draws =
+          name == "random" ? sets.random_draws : std::vector<std::vector<HeadRef>>{*heads};
+      std::vector<IclEval> evals;
+      for (const std::vector<HeadRef>& d : draws)
+        evals.push_back(
+            ab.evaluate(prompts, pl, ab.ablate(mode, d), sub("ablate " + name + " (" + mode + ")")));
+      const RowStats r = statsOf(evals);
+      table.rows.push_back(ablationRow(lead, name, mode, static_cast<int>(heads->size()), r, baseStats));
+      summary[mode][name] = evalJson(r);
     }
   return base;
 }
 
 // Curves "tsla.ablation_curve.accuracy" / ".tr_ratio": the top k heads of each ordering ablated on the
-// held-out prompts (the random ordering is one seeded permutation, so its sets are nested like the
-// others); k = 0 is the baseline.
+// held-out prompts; k = 0 is the baseline. The random ordering is opts.random_draws seeded permutations of
+// the live heads (randomLiveHeadOrder; each nested like the others): its series is their mean, its
+// interval the t interval of the mean; the other series have Wilson intervals.
 std::vector<Curve> ablationCurveStage(const Transformer& model, const IclTask& evalTask, const HeadScores& s,
                                       const HeadSets& sets, const Ablator& ab, const IclEval& base,
                                       const TslaOptions& opts, const Provenance& prov,
                                       const AnalysisContext& ctx) {
-  const int L = model.config().n_layers, H = model.config().n_heads, LH = L * H;
+  const int LH = model.config().n_layers * model.config().n_heads;
   std::vector<int> ks = opts.curve_ks.empty() ? defaultCurveKs(LH) : opts.curve_ks;
   for (int& kk : ks)
     kk = std::min(kk, LH);
-  const std::vector<std::pair<std::string, std::vector<HeadRef>>> orders = {
-      {"tr", topHeads(s.tr, LH)},
-      {"tl", topHeads(s.tl, LH)},
-      {"induction", topHeads(sets.ind.induction, LH)},
-      {"random", randomHeadOrder(L, H, opts.random_seed)}};
+  std::vector<std::vector<HeadRef>> randomOrders;
+  for (int d = 0; d < std::max(1, opts.random_draws); ++d)
+    randomOrders.push_back(randomLiveHeadOrder(model, drawSeed(opts.random_seed, d)));
+  const std::vector<std::pair<std::string, std::vector<std::vector<HeadRef>>>> orders = {
+      {"tr", {topHeads(s.tr, LH)}},
+      {"tl", {topHeads(s.tl, LH)}},
+      {"induction", {topHeads(sets.ind.induction, LH)}},
+      {"random", randomOrders}};
   Curve acc{"tsla.ablation_curve.accuracy",
             "Held-out accuracy with the top k heads ablated",
             "k heads",
@@ -332,24 +419,34 @@ std::vector<Curve> ablationCurveStage(const Transformer& model, const IclTask& e
   for (int kk : ks)
     acc.x.push_back(kk);
   ratio.x = acc.x;
-  const double steps = static_cast<double>(ab.modes.size() * orders.size() * ks.size());
+  const RowStats b = statsOf(base);
+  const double steps = static_cast<double>(ab.modes.size() * (3 + randomOrders.size()) * ks.size());
   int done = 0;
   for (const std::string& mode : ab.modes)
-    for (const auto& [name, order] : orders) {
-      std::vector<double> ya = {base.accuracy}, yr = {base.tr_ratio};
-      for (int kk : ks) {
-        const std::vector<HeadRef> heads(order.begin(), order.begin() + kk);
-        const IclEval e =
-            ab.evaluate(evalTask.icl, s.evalLabels, ab.ablate(mode, heads),
-                        subContext(ctx, 0.3 + 0.25 * done / steps, 0.3 + 0.25 * (done + 1) / steps,
-                                   "curve " + name + " k=" + std::to_string(kk)));
-        ++done;
-        ya.push_back(e.accuracy);
-        yr.push_back(e.tr_ratio);
-      }
+    for (const auto& [name, draws] : orders) {
       const std::string series = ab.modes.size() > 1 ? name + " (" + mode + ")" : name;
+      std::vector<double> ya = {b.accuracy}, yr = {b.tr_ratio};
+      SeriesInterval ia{series, {b.accuracy_lo}, {b.accuracy_hi}},
+          ir{series, {b.tr_ratio_lo}, {b.tr_ratio_hi}};
+      for (int kk : ks) {
+        std::vector<IclEval> evals;
+        for (const std::vector<HeadRef>& order : draws) {
+          const std::vector<HeadRef> heads(order.begin(), order.begin() + kk);
+          evals.push_back(
+              ab.evaluate(evalTask.icl, s.evalLabels, ab.ablate(mode, heads),
+                          subContext(ctx, 0.3 + 0.25 * done / steps, 0.3 + 0.25 * (done + 1) / steps,
+                                     "curve " + name + " k=" + std::to_string(kk))));
+          ++done;
+        }
+        const RowStats r = statsOf(evals);
+        ya.push_back(r.accuracy), yr.push_back(r.tr_ratio);
+        ia.lo.push_back(r.accuracy_lo), ia.hi.push_back(r.accuracy_hi);
+        ir.lo.push_back(r.tr_ratio_lo), ir.hi.push_back(r.tr_ratio_hi);
+      }
       acc.series.push_back({series, ya});
       ratio.series.push_back({series, yr});
+      acc.intervals.push_back(ia);
+      ratio.intervals.push_back(ir);
     }
   return {acc, ratio};
 }
@@ -370,6 +467,7 @@ PerturbationStage perturbationStage(const Tokenizer& tok, const IclTask& task, c
   st.table = {"tsla.perturbation", "Ablations under input perturbations (held-out prompts)", {}, {}, prov};
   st.table.columns = {"condition", "heads",    "mode",           "n_heads",
                       "accuracy",  "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
+  st.table.columns.insert(st.table.columns.end(), kIntervalColumns.begin(), kIntervalColumns.end());
   if (!opts.perturbation || !task.classification()) return st;
   st.shuffled = shuffledInputPrompts(tok, evalTask, s.evalLabels, opts.random_seed);
   std::string numbersSkipped;
@@ -398,11 +496,20 @@ SteeringStage steeringStage(const Transformer& model, const IclTask& evalTask, c
   Table& steering = st.table;
   steering = {
       "tsla.steering", "Held-out zero-shot accuracy and TR ratio with steering vectors", {}, {}, prov};
-  steering.columns = {"vector", "layer", "norm", "accuracy", "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
+  steering.columns = {"vector",      "layer",          "norm",           "accuracy",
+                      "tr_ratio",    "delta_accuracy", "delta_tr_ratio", "accuracy_lo",
+                      "accuracy_hi", "tr_ratio_lo",    "tr_ratio_hi"};
+  auto intervals = [](const IclEval& e) {
+    const RowStats r = statsOf(e);
+    return std::vector<nlohmann::json>{cellOf(r.accuracy_lo), cellOf(r.accuracy_hi), cellOf(r.tr_ratio_lo),
+                                       cellOf(r.tr_ratio_hi)};
+  };
   const IclEval zs =
       ab.evaluate(evalTask.zero_shot, s.evalLabels, {}, subContext(ctx, 0.75, 0.77, "zero-shot"));
   steering.rows.push_back(
       {"none", steerLayer, 0.0, doubleToJson(zs.accuracy), doubleToJson(zs.tr_ratio), 0.0, 0.0});
+  for (const nlohmann::json& v : intervals(zs))
+    steering.rows.back().push_back(v);
   st.summary = {{"none", evalJson(zs)}};
   int done = 0;
   for (const auto& [name, heads] : sets.named()) {
@@ -417,6 +524,8 @@ SteeringStage steeringStage(const Transformer& model, const IclTask& evalTask, c
     steering.rows.push_back({name, steerLayer, v.norm().item<double>(), doubleToJson(e.accuracy),
                              doubleToJson(e.tr_ratio), doubleToJson(e.accuracy - zs.accuracy),
                              doubleToJson(e.tr_ratio - zs.tr_ratio)});
+    for (const nlohmann::json& v : intervals(e))
+      steering.rows.back().push_back(v);
     st.summary[name] = evalJson(e);
   }
   return st;
@@ -530,6 +639,7 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
   const Ablator ab = makeAblator(model, tok, task, opts, ctx);
   Table ablation{"tsla.ablation", "Held-out accuracy and TR ratio with head sets ablated", {}, {}, prov};
   ablation.columns = {"heads", "mode", "n_heads", "accuracy", "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
+  ablation.columns.insert(ablation.columns.end(), kIntervalColumns.begin(), kIntervalColumns.end());
   nlohmann::json ablSummary = nlohmann::json::object();
   const IclEval base =
       ablationRows(ablation, "", evalTask.icl, scores.evalLabels, ablSummary, 0.16, 0.3, ab, sets, ctx);
@@ -563,6 +673,8 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
                      {"top_tl", sets.tl},
                      {"top_induction", sets.induction},
                      {"random", sets.random},
+                     {"random_draws", sets.random_draws},
+                     {"random_pool", "live heads (non-zero W_O) outside the TR and TL sets"},
                      {"induction_copy_accuracy", sets.ind.copy_accuracy}};
   if (!pert.summary.empty()) out.run.summary["perturbation"] = pert.summary;
   ctx.report(1.0, "done");

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <set>
+#include <tuple>
 
 #include "analysis/toolkit/head_toolkit.h"
+#include "results/intervals.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "tasks/toy/eval_prompts.h"
@@ -36,10 +39,80 @@ double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
   return double(correct) / double(task.prompts.size());
 }
 
-Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
-                    const std::vector<std::pair<std::string, std::vector<HeadRef>>>& orderings,
-                    const AblationCurveOptions& o, const AnalysisContext& ctx) {
-  const int LH = model.config().n_layers * model.config().n_heads;
+namespace {
+
+// One point of the curves: the prompts' top-1, top-5 and top-10 hits and answer probabilities.
+struct PointScores {
+  std::vector<double> top1, top5, top10, prob;  // [prompts] 0/1 hits, p(answer)
+};
+
+PointScores pointScores(const Transformer& model, const NextTokenTask& task,
+                        const std::vector<Intervention>& interventions, int batch,
+                        const AnalysisContext& ctx) {
+  std::vector<std::vector<int64_t>> answers;
+  for (int64_t a : task.answers)
+    answers.push_back({a});
+  AnswerScoring scoring;
+  scoring.batch = batch;
+  scoring.interventions = interventions;
+  PointScores p;
+  for (const AnswerScore& s : scoreAnswers(model, task.prompts, answers, scoring, ctx)) {
+    p.top1.push_back(s.correct ? 1.0 : 0.0);
+    p.top5.push_back(s.first_rank < 5 ? 1.0 : 0.0);
+    p.top10.push_back(s.first_rank < 10 ? 1.0 : 0.0);
+    p.prob.push_back(std::exp(s.first_logprob));
+  }
+  return p;
+}
+
+double meanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v)
+    s += x;
+  return v.empty() ? std::nan("") : s / static_cast<double>(v.size());
+}
+
+// The four metrics' value and 95 % interval at one point: of one draw (Wilson for the hit rates, a
+// bootstrap for the probability), or the mean over the draws with the t interval of the mean.
+struct PointStats {
+  std::array<double, 4> y{}, lo{}, hi{};
+};
+
+PointStats pointStats(const std::vector<PointScores>& draws, uint64_t seed) {
+  PointStats st;
+  for (size_t m = 0; m < 4; ++m) {
+    auto metric = [m](const PointScores& p) -> const std::vector<double>& {
+      return m == 0 ? p.top1 : m == 1 ? p.top5 : m == 2 ? p.top10 : p.prob;
+    };
+    if (draws.size() == 1) {
+      const std::vector<double>& v = metric(draws.front());
+      const int n = static_cast<int>(v.size());
+      st.y[m] = meanOf(v);
+      std::tie(st.lo[m], st.hi[m]) = m < 3 ? wilsonOfRate(st.y[m], n) : bootstrapMeanInterval(v, seed);
+      continue;
+    }
+    std::vector<double> means;
+    for (const PointScores& d : draws)
+      means.push_back(meanOf(metric(d)));
+    const Spread s = spreadOf(means);  // rates and probabilities: the interval stays in [0, 1]
+    st.y[m] = s.mean, st.lo[m] = std::max(0.0, s.lo), st.hi[m] = std::min(1.0, s.hi);
+  }
+  return st;
+}
+
+// The four curves' ids, names and y labels.
+const std::array<std::array<const char*, 3>, 4> kAblationMetrics = {{
+    {"dual_route.ablation.", "Mean ablation of the top-k heads (top-1 accuracy): ", "next-token accuracy"},
+    {"dual_route.ablation_top5.", "Mean ablation of the top-k heads (top-5 accuracy): ", "top-5 accuracy"},
+    {"dual_route.ablation_top10.", "Mean ablation of the top-k heads (top-10 accuracy): ", "top-10 accuracy"},
+    {"dual_route.ablation_prob.", "Mean ablation of the top-k heads (answer probability): ", "p(answer)"},
+}};
+
+// The k values of the curves (capped at L·H, duplicates dropped) after checking every ordering and the mean.
+std::vector<int> checkedKs(const Transformer& model, const NextTokenTask& task,
+                           const std::vector<HeadOrdering>& orderings, const AblationCurveOptions& o) {
+  const ModelConfig& mc = model.config();
+  const int LH = mc.n_layers * mc.n_heads;
   std::vector<int> ks;
   for (int k : o.ks) {
     if (k < 0) fail("ablation curve: k = ", k, ", expected >= 0");
@@ -47,46 +120,86 @@ Curve ablationCurve(const Transformer& model, const NextTokenTask& task,
     if (std::find(ks.begin(), ks.end(), kk) == ks.end()) ks.push_back(kk);
   }
   const int kmax = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
-  for (const auto& [id, order] : orderings)
-    if (static_cast<int>(order.size()) < kmax)
-      fail("ablation curve: ordering ", id, " lists ", order.size(), " heads, k goes to ", kmax);
-
-  const ModelConfig& mc = model.config();
+  for (const HeadOrdering& ord : orderings) {
+    if (ord.draws.empty()) fail("ablation curve: ordering ", ord.id, " has no heads");
+    for (const std::vector<HeadRef>& d : ord.draws)
+      if (static_cast<int>(d.size()) < kmax)
+        fail("ablation curve: ordering ", ord.id, " lists ", d.size(), " heads, k goes to ", kmax);
+  }
   const at::Tensor& meanZ = o.mean_z;  // [layers, heads, d_head]
   if (!meanZ.defined() || meanZ.dim() != 3 || meanZ.size(0) != mc.n_layers || meanZ.size(1) != mc.n_heads ||
       meanZ.size(2) != mc.d_head)
     fail("ablation curve ", task.id, ": mean_z must be [", mc.n_layers, ", ", mc.n_heads, ", ", mc.d_head,
          "], got ", meanZ.defined() ? meanZ.sizes() : at::IntArrayRef{});
-  const double base = nextTokenAccuracy(model, task, {}, o.batch, ctx);
-  Curve c;
-  c.id = "dual_route.ablation." + task.id;
-  c.name = "Mean ablation of the top-k heads: " + task.description;
-  c.x_label = "k (heads mean-ablated)";
-  c.y_label = "next-token accuracy";
-  for (int k : ks)
-    c.x.push_back(k);
-  nlohmann::json orders = nlohmann::json::object();
-  size_t done = 0;
-  for (const auto& [id, order] : orderings) {
-    std::vector<double> y;
-    for (int k : ks) {
-      const std::vector<HeadRef> heads(order.begin(), order.begin() + k);
-      y.push_back(k == 0 ? base : nextTokenAccuracy(model, task, ablateHeads(heads, meanZ), o.batch, ctx));
-    }
-    c.series.emplace_back(id, y);
-    orders[id] = std::vector<HeadRef>(order.begin(), order.begin() + kmax);
-    ctx.report(double(++done) / orderings.size(), "ablation " + task.id + ": ordering " + id);
+  return ks;
+}
+
+}  // namespace
+
+std::vector<Curve> ablationCurves(const Transformer& model, const NextTokenTask& task,
+                                  const std::vector<HeadOrdering>& orderings, const AblationCurveOptions& o,
+                                  const AnalysisContext& ctx) {
+  const std::vector<int> ks = checkedKs(model, task, orderings, o);
+  const int kmax = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
+  const PointScores base = pointScores(model, task, {}, o.batch, ctx);
+  std::vector<Curve> curves(4);
+  for (size_t m = 0; m < 4; ++m) {
+    curves[m].id = kAblationMetrics[m][0] + task.id;
+    curves[m].name = kAblationMetrics[m][1] + task.description;
+    curves[m].x_label = "k (heads mean-ablated)";
+    curves[m].y_label = kAblationMetrics[m][2];
+    for (int k : ks)
+      curves[m].x.push_back(k);
   }
-  c.provenance.method = "induction";
-  c.provenance.task = task.id;
-  c.provenance.n_prompts = static_cast<int>(task.prompts.size());
-  c.provenance.options = {{"ks", ks},           {"ablation", "mean"}, {"mean_source", o.mean_source},
-                          {"positions", "all"}, {"batch", o.batch},   {"orderings", orders}};
-  return c;
+  nlohmann::json orders = nlohmann::json::object(), sources = nlohmann::json::object();
+  size_t done = 0;
+  for (const HeadOrdering& ord : orderings) {
+    std::array<std::vector<double>, 4> y;
+    std::array<SeriesInterval, 4> iv;
+    for (int k : ks) {
+      std::vector<PointScores> draws;
+      for (const std::vector<HeadRef>& d : ord.draws)
+        draws.push_back(
+            k == 0 ? base
+                   : pointScores(model, task,
+                                 ablateHeads(std::vector<HeadRef>(d.begin(), d.begin() + k), o.mean_z),
+                                 o.batch, ctx));
+      const PointStats st = pointStats(draws, o.seed);
+      for (size_t m = 0; m < 4; ++m) {
+        y[m].push_back(st.y[m]);
+        iv[m].lo.push_back(st.lo[m]);
+        iv[m].hi.push_back(st.hi[m]);
+      }
+    }
+    for (size_t m = 0; m < 4; ++m) {
+      curves[m].series.emplace_back(ord.id, y[m]);
+      iv[m].series = ord.id;
+      curves[m].intervals.push_back(iv[m]);
+    }
+    orders[ord.id] = std::vector<HeadRef>(ord.draws.front().begin(), ord.draws.front().begin() + kmax);
+    sources[ord.id] = {{"source", ord.source}, {"draws", ord.draws.size()}};
+    ctx.report(double(++done) / orderings.size(), "ablation " + task.id + ": ordering " + ord.id);
+  }
+  for (Curve& c : curves) {
+    c.provenance.method = "induction";
+    c.provenance.task = task.id;
+    c.provenance.n_prompts = static_cast<int>(task.prompts.size());
+    c.provenance.options = {{"ks", ks},
+                            {"ablation", "mean"},
+                            {"mean_source", o.mean_source},
+                            {"positions", "all"},
+                            {"batch", o.batch},
+                            {"orderings", orders},
+                            {"ordering_sources", sources},
+                            {"intervals",
+                             "95 %: Wilson (hit rates), bootstrap over prompts (probability), t interval of "
+                             "the mean over draws (random)"}};
+  }
+  return curves;
 }
 
 Table inductionAblationTable(const Transformer& model, const NextTokenTask& induction,
-                             const HeadGrid& prefixMatching, int k, uint64_t seed,
+                             const HeadGrid& prefixMatching, int k, uint64_t seed, int draws,
                              const AnalysisContext& ctx) {
   const int L = model.config().n_layers, H = model.config().n_heads;
   if (k < 1 || 2 * k >= L * H)
@@ -94,30 +207,43 @@ Table inductionAblationTable(const Transformer& model, const NextTokenTask& indu
   const std::vector<HeadRef> top = topHeads(prefixMatching, k);
   const std::vector<HeadRef> top2k = topHeads(prefixMatching, 2 * k);
   const std::set<HeadRef> excluded(top2k.begin(), top2k.end());
-  std::vector<HeadRef> random;
-  for (const HeadRef& h : randomHeadOrder(L, H, seed))
-    if (!excluded.count(h) && static_cast<int>(random.size()) < k) random.push_back(h);
-
+  const std::vector<HeadRef> live = liveHeads(model);
+  std::vector<double> accRandom;
+  std::string randomText;
+  for (int d = 0; d < std::max(1, draws); ++d) {
+    const std::vector<HeadRef> random = randomHeads(live, k, excluded, drawSeed(seed, d));
+    randomText += (d ? " | " : "") + headsText(random);
+    accRandom.push_back(nextTokenAccuracy(model, induction, ablateHeads(random), 32, ctx));
+  }
+  const int n = static_cast<int>(induction.prompts.size());
   const double base = nextTokenAccuracy(model, induction, {}, 32, ctx);
   const double accTop = nextTokenAccuracy(model, induction, ablateHeads(top), 32, ctx);
-  const double accRandom = nextTokenAccuracy(model, induction, ablateHeads(random), 32, ctx);
+  const Spread r = spreadOf(accRandom);
   Table t;
   t.id = "induction.ablation";
   t.name = "Induction accuracy with heads zero-ablated";
-  t.columns = {"condition", "heads", "induction_acc", "delta_points"};
-  t.rows.push_back({"baseline", "", base, 0.0});
-  t.rows.push_back({cat("top", k, "_prefix_matching"), headsText(top), accTop, 100.0 * (accTop - base)});
-  t.rows.push_back(
-      {cat("random", k, "_outside_top", 2 * k), headsText(random), accRandom, 100.0 * (accRandom - base)});
+  t.columns = {"condition", "heads", "induction_acc", "delta_points", "acc_lo", "acc_hi", "draws", "acc_sd"};
+  auto wilsonRow = [&](const std::string& cond, const std::string& heads, double acc) {
+    const auto [lo, hi] = wilsonOfRate(acc, n);
+    return std::vector<nlohmann::json>{cond, heads, acc, 100.0 * (acc - base), lo, hi, 1, nullptr};
+  };
+  t.rows.push_back(wilsonRow("baseline", "", base));
+  t.rows.push_back(wilsonRow(cat("top", k, "_prefix_matching"), headsText(top), accTop));
+  t.rows.push_back(r.n > 1
+                       ? std::vector<nlohmann::json>{cat("random", k, "_outside_top", 2 * k), randomText,
+                                                     r.mean, 100.0 * (r.mean - base), r.lo, r.hi, r.n, r.sd}
+                       : wilsonRow(cat("random", k, "_outside_top", 2 * k), randomText, r.mean));
   t.provenance.method = "induction";
   t.provenance.task = induction.id;
   t.provenance.seed = seed;
-  t.provenance.n_prompts = static_cast<int>(induction.prompts.size());
+  t.provenance.n_prompts = n;
   t.provenance.options = {{"k", k},
                           {"ablation", "zero"},
                           {"positions", "all"},
                           {"ranking", prefixMatching.id},
                           {"random_excludes_top", 2 * k},
+                          {"random_pool", "live heads (non-zero W_O)"},
+                          {"random_draws", std::max(1, draws)},
                           {"task", induction.description}};
   return t;
 }
@@ -126,14 +252,19 @@ namespace {
 
 using NamedHeadSets = std::vector<std::pair<std::string, std::vector<HeadRef>>>;
 
-// The head sets of concept patching: none, the top-k concept-copying and token-copying heads, k random heads.
-NamedHeadSets conceptPatchingHeadSets(const ModelConfig& c, const HeadGrid& conceptCopying,
-                                      const HeadGrid& tokenCopying, int k, uint64_t seed) {
-  const std::vector<HeadRef> order = randomHeadOrder(c.n_layers, c.n_heads, seed);
-  return {{"no_patch", {}},
-          {cat("top", k, "_concept_copying"), topHeads(conceptCopying, k)},
-          {cat("top", k, "_token_copying"), topHeads(tokenCopying, k)},
-          {cat("random", k), std::vector<HeadRef>(order.begin(), order.begin() + k)}};
+// The head sets of concept patching: none, the top-k concept-copying and token-copying heads, and `draws`
+// sets of k random live heads (one entry each, all named "random<k>").
+NamedHeadSets conceptPatchingHeadSets(const Transformer& model, const HeadGrid& conceptCopying,
+                                      const HeadGrid& tokenCopying, int k, uint64_t seed, int draws) {
+  NamedHeadSets sets = {{"no_patch", {}},
+                        {cat("top", k, "_concept_copying"), topHeads(conceptCopying, k)},
+                        {cat("top", k, "_token_copying"), topHeads(tokenCopying, k)}};
+  for (int d = 0; d < std::max(1, draws); ++d) {
+    const std::vector<HeadRef> order = randomHeadOrder(liveHeads(model), drawSeed(seed, d));
+    sets.push_back({cat("random", k),
+                    std::vector<HeadRef>(order.begin(), order.begin() + std::min<size_t>(k, order.size()))});
+  }
+  return sets;
 }
 
 // Pair i of concept patching: the destination translates B → A (concept cd), the source A → B (concept cs,
@@ -228,17 +359,34 @@ PatchOutcome patchedGenerationOutcome(const Transformer& model, const toy::ToyWo
   return kOther;
 }
 
-// Table "dual_route.concept_patching": each head set's share of every outcome over the n pairs.
+// Table "dual_route.concept_patching": each head set's share of every outcome over the n pairs with its
+// Wilson interval; sets of the same name (the random draws) pooled.
 Table conceptPatchingShares(const NamedHeadSets& sets, const std::vector<std::array<int, 4>>& counts, int n,
                             int k, uint64_t seed, int shots) {
   Table t;
   t.id = "dual_route.concept_patching";
   t.name = "Cross-language concept patching (whole answer word)";
   t.columns = {"heads", "patched", "n", "meaning_moved", "kept", "language_moved", "other"};
-  for (size_t s = 0; s < sets.size(); ++s) {
-    std::vector<nlohmann::json> row = {sets[s].first, headsText(sets[s].second), n};
-    for (int o = 0; o < 4; ++o)
-      row.push_back(double(counts[s][static_cast<size_t>(o)]) / n);
+  for (const char* o : {"meaning_moved", "kept", "language_moved", "other"})
+    t.columns.insert(t.columns.end(), {std::string(o) + "_lo", std::string(o) + "_hi"});
+  for (size_t s = 0; s < sets.size();) {
+    std::array<int, 4> sum = {0, 0, 0, 0};
+    std::string heads;
+    int trials = 0;
+    const size_t first = s;
+    for (; s < sets.size() && sets[s].first == sets[first].first; ++s) {
+      for (size_t o = 0; o < 4; ++o)
+        sum[o] += counts[s][o];
+      heads += (s > first ? " | " : "") + headsText(sets[s].second);
+      trials += n;
+    }
+    std::vector<nlohmann::json> row = {sets[first].first, heads, trials};
+    for (size_t o = 0; o < 4; ++o)
+      row.push_back(double(sum[o]) / trials);
+    for (size_t o = 0; o < 4; ++o) {
+      const auto [lo, hi] = wilsonInterval(sum[o], trials);
+      row.insert(row.end(), {lo, hi});
+    }
     t.rows.push_back(row);
   }
   t.provenance.method = "induction";
@@ -248,6 +396,8 @@ Table conceptPatchingShares(const NamedHeadSets& sets, const std::vector<std::ar
   t.provenance.options = {
       {"k", k},
       {"shots", shots},
+      {"random", "k live heads (non-zero W_O) per draw; the draws' outcomes pooled"},
+      {"intervals", "95 % Wilson over the row's n trials"},
       {"position", "the source's last token (-1, the arrow) written at -1 of every forward"},
       {"patch", "replace hook_z from the source run"},
       {"generation",
@@ -264,12 +414,12 @@ Table conceptPatchingShares(const NamedHeadSets& sets, const std::vector<std::ar
 
 Table conceptPatchingTable(const Transformer& model, const toy::ToyWorld& w, const HeadGrid& conceptCopying,
                            const HeadGrid& tokenCopying, int k, int n, uint64_t seed, int shots,
-                           const AnalysisContext& ctx, std::vector<PromptRecord>* prompts) {
+                           const AnalysisContext& ctx, std::vector<PromptRecord>* prompts, int draws) {
   const ModelConfig& c = model.config();
   if (k < 1 || k > c.n_layers * c.n_heads) fail("concept patching: k = ", k, " outside [1, heads]");
   if (n < 1) fail("concept patching: n = ", n, ", expected >= 1");
   at::NoGradGuard noGrad;
-  const NamedHeadSets sets = conceptPatchingHeadSets(c, conceptCopying, tokenCopying, k, seed);
+  const NamedHeadSets sets = conceptPatchingHeadSets(model, conceptCopying, tokenCopying, k, seed, draws);
   // counts[set][outcome]: meaning_moved, kept, language_moved, other
   std::vector<std::array<int, 4>> counts(sets.size(), {0, 0, 0, 0});
   for (int i = 0; i < n; ++i) {

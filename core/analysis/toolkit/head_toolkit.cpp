@@ -379,25 +379,47 @@ at::Tensor headOutputsAtLast(const Transformer& model, const TokenSeqs& prompts,
   return headWrites(model, at::cat(zs, 0), at::cat(outs, 0));  // [n, layers, heads, d_model]
 }
 
-std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed) {
-  toy::Rng rng(toy::deriveSeed(seed, 0x72616e64ULL));
+std::vector<HeadRef> allHeads(int layers, int heads) {
   std::vector<HeadRef> out;
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h)
       out.push_back({l, h});
+  return out;
+}
+
+std::vector<HeadRef> liveHeads(const Transformer& model) {
+  const ModelConfig& c = model.config();
+  std::vector<HeadRef> out;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h)
+      if (headOutputWeight(model, l, h).ne(0).any().item<bool>()) out.push_back({l, h});
+  return out;
+}
+
+std::vector<HeadRef> randomHeadOrder(const std::vector<HeadRef>& pool, uint64_t seed) {
+  toy::Rng rng(toy::deriveSeed(seed, 0x72616e64ULL));
+  std::vector<HeadRef> out = pool;
   rng.shuffle(out);
   return out;
 }
 
-std::vector<HeadRef> randomHeads(int layers, int heads, int k, const std::set<HeadRef>& exclude,
+std::vector<HeadRef> randomLiveHeadOrder(const Transformer& model, uint64_t seed) {
+  const std::vector<HeadRef> live = liveHeads(model);
+  std::vector<HeadRef> out = randomHeadOrder(live, seed);
+  const std::set<HeadRef> isLive(live.begin(), live.end());
+  for (const HeadRef& h : allHeads(model.config().n_layers, model.config().n_heads))
+    if (!isLive.count(h)) out.push_back(h);
+  return out;
+}
+
+std::vector<HeadRef> randomHeads(const std::vector<HeadRef>& from, int k, const std::set<HeadRef>& exclude,
                                  uint64_t seed) {
   // Fisher–Yates with mt19937_64, so the set is the same on every platform.
   std::vector<HeadRef> pool;
-  for (int l = 0; l < layers; ++l)
-    for (int h = 0; h < heads; ++h)
-      if (!exclude.count({l, h})) pool.push_back({l, h});
+  for (const HeadRef& h : from)
+    if (!exclude.count(h)) pool.push_back(h);
   std::mt19937_64 rng(seed);
-  const int take = std::min<int>(k, static_cast<int>(pool.size()));
+  const int take = std::max(0, std::min<int>(k, static_cast<int>(pool.size())));
   for (int i = 0; i < take; ++i) {
     const uint64_t j = i + rng() % (pool.size() - i);
     std::swap(pool[i], pool[j]);
@@ -405,6 +427,10 @@ std::vector<HeadRef> randomHeads(int layers, int heads, int k, const std::set<He
   pool.resize(take);
   std::sort(pool.begin(), pool.end());
   return pool;
+}
+
+uint64_t drawSeed(uint64_t seed, int draw) {
+  return draw == 0 ? seed : toy::deriveSeed(seed, 0x64726177ULL, static_cast<uint64_t>(draw));
 }
 
 std::pair<int64_t, int64_t> inductionTokenRange(const Transformer& model, const Tokenizer* tok) {

@@ -166,11 +166,23 @@ at::Tensor headOutputsAtLast(const Transformer& model, const TokenSeqs& prompts,
 std::pair<int64_t, int64_t> inductionTokenRange(const Transformer& model, const Tokenizer* tok);
 
 // ---- head sets ----
-// Every head of an L × H model in a seeded random order.
-std::vector<HeadRef> randomHeadOrder(int layers, int heads, uint64_t seed);
-// A seeded random set of k heads outside `exclude` (fewer when the pool is smaller), layer-major order.
-std::vector<HeadRef> randomHeads(int layers, int heads, int k, const std::set<HeadRef>& exclude,
+// Random controls draw from the live heads only (docs/methods.md, "Random controls"): a head whose W_O is
+// all zero writes nothing, so ablating it is no control (the toy model has 14 such heads of 32).
+// Every head of an L × H model, layer-major.
+std::vector<HeadRef> allHeads(int layers, int heads);
+// The heads that write into the residual stream: a W_O slice (headOutputWeight) with a non-zero entry,
+// layer-major. The complement of silentHeads (model/load/silent_heads.h).
+std::vector<HeadRef> liveHeads(const Transformer& model);
+// The heads of `pool` in a seeded random order.
+std::vector<HeadRef> randomHeadOrder(const std::vector<HeadRef>& pool, uint64_t seed);
+// A random ordering control over every head of the model: the live heads in a seeded random order, then
+// the silent heads layer-major (ablating those changes nothing: a curve is flat past the live count).
+std::vector<HeadRef> randomLiveHeadOrder(const Transformer& model, uint64_t seed);
+// A seeded random set of k heads of `pool` outside `exclude` (fewer when the pool is smaller), layer-major.
+std::vector<HeadRef> randomHeads(const std::vector<HeadRef>& pool, int k, const std::set<HeadRef>& exclude,
                                  uint64_t seed);
+// The seed of draw d of a control seeded with `seed` (draw 0: seed itself).
+uint64_t drawSeed(uint64_t seed, int draw);
 // Every head is inside the model; throws naming `what` and the offending head otherwise.
 void checkHeads(const Transformer& model, const std::vector<HeadRef>& heads, const std::string& what);
 // [[l, h], ...] (an OptionType::HeadList value) → heads.

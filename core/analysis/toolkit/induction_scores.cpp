@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "util/error.h"
 
@@ -30,6 +31,9 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
   const at::Tensor qPrev = at::arange(off + 1, P, at::kLong);  // positions with a previous real token
   at::Tensor indSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);   // [layers, heads]
   at::Tensor prevSum = at::zeros({c.n_layers, c.n_heads}, at::kDouble);  // [layers, heads]
+  // Σ over sequences of each sequence's mean squared: the standard errors over the sequences.
+  at::Tensor indSq = at::zeros({c.n_layers, c.n_heads}, at::kDouble);   // [layers, heads]
+  at::Tensor prevSq = at::zeros({c.n_layers, c.n_heads}, at::kDouble);  // [layers, heads]
   double copied = 0;
   InductionScores out;
   // Sequences go through the model `chunk` at a time: memory stays bounded and cancellation is checked
@@ -63,6 +67,8 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
           {at::indexing::Slice(), at::indexing::Slice(), qPrev, qPrev - 1});  // [batch, head, P-off-1]
       indSum[l] += ind.sum(at::IntArrayRef{0, 2});                            // [head]
       prevSum[l] += prev.sum(at::IntArrayRef{0, 2});                          // [head]
+      indSq[l] += ind.mean(2).pow(2).sum(0);                                  // [head]
+      prevSq[l] += prev.mean(2).pow(2).sum(0);                                // [head]
     }
     // Copying: the prediction at second-copy position i (i > first) should be token i + 1.
     const at::Tensor pred = run.logits.argmax(-1).cpu();         // [batch, pos]
@@ -76,12 +82,23 @@ InductionScores inductionScores(const Transformer& model, const InductionScoreOp
   const at::Tensor indMean = (indSum / double(o.n_sequences * S)).contiguous();  // [layers, heads]
   const at::Tensor prevMean =
       (prevSum / double(o.n_sequences * (P - off - 1))).contiguous();  // [layers, heads]
+  // se = sd / √n over the sequences' means: (Σm² − n·mean²) / (n − 1) / n under the root.
+  const double n = static_cast<double>(o.n_sequences);
+  auto se = [n](const at::Tensor& sq, const at::Tensor& mean) {
+    return n > 1 ? ((sq - n * mean * mean) / (n - 1)).clamp_min(0).sqrt() / std::sqrt(n)
+                 : at::full_like(mean, std::nan(""));  // [layers, heads]
+  };
+  const at::Tensor indSe = se(indSq, indMean).contiguous(), prevSe = se(prevSq, prevMean).contiguous();
   out.previous_token.values.resize(c.n_layers, c.n_heads);
   out.induction.values.resize(c.n_layers, c.n_heads);
+  out.previous_token.se.resize(c.n_layers, c.n_heads);
+  out.induction.se.resize(c.n_layers, c.n_heads);
   for (int l = 0; l < c.n_layers; ++l)
     for (int h = 0; h < c.n_heads; ++h) {
       out.induction.values(l, h) = indMean[l][h].item<double>();
       out.previous_token.values(l, h) = prevMean[l][h].item<double>();
+      out.induction.se(l, h) = indSe[l][h].item<double>();
+      out.previous_token.se(l, h) = prevSe[l][h].item<double>();
     }
   out.copy_accuracy = copied / double(o.n_sequences * (S - 1));
 

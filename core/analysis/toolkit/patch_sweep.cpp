@@ -6,6 +6,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/toolkit/patch_sweep_checks.h"
 #include "util/error.h"
@@ -192,6 +193,7 @@ HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchS
                               const AnalysisContext& ctx) {
   if (specs.empty()) fail("patchingSweepAverage: no prompt pairs given");
   HeadGrid mean;
+  Eigen::MatrixXd squares;  // Σ values² per head, for the standard error
   for (size_t i = 0; i < specs.size(); ++i) {
     const PatchSweepSpec& s = specs[i];
     if (s.metric != specs[0].metric || s.mode != specs[0].mode)
@@ -210,6 +212,7 @@ HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchS
       fail("patchingSweepAverage: pair ", i, ": ", e.what());
     }
     if (i == 0) {
+      squares = g.values.cwiseProduct(g.values);
       mean = std::move(g);
       mean.provenance.options.erase("positions");
       mean.provenance.options.erase("target");
@@ -218,9 +221,15 @@ HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchS
       mean.provenance.options.erase("clean_metric");
     } else {
       mean.values += g.values;
+      squares += g.values.cwiseProduct(g.values);
     }
   }
-  mean.values /= double(specs.size());
+  const double n = double(specs.size());
+  mean.values /= n;
+  // se = sd / √n with the sample variance (Σx² − n·mean²) / (n − 1); none for a single pair.
+  if (specs.size() > 1)
+    mean.se = ((squares - n * mean.values.cwiseProduct(mean.values)) / (n - 1)).cwiseMax(0.0).cwiseSqrt() /
+              std::sqrt(n);
   mean.provenance.n_prompts = int(specs.size());
   mean.id += ".mean";
   mean.name += cat(" (mean of ", specs.size(), " pairs)");

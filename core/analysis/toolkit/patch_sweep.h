@@ -72,7 +72,8 @@ std::vector<HeadGrid> patchingSweepPositions(const Transformer& model, const Pat
                                              const AnalysisContext& ctx = {}, bool naive = false);
 
 // Several (clean, corrupt) pairs (e.g. FV's shuffled-label prompts): the mean of their grids
-// (patchingSweep each; all specs must share metric and mode, and not be per_position).
+// (patchingSweep each; all specs must share metric and mode, and not be per_position), with each head's
+// standard error over the pairs (HeadGrid::se: sample sd / √n; none for one pair).
 HeadGrid patchingSweepAverage(const Transformer& model, const std::vector<PatchSweepSpec>& specs,
                               const AnalysisContext& ctx = {});
 

@@ -142,7 +142,9 @@ std::vector<AnswerScore> scoreAnswers(const Transformer& model, const TokenSeqs&
           for (int64_t a = 0; a < A; ++a)
             if (pr[row][T - A + a] != ans[static_cast<size_t>(a)]) s.correct = false;
           s.first_pred = static_cast<int>(pr[row][T - A]);
-          s.first_logprob = at::log_softmax(logits[row][T - A], -1)[ans[0]].item<double>();
+          const at::Tensor first = logits[row][T - A];  // [vocab]
+          s.first_logprob = at::log_softmax(first, -1)[ans[0]].item<double>();
+          s.first_rank = static_cast<int>(first.gt(first[ans[0]]).sum().item<int64_t>());
           const std::vector<int>& labels = opt.label_sets.empty() ? opt.label_set : opt.label_sets[i];
           s.in_label_set = std::find(labels.begin(), labels.end(), s.first_pred) != labels.end();
           scores.push_back(s);

@@ -57,6 +57,7 @@ struct AnswerScore {
   bool correct = false;       // argmax equals the answer at every answer position
   int first_pred = -1;        // argmax at N (the first answer position)
   double first_logprob = 0;   // log p(answers[i][0]) at N
+  int first_rank = 0;         // entries of the vocabulary with a larger logit than answers[i][0] at N
   bool in_label_set = false;  // first_pred is one of `label_sets[i]` (or of the shared label set)
 };
 struct AnswerScoring {
