@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "analysis/methods/function_vectors.h"
-#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/methods/ltv_mechanism.h"
+#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis/toolkit/patch_sweep.h"
 #include "results/rank_stats.h"
 #include "tasks/toy/rng.h"
@@ -299,6 +299,11 @@ const OptionTable<LtvOptions>& ltvOptionTable() {
              "where every vector enters at layer l: post = the output of layer l (hook_resid_post, the "
              "paper's and the FV's site), pre = the residual entering layer l (hook_resid_pre)",
              OptionCheck::oneOf({"post", "pre"}))
+        .add("tv_kind", &O::tv_kind,
+             "the vanilla task vector compared with LTV: additive = h_ICL − h_ZS added at the site (the LTV "
+             "paper's baseline, tv_add), substituted = h_ICL replacing the residual there (Hendel et al., "
+             "tv_replace), or both",
+             OptionCheck::oneOf({"additive", "substituted", "both"}))
         .add(
             "steps", [](O& o) -> int& { return o.train.steps; }, "AdamW steps at most per layer",
             OptionCheck::atLeast(1))
@@ -378,8 +383,9 @@ MethodInfo ltvMethod() {
   m.description =
       "Trains a task vector θ directly: added to the residual stream at the last position of zero-shot "
       "prompts, the frozen model is asked to produce the answer, and θ is optimised (AdamW, early stop on "
-      "validation accuracy). Per layer it is compared with the vanilla task vector (the ICL hidden state), "
-      "its additive variant and the function vector, all at one site (the output of layer l by default). "
+      "validation accuracy). Per layer it is compared with the vanilla task vector (by default the LTV "
+      "paper's additive one, h_ICL − h_ZS added; or Hendel et al.'s ICL hidden state substituted) and the "
+      "function vector, all at one site (the output of layer l by default). "
       "At the chosen layer: LTVs at several positions, several layers and in few-shot prompts; the OV "
       "reconstruction of θ through the later heads beside the MLP reconstruction; the key heads after the "
       "site by saliency and their ablation against random heads; and the linear propagation W = QΣ to the "
@@ -390,8 +396,9 @@ MethodInfo ltvMethod() {
   m.options = ltvOptionTable().specs();
   m.outputs = {
       {OutputSpec::Kind::Curve, "ltv.accuracy_vs_layer", "layer → accuracy",
-       "zero-shot accuracy with LTV, vanilla TV, additive TV and FV at each layer, one site", "Task vectors",
-       "LTV accuracy vs layer"},
+       "zero-shot accuracy with LTV, the vanilla TV (additive tv_add and/or substituted tv_replace) and FV "
+       "at each layer, one site",
+       "Task vectors", "LTV accuracy vs layer"},
       {OutputSpec::Kind::Curve, "ltv.rotation_stretch", "layer → cos / stretch",
        "how θ's effect propagates: rotation early, stretch late", "Geometry",
        "LTV rotation vs stretch per layer"},

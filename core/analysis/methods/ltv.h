@@ -12,9 +12,11 @@
 // θ ~ U(−r, r) seeded; early stop on the accuracy of the valid split (the best θ seen is kept; equal
 // accuracies are ranked by the valid loss).
 // Extracted baselines at the same site, at N of the zero-shot prompt:
-//  - vanilla TV (Hendel): h_ICL = the site's residual at N, averaged over ICL prompts of the train split,
-//    replaces the zero-shot state there (Replace);
-//  - additive TV: h_ICL − h_ZS (h_ZS the same average over the zero-shot train prompts) added there (Add);
+//  - vanilla TV, the kind `tv_kind` names (both with "both"):
+//    additive (the LTV paper's baseline, the default; series / column "tv_add"): θ = h_ICL − h_ZS added
+//    there (Add), h_ICL = the site's residual at N averaged over ICL prompts of the train split, h_ZS the
+//    same average over the zero-shot train prompts;
+//    substituted (Hendel et al.; "tv_replace"): h_ICL replaces the zero-shot state there (Replace);
 //  - FV: the function vector (sum of the top heads' mean writes a, docs/methods.md, "Function vectors") added
 //  there.
 // Prompt sets recorded: "train" (zero-shot prompts LTV trains on), "valid" (early stop), "icl_train"
@@ -29,11 +31,11 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "analysis/toolkit/head_toolkit.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "model/transformer.h"
 #include "results/results.h"
+#include "tasks/icl_task.h"
 #include "tasks/prompt.h"
 
 namespace hs {
@@ -115,11 +117,12 @@ struct LtvOptions {
   int layer = -1;             // the chosen layer of the summary and the mechanism views; −1 = L/2
   std::vector<int> layers;    // layers of the accuracy / rotation curves; empty = all (the chosen one always)
   std::string site = "post";  // where every vector of the comparison enters at layer l (Injection::site)
-  int train_prompts = 200;    // zero-shot prompts of the train split (queries cycle)
-  int valid_prompts = 50;     // zero-shot prompts of the valid split (early stop)
-  int icl_prompts = 50;       // ICL prompts of the train split for h_ICL, h_ZS and the FV means
-  int fv_prompts = 25;        // shuffled-label prompts for the AIE
-  int fv_heads = 10;          // heads summed into the FV
+  std::string tv_kind = "additive";  // vanilla TV: "additive" (h_ICL − h_ZS added), "substituted", "both"
+  int train_prompts = 200;           // zero-shot prompts of the train split (queries cycle)
+  int valid_prompts = 50;            // zero-shot prompts of the valid split (early stop)
+  int icl_prompts = 50;              // ICL prompts of the train split for h_ICL, h_ZS and the FV means
+  int fv_prompts = 25;               // shuffled-label prompts for the AIE
+  int fv_heads = 10;                 // heads summed into the FV
   // Injection configurations at the chosen layer (table ltv.injection_configs), each LTV trained anew.
   bool configs = true;
   std::string config_positions = "last_k";  // "last_k": the last `last_k` positions; "all": every position

@@ -175,10 +175,19 @@ ExtractedVectors baselineStage(const Transformer& model, const LtvSplits& s, con
   return b;
 }
 
+// The vanilla TV kinds a run evaluates (tv_kind): the additive one (the LTV paper's, "tv_add") and/or the
+// substituted one (Hendel et al.'s, "tv_replace").
+bool wantsAdditive(const LtvOptions& opt) {
+  return opt.tv_kind != "substituted";
+}
+bool wantsSubstituted(const LtvOptions& opt) {
+  return opt.tv_kind != "additive";
+}
+
 // Accuracies on `prompts` with each extracted vector at an injection (each layer's own h_ICL / h_ZS, the
-// same FV everywhere).
+// same FV everywhere); a TV kind that tv_kind leaves out is NaN.
 struct ExtractedAccuracy {
-  double tvReplace, tvAdd, fv;
+  double tvReplace = std::nan(""), tvAdd = std::nan(""), fv = std::nan("");
 };
 ExtractedAccuracy extractedAccuracy(const Transformer& model, const ExtractedVectors& b,
                                     const Injection& where, const std::vector<Prompt>& prompts,
@@ -187,12 +196,29 @@ ExtractedAccuracy extractedAccuracy(const Transformer& model, const ExtractedVec
   const at::Tensor hi = b.hIcl.index_select(0, layers);  // [layers, d]
   const at::Tensor hz = b.hZs.index_select(0, layers);   // [layers, d]
   ExtractedAccuracy e;
-  e.tvReplace = evalWith(model, prompts,
-                         injectionInterventions(where, fillSlots(where, hi), InterventionOp::Replace), opt)
-                    .accuracy;
-  e.tvAdd = evalWith(model, prompts, injectionInterventions(where, fillSlots(where, hi - hz)), opt).accuracy;
+  // Substituted (Hendel et al.): the site's residual at N ← h_ICL.
+  if (wantsSubstituted(opt))
+    e.tvReplace = evalWith(model, prompts,
+                           injectionInterventions(where, fillSlots(where, hi), InterventionOp::Replace), opt)
+                      .accuracy;
+  // Additive (the LTV paper's θ = h^l_{N,ICL} − h^l_N): added to the site's residual at N.
+  if (wantsAdditive(opt))
+    e.tvAdd =
+        evalWith(model, prompts, injectionInterventions(where, fillSlots(where, hi - hz)), opt).accuracy;
   e.fv = evalWith(model, prompts, injectionInterventions(where, fillSlots(where, b.fv.vector)), opt).accuracy;
   return e;
+}
+
+// An accuracy, or null for a TV kind the run did not evaluate (NaN).
+nlohmann::json orNull(double v) {
+  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+}
+
+// "tv_add = additive (h_ICL − h_ZS added)" and / or "tv_replace = substituted (h_ICL replaces the residual)".
+std::string tvKindText(bool additive, bool substituted) {
+  const std::string add = "tv_add = additive (h_ICL − h_ZS added)";
+  const std::string sub = "tv_replace = substituted (h_ICL replaces the residual)";
+  return additive && substituted ? add + ", " + sub : additive ? add : sub;
 }
 
 // The training schedule of every LTV of a run, with the run's evaluation batch and padding.
@@ -207,7 +233,8 @@ LtvTrainOptions trainOptions(const LtvOptions& opt) {
 // of the propagation W from there.
 struct LayerSweep {
   std::vector<double> layers;                     // x of both curves
-  std::vector<double> ltv, tvReplace, tvAdd, fv;  // [layers] test zero-shot accuracy
+  std::vector<double> ltv, tvReplace, tvAdd, fv;  // [layers] test zero-shot accuracy (NaN: not evaluated)
+  bool additive = true, substituted = false;      // the vanilla TV kinds evaluated (tv_kind)
   std::vector<double> cos, stretch, r2;           // [layers] the propagation fit
   std::map<int, LtvTraining> trained;             // layer → its LTV
   PropagationFit chosenFit;                       // the fit at the chosen layer
@@ -218,6 +245,8 @@ LayerSweep layerSweepStage(const Transformer& model, const TaskSpec& spec, const
                            const LtvSplits& s, const ExtractedVectors& base, const LtvOptions& opt,
                            AnalysisOutput& out, const AnalysisContext& ctx) {
   LayerSweep w;
+  w.additive = wantsAdditive(opt);
+  w.substituted = wantsSubstituted(opt);
   const LtvTrainOptions to = trainOptions(opt);
   const int directions = std::min(opt.prop_directions, model.config().d_model);
   const int samples = opt.prop_samples > 0 ? opt.prop_samples : 2 * directions;
@@ -263,8 +292,13 @@ Curve accuracyCurve(const LayerSweep& w, const ExtractedVectors& base, const Sit
   acc.provenance = prov;
   acc.x = w.layers;
   const std::vector<double> zs(w.layers.size(), base.zsEval.accuracy), icl(w.layers.size(), base.iclAcc);
-  acc.series = {{"ltv", w.ltv}, {"tv_replace", w.tvReplace}, {"tv_add", w.tvAdd},
-                {"fv", w.fv},   {"zero_shot", zs},           {"icl", icl}};
+  // Only the TV kinds the run evaluated: "tv_add" (additive, h_ICL − h_ZS added) and/or "tv_replace"
+  // (substituted, h_ICL in place of the residual); the name says which.
+  acc.series = {{"ltv", w.ltv}};
+  if (w.additive) acc.series.push_back({"tv_add", w.tvAdd});
+  if (w.substituted) acc.series.push_back({"tv_replace", w.tvReplace});
+  acc.series.insert(acc.series.end(), {{"fv", w.fv}, {"zero_shot", zs}, {"icl", icl}});
+  acc.name += "; vanilla TV: " + tvKindText(w.additive, w.substituted);
   return acc;
 }
 
@@ -344,13 +378,14 @@ ConfigStage injectionConfigStage(const Transformer& model, const LtvLayout& lay,
   Table& configs = st.table;
   configs.id = "ltv.injection_configs";
   configs.name = "LTV vs extracted vectors at several positions, several layers and in few-shot prompts (" +
-                 text.title + ")";
+                 text.title + "; vanilla TV: " + tvKindText(w.additive, w.substituted) +
+                 ", a kind not evaluated is null)";
   configs.columns = {"config",     "layers", "positions", "prompts",  "ltv",
                      "tv_replace", "tv_add", "fv",        "no_vector"};
   configs.provenance = prov;
   const size_t ci = w.chosenIndex;
   configs.rows.push_back({"baseline", std::to_string(lay.chosen), "-1", "zero_shot", w.ltv[ci],
-                          w.tvReplace[ci], w.tvAdd[ci], w.fv[ci], base.zsEval.accuracy});
+                          orNull(w.tvReplace[ci]), orNull(w.tvAdd[ci]), w.fv[ci], base.zsEval.accuracy});
   if (!opt.configs) return st;
   const std::vector<int> positions = configPositions(s, opt);
   st.fewTrain = firstN(s.trainTask.icl, opt.train_prompts);
@@ -376,8 +411,8 @@ ConfigStage injectionConfigStage(const Transformer& model, const LtvLayout& lay,
     const double ltvAcc = evalWith(model, evalSet, injectionInterventions(cf.where, t.theta), opt).accuracy;
     const ExtractedAccuracy e = extractedAccuracy(model, base, cf.where, evalSet, opt);
     configs.rows.push_back({cf.id, listText(cf.where.layers), listText(cf.where.positions),
-                            cf.fewShot ? "few_shot" : "zero_shot", ltvAcc, e.tvReplace, e.tvAdd, e.fv,
-                            cf.fewShot ? base.iclAcc : base.zsEval.accuracy});
+                            cf.fewShot ? "few_shot" : "zero_shot", ltvAcc, orNull(e.tvReplace),
+                            orNull(e.tvAdd), e.fv, cf.fewShot ? base.iclAcc : base.zsEval.accuracy});
     out.addTensor(cat("theta_", cf.id), t.theta);
   }
   return st;
@@ -523,8 +558,12 @@ nlohmann::json ltvSummary(const LtvLayout& lay, const Site& site, const Extracte
   return {{"layer", lay.chosen},
           {"site", site.name()},
           {"ltv_accuracy", w.ltv[ci]},
-          {"tv_accuracy", w.tvReplace[ci]},
-          {"tv_add_accuracy", w.tvAdd[ci]},
+          {"tv_kind", w.additive && w.substituted ? "both"
+                      : w.additive                ? "additive"
+                                                  : "substituted"},
+          {"tv_accuracy", w.additive ? w.tvAdd[ci] : w.tvReplace[ci]},  // the vanilla TV tv_kind names
+          {"tv_add_accuracy", orNull(w.tvAdd[ci])},
+          {"tv_replace_accuracy", orNull(w.tvReplace[ci])},
           {"fv_accuracy", w.fv[ci]},
           {"zero_shot_accuracy", base.zsEval.accuracy},
           {"icl_accuracy", base.iclAcc},
