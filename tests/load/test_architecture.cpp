@@ -1,13 +1,22 @@
 // Strict checkpoint → ModelWeights mapping: every family's transforms put the right numbers in the right
 // place (GPT-2 Conv1D transpose and c_attn split, GPT-NeoX per-head fused QKV, tied embeddings), and every
-// missing / unknown / misshaped key is an error naming the key and the file.
+// missing / unknown / misshaped key is an error naming the key and the file. A bf16 checkpoint loaded as
+// float32 (one pass of copies, model/huge_page_tensor.h) gives every weight bit for bit as Tensor::to.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <limits>
+
 #include "load_error_util.h"
+#include "model/huge_page_tensor.h"
+#include "model/io/safetensors.h"
 #include "model/load/architecture.h"
 #include "model/load/config_json.h"
+#include "model/load/silent_heads.h"
 #include "util/error.h"
 
 using nlohmann::json;
@@ -64,6 +73,178 @@ Tensors llamaTensors(const hs::ModelConfig& c) {
 hs::ModelWeights map(const hs::ModelConfig& c, const Tensors& t, at::ScalarType dtype = at::kFloat) {
   hs::MapLookup lookup(t, "/ckpt/model.safetensors");
   return hs::mapWeights(c, lookup, "/ckpt", dtype);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// bf16 checkpoints at sizes that split unevenly: over 1 Mi values (a copy's unit is 4 MiB of float32, its
+// piece 256 KiB) in odd counts, over an odd number of threads.
+
+// The bits of a float32 or bfloat16 tensor, as integers of the same width (row-major order).
+at::Tensor bits(const at::Tensor& t) {
+  return t.contiguous().view(t.element_size() == 4 ? at::kInt : at::kShort);
+}
+
+// True when `got` is contiguous, of `dtype`, of `want`'s shape, and holds want.to(dtype)'s bits.
+bool sameBits(const at::Tensor& got, const at::Tensor& want, at::ScalarType dtype) {
+  return got.defined() && got.is_contiguous() && got.scalar_type() == dtype && got.sizes() == want.sizes() &&
+         at::equal(bits(got), bits(want.to(dtype)));
+}
+
+#define CHECK_BITS(got, want, dtype) QVERIFY2(sameBits(got, want, dtype), #got " != (" #want ").to(dtype)")
+
+// bf16 normals, with every kind of special value near the start (Tensor::to keeps each bit of them).
+at::Tensor bf16(std::vector<int64_t> shape) {
+  at::Tensor t = at::randn(shape).to(at::kBFloat16);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f /* subnormal */,
+                            -3.0e38f};
+  at::Tensor flat = t.view(-1);
+  for (int64_t i = 0; i < int64_t(std::size(specials)) && i < flat.numel(); ++i)
+    flat[i] = specials[i];
+  return t;
+}
+
+// GPT-2 (Conv1D weights stored [in, out], fused c_attn): n_embd 1032, n_inner 1100, vocab 1031, so each
+// q/k/v third and c_fc, c_proj are transposed copies of over 1 Mi values.
+hs::ModelConfig bigGpt2() {
+  return hs::parseHfConfig({{"model_type", "gpt2"},
+                            {"n_embd", 1032},
+                            {"n_inner", 1100},
+                            {"n_layer", 1},
+                            {"n_head", 8},
+                            {"vocab_size", 1031},
+                            {"n_positions", 9}},
+                           "gpt2/config.json");
+}
+
+Tensors bigGpt2Tensors() {
+  const int64_t d = 1032, m = 1100;
+  Tensors t;
+  t["wte.weight"] = bf16({1031, d});
+  t["wpe.weight"] = bf16({9, d});
+  for (const char* n : {"ln_1", "ln_2", "ln_f"}) {
+    const std::string p = std::string(n) == "ln_f" ? "" : "h.0.";
+    t[p + n + ".weight"] = bf16({d});
+    t[p + n + ".bias"] = bf16({d});
+  }
+  t["h.0.attn.c_attn.weight"] = bf16({d, 3 * d});
+  t["h.0.attn.c_attn.bias"] = bf16({3 * d});
+  t["h.0.attn.c_proj.weight"] = bf16({d, d});
+  t["h.0.attn.c_proj.bias"] = bf16({d});
+  t["h.0.mlp.c_fc.weight"] = bf16({d, m});
+  t["h.0.mlp.c_fc.bias"] = bf16({m});
+  t["h.0.mlp.c_proj.weight"] = bf16({m, d});
+  t["h.0.mlp.c_proj.bias"] = bf16({d});
+  return t;
+}
+
+// Every weight of bigGpt2 against Tensor::to of what the stored tensor holds for it.
+void checkGpt2(const hs::ModelWeights& w, const Tensors& t, at::ScalarType dt) {
+  const hs::LayerWeights& l = w.layers.at(0);
+  CHECK_BITS(w.tok_emb, t.at("wte.weight"), dt);
+  CHECK_BITS(w.pos_emb, t.at("wpe.weight"), dt);
+  const std::vector<at::Tensor> qkv = t.at("h.0.attn.c_attn.weight").t().chunk(3, 0);  // 3 x [out, in]
+  const std::vector<at::Tensor> qkvB = t.at("h.0.attn.c_attn.bias").chunk(3, 0);
+  CHECK_BITS(l.wq, qkv[0], dt);
+  CHECK_BITS(l.wk, qkv[1], dt);
+  CHECK_BITS(l.wv, qkv[2], dt);
+  CHECK_BITS(l.bq, qkvB[0], dt);
+  CHECK_BITS(l.bk, qkvB[1], dt);
+  CHECK_BITS(l.bv, qkvB[2], dt);
+  CHECK_BITS(l.wo, t.at("h.0.attn.c_proj.weight").t(), dt);
+  CHECK_BITS(l.bo, t.at("h.0.attn.c_proj.bias"), dt);
+  CHECK_BITS(l.w_up, t.at("h.0.mlp.c_fc.weight").t(), dt);
+  CHECK_BITS(l.b_up, t.at("h.0.mlp.c_fc.bias"), dt);
+  CHECK_BITS(l.w_down, t.at("h.0.mlp.c_proj.weight").t(), dt);
+  CHECK_BITS(l.b_down, t.at("h.0.mlp.c_proj.bias"), dt);
+  CHECK_BITS(l.attn_norm_w, t.at("h.0.ln_1.weight"), dt);
+  CHECK_BITS(l.attn_norm_b, t.at("h.0.ln_1.bias"), dt);
+  CHECK_BITS(l.mlp_norm_w, t.at("h.0.ln_2.weight"), dt);
+  CHECK_BITS(l.mlp_norm_b, t.at("h.0.ln_2.bias"), dt);
+  CHECK_BITS(w.final_norm_w, t.at("ln_f.weight"), dt);
+  CHECK_BITS(w.final_norm_b, t.at("ln_f.bias"), dt);
+  QCOMPARE(w.unembed.data_ptr(), w.tok_emb.data_ptr());
+}
+
+// GPT-NeoX (fused query_key_value with rows [head, {q,k,v}, d_head]): hidden 1040 = 8 heads x 130, so each
+// q/k/v part gathers 8 strided blocks of rows, over 1 Mi values.
+hs::ModelConfig bigNeox() {
+  return hs::parseHfConfig({{"model_type", "gpt_neox"},
+                            {"hidden_size", 1040},
+                            {"intermediate_size", 1100},
+                            {"num_hidden_layers", 1},
+                            {"num_attention_heads", 8},
+                            {"vocab_size", 1031},
+                            {"rotary_pct", 0.25}},
+                           "neox/config.json");
+}
+
+Tensors bigNeoxTensors() {
+  const int64_t d = 1040, m = 1100;
+  const std::string p = "gpt_neox.layers.0.";
+  Tensors t;
+  t["gpt_neox.embed_in.weight"] = bf16({1031, d});
+  for (const std::string& n :
+       {p + "input_layernorm", p + "post_attention_layernorm", std::string("gpt_neox.final_layer_norm")}) {
+    t[n + ".weight"] = bf16({d});
+    t[n + ".bias"] = bf16({d});
+  }
+  t[p + "attention.query_key_value.weight"] = bf16({3 * d, d});
+  t[p + "attention.query_key_value.bias"] = bf16({3 * d});
+  t[p + "attention.dense.weight"] = bf16({d, d});
+  t[p + "attention.dense.bias"] = bf16({d});
+  t[p + "mlp.dense_h_to_4h.weight"] = bf16({m, d});
+  t[p + "mlp.dense_h_to_4h.bias"] = bf16({m});
+  t[p + "mlp.dense_4h_to_h.weight"] = bf16({d, m});
+  t[p + "mlp.dense_4h_to_h.bias"] = bf16({d});
+  t["embed_out.weight"] = bf16({1031, d});
+  return t;
+}
+
+void checkNeox(const hs::ModelWeights& w, const Tensors& t, at::ScalarType dt) {
+  const int64_t h = 8, dh = 130, d = 1040;
+  const std::string p = "gpt_neox.layers.0.";
+  const hs::LayerWeights& l = w.layers.at(0);
+  const at::Tensor qkv = t.at(p + "attention.query_key_value.weight").reshape({h, 3, dh, d});
+  const at::Tensor qkvB = t.at(p + "attention.query_key_value.bias").reshape({h, 3, dh});
+  const at::Tensor* parts[] = {&l.wq, &l.wk, &l.wv};
+  const at::Tensor* biases[] = {&l.bq, &l.bk, &l.bv};
+  for (int64_t i = 0; i < 3; ++i) {
+    CHECK_BITS(*parts[i], qkv.select(1, i).reshape({h * dh, d}), dt);
+    CHECK_BITS(*biases[i], qkvB.select(1, i).reshape({h * dh}), dt);
+  }
+  CHECK_BITS(w.tok_emb, t.at("gpt_neox.embed_in.weight"), dt);
+  CHECK_BITS(l.wo, t.at(p + "attention.dense.weight"), dt);
+  CHECK_BITS(l.bo, t.at(p + "attention.dense.bias"), dt);
+  CHECK_BITS(l.w_up, t.at(p + "mlp.dense_h_to_4h.weight"), dt);
+  CHECK_BITS(l.b_up, t.at(p + "mlp.dense_h_to_4h.bias"), dt);
+  CHECK_BITS(l.w_down, t.at(p + "mlp.dense_4h_to_h.weight"), dt);
+  CHECK_BITS(l.b_down, t.at(p + "mlp.dense_4h_to_h.bias"), dt);
+  CHECK_BITS(l.attn_norm_w, t.at(p + "input_layernorm.weight"), dt);
+  CHECK_BITS(l.attn_norm_b, t.at(p + "input_layernorm.bias"), dt);
+  CHECK_BITS(l.mlp_norm_w, t.at(p + "post_attention_layernorm.weight"), dt);
+  CHECK_BITS(l.mlp_norm_b, t.at(p + "post_attention_layernorm.bias"), dt);
+  CHECK_BITS(w.final_norm_w, t.at("gpt_neox.final_layer_norm.weight"), dt);
+  CHECK_BITS(w.final_norm_b, t.at("gpt_neox.final_layer_norm.bias"), dt);
+  CHECK_BITS(w.unembed, t.at("embed_out.weight"), dt);
+}
+
+// Runs `f` with ATen's pool at `n` threads, then restores it.
+template <typename F>
+void withThreads(int n, F f) {
+  const int before = at::get_num_threads();
+  at::set_num_threads(n);
+  try {
+    f();
+  } catch (...) {
+    at::set_num_threads(before);
+    throw;
+  }
+  at::set_num_threads(before);
 }
 
 }  // namespace
@@ -264,6 +445,128 @@ class TestArchitecture : public QObject {
     QCOMPARE(w.layers[1].w_down.scalar_type(), at::kBFloat16);
     t["model.norm.weight"] = at::ones({32}, at::kInt);
     CHECK_MSG(errorOf([&] { map(c, t); }), "model.norm.weight has dtype Int, expected a floating-point type");
+  }
+
+  // The load's copies one by one, against Tensor::to: every layout (contiguous, transposed, rows gathered
+  // per head, anything else) and dtype pair, at sizes that split unevenly into units, pieces and threads.
+  void loadCopiesMatchTensorTo() {
+    withThreads(3, [] {
+      const int64_t n = (int64_t(1) << 21) + 777;         // two 4 MiB units and a bit, of float32
+      const at::Tensor flat = bf16({n + 3});              // the copy reads from value 3 on: not aligned
+      const at::Tensor conv = bf16({1031, 3 * 1029});     // Conv1D [in, 3*out]
+      const at::Tensor fused = bf16({7 * 3 * 67, 2311});  // NeoX-like rows [head, {q,k,v}, d_head]
+      const at::Tensor f32 = at::randn({1301, 1029});     // float32 stored, computed in bf16
+      const at::Tensor f16 = at::randn({1 << 20 | 5}).to(at::kHalf);
+      struct Case {
+        const char* what;
+        at::Tensor src;
+        at::ScalarType dtype;
+        std::vector<int64_t> shape;  // the destination's
+      };
+      const std::vector<Case> cases = {
+          {"contiguous bf16 -> float32", flat.narrow(0, 3, n), at::kFloat, {n}},
+          {"contiguous bf16 copy, unaligned", flat.narrow(0, 3, n), at::kBFloat16, {n}},
+          {"transposed third bf16 -> float32", conv.t().chunk(3, 0)[1], at::kFloat, {1029, 1031}},
+          {"transposed bf16 copy", conv.t(), at::kBFloat16, {3 * 1029, 1031}},
+          {"per-head rows bf16 -> float32",
+           fused.reshape({7, 3, 67, 2311}).select(1, 2),
+           at::kFloat,
+           {7 * 67, 2311}},
+          {"float32 -> bf16 (rounded by ATen)", f32, at::kBFloat16, {1301, 1029}},
+          {"transposed float32 -> bf16", f32.t(), at::kBFloat16, {1029, 1301}},
+          {"float16 -> float32", f16, at::kFloat, {f16.numel()}},
+          {"empty", at::empty({0, 5}, at::kBFloat16), at::kFloat, {0, 5}},
+      };
+      std::vector<hs::LoadCopy> copies;
+      std::vector<std::atomic<int>> done(cases.size());
+      for (size_t i = 0; i < cases.size(); ++i) {
+        done[i] = 0;
+        copies.push_back(
+            {cases[i].src, hs::emptyForLoad(cases[i].shape, cases[i].dtype), [&done, i] { ++done[i]; }});
+      }
+      hs::runLoadCopies(copies);
+      for (size_t i = 0; i < cases.size(); ++i) {
+        QVERIFY2(sameBits(copies[i].dst, cases[i].src.reshape(cases[i].shape), cases[i].dtype),
+                 cases[i].what);
+        QVERIFY2(done[i] == 1, cases[i].what);
+      }
+      // One at a time, as convertForLoad and copyForLoad make them.
+      CHECK_BITS(hs::convertForLoad(conv.t(), at::kCPU, at::kFloat), conv.t(), at::kFloat);
+      CHECK_BITS(hs::copyForLoad(flat.narrow(0, 1, n), at::kFloat), flat.narrow(0, 1, n), at::kFloat);
+      QCOMPARE(hs::convertForLoad(f32, at::kCPU, at::kFloat).data_ptr(), f32.data_ptr());  // nothing to do
+    });
+  }
+
+  // The heads whose W_O columns are all ±0, read from the first row on, against ne/any over the whole
+  // matrix, in every dtype and layout: a head whose only value is in its last row (or a NaN) writes.
+  void silentHeadsReadTheirColumns() {
+    hs::ModelConfig c = llamaConfig(false);  // 2 layers, 4 heads of 8, d_model 32
+    c.n_layers = 5;
+    std::vector<hs::HeadRef> want;
+    hs::ModelWeights w;
+    w.layers.resize(5);
+    const at::ScalarType dtypes[] = {at::kFloat, at::kBFloat16, at::kHalf, at::kFloat, at::kDouble};
+    for (int l = 0; l < 5; ++l) {
+      at::Tensor wo = at::zeros({32, 32});                // [d_model, n_heads * d_head]
+      wo.slice(1, 8, 16).fill_(-0.0);                     // head 1: -0 is zero
+      wo[31][2 * 8 + 7] = l == 2 ? std::nan("") : 1e-30;  // head 2: one value, in the last row
+      wo.slice(1, 24, 32).copy_(at::randn({32, 8}));      // head 3: everywhere
+      wo = wo.to(dtypes[l]);
+      if (l == 3) wo = wo.t().contiguous().t();  // not contiguous: ATen's reduction
+      w.layers[size_t(l)].wo = wo;
+      const at::Tensor nonzero = wo.ne(0).reshape({32, 4, 8}).any(2).any(0);
+      for (int h = 0; h < 4; ++h)
+        if (!nonzero[h].item<bool>()) want.push_back({l, h});
+    }
+    const std::vector<hs::HeadRef> got = hs::silentHeads(w, c);
+    QCOMPARE(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      QVERIFY(got[i].layer == want[i].layer && got[i].head == want[i].head);
+    QCOMPARE(got.size(), size_t(10));  // heads 0 and 1 of every layer
+  }
+
+  // bf16 checkpoints with transposed and fused weights mapped as float32 (and as bf16, the transposes and
+  // splits copied): every weight bit for bit what Tensor::to gives, one thread or several.
+  void bf16CheckpointAsFloat32IsExact() {
+    const Tensors gpt2 = bigGpt2Tensors(), neox = bigNeoxTensors();
+    for (int threads : {1, 3}) {
+      withThreads(threads, [&] {
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+          checkGpt2(map(bigGpt2(), gpt2, dt), gpt2, dt);
+          checkNeox(map(bigNeox(), neox, dt), neox, dt);
+        }
+      });
+    }
+  }
+
+  // The same through a memory-mapped safetensors file, whose pages each tensor releases once copied, with
+  // the bf16 copies made for alignment (MemoryPlan::copy_weights).
+  void mappedBf16CheckpointAsFloat32IsExact() {
+    QTemporaryDir dir;
+    const Tensors gpt2 = bigGpt2Tensors(), neox = bigNeoxTensors();
+    for (const auto& [name, tensors] : {std::pair{"gpt2", &gpt2}, std::pair{"neox", &neox}}) {
+      const std::string file = dir.path().toStdString() + "/" + name + ".safetensors";
+      hs::writeSafetensors(file,
+                           std::vector<std::pair<std::string, at::Tensor>>(tensors->begin(), tensors->end()),
+                           {{"format", "pt"}});
+      const auto ckpt =
+          std::make_shared<const hs::SafetensorsCheckpoint>(hs::SafetensorsCheckpoint::open(file));
+      withThreads(3, [&] {
+        for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+          hs::SafetensorsLookup lookup(ckpt);
+          const bool isGpt2 = std::string(name) == "gpt2";
+          const hs::ModelWeights w =
+              hs::mapWeights(isGpt2 ? bigGpt2() : bigNeox(), lookup, file, dt, nullptr, /*alignCopies=*/true);
+          if (isGpt2)
+            checkGpt2(w, *tensors, dt);
+          else
+            checkNeox(w, *tensors, dt);
+          hs::forEachWeight(w, [](const at::Tensor& t) {
+            QVERIFY(!t.defined() || reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0);
+          });
+        }
+      });
+    }
   }
 };
 

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <set>
 
 #include "model/huge_page_tensor.h"
@@ -341,31 +343,38 @@ std::vector<std::string> resolveKeys(const Table& table, const TensorLookup& loo
   return keys;
 }
 
-// Apply the spec's transform to a stored tensor; returns one canonical tensor per slot.
-std::vector<at::Tensor> transform(const TensorSpec& spec, const at::Tensor& stored, const ModelConfig& c) {
+// One canonical tensor of a stored one: a view of the stored tensor (no data copied) and the shape the
+// weight has, which a fused split's view reaches only by a copy (NeoX: its rows are strided per head).
+struct Part {
+  at::Tensor view;
+  std::vector<int64_t> shape;
+};
+
+// Apply the spec's transform to a stored tensor; returns one canonical part per slot.
+std::vector<Part> transform(const TensorSpec& spec, const at::Tensor& stored, const ModelConfig& c) {
+  auto whole = [](const at::Tensor& t) { return Part{t, t.sizes().vec()}; };
   switch (spec.transform) {
     case Transform::Copy:
-      return {stored};
+      return {whole(stored)};
     case Transform::Transpose:
-      return {stored.t()};  // [in, out] -> [out, in]
+      return {whole(stored.t())};  // [in, out] -> [out, in]
     case Transform::Gpt2Qkv: {
       // weight [d, 3d] -> [3d, d]; rows (or bias entries) [0, d) are q, [d, 2d) k, [2d, 3d) v.
       const at::Tensor rows = stored.dim() == 2 ? stored.t() : stored;  // [3*d_model, (d_model)]
       auto parts = rows.chunk(3, 0);                                    // 3 x [d_model, (d_model)]
-      return {parts[0], parts[1], parts[2]};
+      return {whole(parts[0]), whole(parts[1]), whole(parts[2])};
     }
     case Transform::NeoXQkv: {
       // GPTNeoXAttention views the fused output as [.., n_heads, 3*d_head]: rows are [head, {q,k,v}, d_head].
       const int64_t h = c.n_heads, dh = c.d_head;
       std::vector<int64_t> view = {h, 3, dh};
       if (stored.dim() == 2) view.push_back(stored.size(1));
-      const at::Tensor v = stored.reshape(view);  // [n_heads, 3, d_head, (d_model)]
-      std::vector<at::Tensor> out;
-      for (int64_t i = 0; i < 3; ++i) {
-        std::vector<int64_t> shape = {h * dh};
-        if (stored.dim() == 2) shape.push_back(stored.size(1));
-        out.push_back(v.select(1, i).reshape(shape));  // [n_heads*d_head, (d_model)]
-      }
+      const at::Tensor v = stored.reshape(view);  // [n_heads, 3, d_head, (d_model)], a view
+      std::vector<int64_t> shape = {h * dh};
+      if (stored.dim() == 2) shape.push_back(stored.size(1));
+      std::vector<Part> out;
+      for (int64_t i = 0; i < 3; ++i)  // [n_heads, d_head, (d_model)], as [n_heads*d_head, (d_model)]
+        out.push_back({v.select(1, i), shape});
       return out;
     }
   }
@@ -474,6 +483,15 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
     return embedding ? devices->embed : devices->head;
   };
 
+  // Each stored tensor's file pages are released once nothing reads them: after its last copy is written
+  // (the CPU's copies are made together below), or right away when none is to be made (moved to a GPU);
+  // never while a weight uses them in place.
+  struct Source {
+    std::atomic<int> copies{0};
+    bool inPlace = false;
+  };
+  std::map<std::string, Source> sources;
+  std::vector<LoadCopy> copies;  // every CPU conversion and copy, made in one pass once all are known
   ModelWeights w;
   w.layers.resize(config.n_layers);
   for (size_t k = 0; k < table.specs.size(); ++k) {
@@ -485,21 +503,32 @@ ModelWeights mapWeights(const ModelConfig& config, TensorLookup& lookup, const s
     if (!at::isFloatingType(stored.scalar_type()))
       fail(lookup.fileOf(key), ": tensor ", key, " has dtype ", c10::toString(stored.scalar_type()),
            ", expected a floating-point type");
-    const std::vector<at::Tensor> parts = transform(spec, stored, config);
-    bool aliased = false;  // some part still reads the stored bytes
+    Source& source = sources[key];
+    const std::vector<Part> parts = transform(spec, stored, config);
     for (size_t i = 0; i < spec.slots.size(); ++i) {
-      at::Tensor t = convertForLoad(parts.at(i), deviceOf(spec.slots[i]), dtype);
-      const bool inPlace = t.storage().is_alias_of(stored.storage());
-      if (inPlace && alignCopies && t.device().is_cpu() &&
-          reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 != 0) {
-        t = copyForLoad(t, t.scalar_type());  // 64-byte aligned (or page aligned)
-      } else {
-        aliased = aliased || inPlace;
+      const Part& part = parts.at(i);
+      const at::Device device = deviceOf(spec.slots[i]);
+      at::Tensor t;
+      if (!device.is_cpu()) {
+        // One tensor at a time, straight there.
+        t = part.view.reshape(part.shape).to(device, dtype).contiguous();
+        source.inPlace = source.inPlace || t.storage().is_alias_of(stored.storage());
+      } else if (part.view.scalar_type() == dtype && part.view.is_contiguous() &&
+                 !(alignCopies && reinterpret_cast<uintptr_t>(part.view.data_ptr()) % 64 != 0)) {
+        t = part.view.view(part.shape);  // in place
+        source.inPlace = source.inPlace || t.storage().is_alias_of(stored.storage());
+      } else {  // converted, transposed, split or aligned: written by the pass below
+        t = emptyForLoad(part.shape, dtype);
+        ++source.copies;
+        copies.push_back({part.view, t, [&lookup, &source, &key] {
+                            if (--source.copies == 0 && !source.inPlace) lookup.release(key);
+                          }});
       }
       store(w, spec.slots[i], std::move(t));
     }
-    if (!aliased) lookup.release(key);
+    if (source.copies == 0 && !source.inPlace) lookup.release(key);  // moved to a GPU, or not read
   }
+  runLoadCopies(copies);
   if (config.tied_embeddings)  // [vocab, d_model], the same storage when on the same device
     w.unembed = devices && devices->head != devices->embed ? w.tok_emb.to(devices->head) : w.tok_emb;
   return w;

@@ -82,8 +82,9 @@ class MapLookup : public TensorLookup {
 // Check every key and shape against the family's table and build the canonical weights, each tensor
 // converted to `dtype`, contiguous, on the device `devices` gives its part (CPU when null). Tied embeddings
 // share storage (unembed is tok_emb) unless the map puts the head on another device than the embedding.
-// A tensor that was copied (converted, transposed or moved) has its source released right away, so a
-// memory-mapped checkpoint converted to float32 costs the float32 copy, not both.
+// A tensor that was copied (converted, transposed or moved) has its source released as soon as its copy is
+// written, so a memory-mapped checkpoint converted to float32 costs the float32 copy, not both. The CPU's
+// copies are made together, in one pass over the threads (hs::runLoadCopies), after every check.
 // `origin` names the checkpoint (folder or file) in error messages. With `alignCopies`, a CPU tensor that
 // would still read the stored (mapped) bytes from an address that is not 64-byte aligned is copied into
 // aligned memory and its source released (MemoryPlan::copy_weights); without, it is used in place.
