@@ -121,6 +121,17 @@ double quantile(std::vector<double> v, double q) {
   return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
 }
 
+SeriesInterval bootstrapSeriesInterval(const std::string& series,
+                                       const std::vector<std::vector<double>>& perPoint, uint64_t seed) {
+  SeriesInterval iv{series, {}, {}};
+  for (const std::vector<double>& v : perPoint) {
+    const auto [lo, hi] = bootstrapMeanInterval(v, seed);
+    iv.lo.push_back(lo);
+    iv.hi.push_back(hi);
+  }
+  return iv;
+}
+
 void addWilsonIntervals(Curve& c, int n, const std::vector<std::string>& series) {
   for (const auto& [id, y] : c.series) {
     if (!series.empty() && std::find(series.begin(), series.end(), id) == series.end()) continue;

@@ -47,6 +47,11 @@ std::pair<double, double> bootstrapMeanInterval(const std::vector<double>& value
 // The q-quantile of `values` by linear interpolation between order statistics (numpy's default).
 double quantile(std::vector<double> values, double q);
 
+// A series' 95 % intervals from each point's per-prompt values (perPoint [x][prompts]): a seeded bootstrap
+// of the mean over the prompts.
+SeriesInterval bootstrapSeriesInterval(const std::string& series,
+                                       const std::vector<std::vector<double>>& perPoint, uint64_t seed);
+
 // Wilson intervals for curve series that are rates over n prompts: `series` (all series when empty), each
 // point's interval from its value and n (replacing an interval the series had).
 void addWilsonIntervals(Curve& c, int n, const std::vector<std::string>& series = {});

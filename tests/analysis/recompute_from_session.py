@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Recomputes a HeadScope session's TSLA TR/TL grids and function-vector AIE grid from the session alone.
+"""Recomputes a HeadScope session's TSLA TR/TL grids, function-vector AIE grid and one list-tasks ablation
+curve with its 95 % interval from the session alone.
 
 Run with Debian's /usr/bin/python3 (PyTorch 1.13, no `transformers`). The session holds no weights: the
 model is read from its Hugging Face folder (config.json + model.safetensors) and run by the independent
@@ -7,7 +8,8 @@ float64 Llama forward of tests/load/reference_forward.py; everything else (the p
 options) comes from the session's JSON, as a reader of the session would do it.
 
 Usage: recompute_from_session.py SESSION MODEL_DIR
-Prints one JSON object: for every recomputed grid, {"max_abs_diff", "max_abs_value", "shape"}.
+Prints one JSON object: for every recomputed grid, {"max_abs_diff", "max_abs_value", "shape"}; for the
+ablation curve "<curve id>/<series>", {"max_abs_diff", "max_abs_interval_diff", "points", "y", "lo", "hi"}.
 
 Definitions (docs/methods.md):
   TSLA  a = W_O[:, k·dh:(k+1)·dh] z_{l,k} at N; rows R = W_U[Y] (times the final norm's weight when the run's
@@ -16,6 +18,10 @@ Definitions (docs/methods.md):
         TL = mean of ⟨a, d⟩ / ‖P a‖²; "norm": ‖P a‖ and ⟨a, d⟩ / ‖P a‖ (TL 0 when P a = 0).
   FV    z̄ = mean over the "clean" prompts of z at N; AIE(l, k) = mean over the "corrupt" prompts of
         P(answer | z_{l,k} at N ← z̄_{l,k}) − P(answer).
+  list-tasks  the curve "dual_route.ablation.copy_random", series "token_copying": at each k, the share of
+        the "ablation.copy_random" prompts whose argmax at the last position is the answer, with the ordering's
+        first k heads (the curve's provenance) replaced at every position by the run's tensor mean_z; its
+        interval the 95 % Wilson score interval of that share (z = 1.959963984540054).
 """
 import json
 import os
@@ -135,6 +141,49 @@ def recompute_aie(cfg, W, run):
     return {"fv.aie": aie / len(corrupt)}
 
 
+def wilson(k, n, z=1.959963984540054):
+    p = k / n
+    z2n = z * z / n
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z * ((p * (1 - p) / n + z2n / (4 * n)) ** 0.5) / (1 + z2n)
+    return (0.0 if k == 0 else max(0.0, centre - half)), (1.0 if k == n else min(1.0, centre + half))
+
+
+def recompute_ablation_curve(cfg, W, run, tensors, curve_id="dual_route.ablation.copy_random",
+                             series="token_copying"):
+    curve = next(c for c in run["curves"] if c["id"] == curve_id)
+    task = curve_id.split(".")[-1]
+    order = curve["provenance"]["options"]["orderings"][series]  # [[layer, head], ...] best first
+    mean = tensors[run["id"] + "/mean_z"].to(F64)  # [layers, heads, d_head]
+    prompts = prompts_of(run, "ablation." + task)
+    ys, los, his = [], [], []
+    for k in curve["x"]:
+        heads = order[:int(k)]
+
+        def hook(layer, z):  # z [1, head, pos, d_head]: the chosen heads' mean at every position
+            z = z.clone()
+            for l, h in heads:
+                if l == layer:
+                    z[:, h, :, :] = mean[l, h]
+            return z
+
+        correct = 0
+        for p in prompts:
+            logits = run_prompt(cfg, W, p["ids"], hook)[0, -1]  # [vocab]
+            correct += int(int(logits.argmax()) == p["answer_ids"][0])
+        lo, hi = wilson(correct, len(prompts))
+        ys.append(correct / len(prompts))
+        los.append(lo)
+        his.append(hi)
+    theirs = dict((s["id"], s["y"]) for s in curve["series"])[series]
+    interval = next(i for i in curve["intervals"] if i["series"] == series)
+    diff = max(abs(a - float(b)) for a, b in zip(ys, theirs))
+    idiff = max(max(abs(a - float(b)) for a, b in zip(los, interval["lo"])),
+                max(abs(a - float(b)) for a, b in zip(his, interval["hi"])))
+    return {curve_id + "/" + series: {"max_abs_diff": diff, "max_abs_interval_diff": idiff, "points": len(ys),
+                                      "y": ys, "lo": los, "hi": his}}
+
+
 def main():
     session_path, model_dir = sys.argv[1], sys.argv[2]
     session = read_session(session_path)
@@ -151,6 +200,9 @@ def main():
             theirs = grids[gid]
             out[gid] = {"max_abs_diff": float((mine - theirs).abs().max()),
                         "max_abs_value": float(mine.abs().max()), "shape": list(mine.shape)}
+    run = find_run(session, "list-tasks")
+    if run is not None:
+        out.update(recompute_ablation_curve(cfg, W, run, rf.read_safetensors(session_path)))
     print(json.dumps(out))
 
 

@@ -29,12 +29,13 @@
 #include <map>
 #include <set>
 
-#include "analysis/toolkit/ablation_curves.h"
 #include "analysis/methods/dual_route.h"
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/methods/induction_run.h"
+#include "analysis/toolkit/ablation_curves.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
+#include "model/load/silent_heads.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "session/session.h"
@@ -484,14 +485,15 @@ class TestDualRoute : public QObject {
     // Five draws of 4 live heads (issue 39), "a,b,c,d | ...".
     const QStringList draws = QString::fromStdString(t->rows[2][1].get<std::string>()).split(" | ");
     QCOMPARE(draws.size(), 5);
-    const std::vector<hs::HeadRef> live = hs::liveHeads(*toy_.model);
+    const std::vector<hs::HeadRef> silent = hs::silentHeads(toy_.model->weights(), toy_.model->config());
     for (const QString& d : draws) {
       const QStringList rndHeads = d.split(',');
       QCOMPARE(rndHeads.size(), 4);
       for (const QString& h : rndHeads) {
         QVERIFY(!top8.count(h.toStdString()));
         const hs::HeadRef ref{h.section('.', 0, 0).toInt(), h.section('.', 1, 1).toInt()};
-        QVERIFY2(std::find(live.begin(), live.end(), ref) != live.end(), qPrintable(h + " writes nothing"));
+        QVERIFY2(std::find(silent.begin(), silent.end(), ref) == silent.end(),
+                 qPrintable(h + " writes nothing"));
       }
     }
     QCOMPARE(t->rows[2][6].get<int>(), 5);  // draws
@@ -534,9 +536,9 @@ class TestDualRoute : public QObject {
     // The random series at k = 4 is the mean over 5 random orders of the live heads.
     const auto& orders =
         top1->provenance.options.at("orderings").at("random").get<std::vector<hs::HeadRef>>();
-    const std::vector<hs::HeadRef> live = hs::liveHeads(*toy_.model);
-    for (size_t i = 0; i < live.size(); ++i)
-      QVERIFY(std::find(live.begin(), live.end(), orders[i]) != live.end());
+    const std::vector<hs::HeadRef> silent = hs::silentHeads(toy_.model->weights(), toy_.model->config());
+    for (size_t i = 0; i < 32 - silent.size(); ++i)  // the 18 live heads first
+      QVERIFY(std::find(silent.begin(), silent.end(), orders[i]) == silent.end());
   }
 
   // A published ordering (a list of [layer, head], best first, named after its file) orders the heads

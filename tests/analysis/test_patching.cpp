@@ -17,9 +17,9 @@
 #include <functional>
 
 #include "../engine/engine_fixtures.h"
+#include "analysis/methods/patch_method.h"
 #include "analysis/toolkit/attribution_patching.h"
 #include "analysis/toolkit/head_toolkit.h"
-#include "analysis/methods/patch_method.h"
 #include "analysis/toolkit/patch_sweep.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
@@ -451,6 +451,10 @@ class TestPatching : public QObject {
     const hs::HeadGrid mean = hs::patchingSweepAverage(m, {a, b});
     QVERIFY(((mean.values - 0.5 * (ga.values + gb.values)).cwiseAbs().maxCoeff()) <= 1e-12);
     QCOMPARE(mean.provenance.n_prompts, 2);
+    // Each head's standard error over the pairs (issue 39, item 2): sample sd / √2 = |a − b| / 2.
+    QVERIFY(mean.hasSe());
+    QVERIFY(((mean.se - 0.5 * (ga.values - gb.values).cwiseAbs()).cwiseAbs().maxCoeff()) <= 1e-9);
+    QVERIFY(!hs::patchingSweepAverage(m, {a}).hasSe());  // one pair: no spread to measure
     b.mode = hs::PatchMode::Zero;
     QVERIFY_THROWS_EXCEPTION(hs::Error, hs::patchingSweepAverage(m, {a, b}));
   }

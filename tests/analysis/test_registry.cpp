@@ -1,5 +1,5 @@
-// The method registry (core/analysis/framework/registry.h) and the option tables (options.h): every built-in method
-// is declared once and consistently; options are checked with messages naming the key; a method
+// The method registry (core/analysis/framework/registry.h) and the option tables (options.h): every built-in
+// method is declared once and consistently; options are checked with messages naming the key; a method
 // registered at run time runs through runMethod into a stamped run that a saved session keeps, with the
 // method's record beside it.
 #include <ATen/ATen.h>
@@ -9,11 +9,13 @@
 #include <set>
 
 #include "../engine/engine_fixtures.h"
+#include "analysis/framework/registry.h"
 #include "analysis/methods/evaluate.h"
 #include "analysis/methods/function_vectors.h"
 #include "analysis/methods/ltv.h"
-#include "analysis/framework/registry.h"
 #include "analysis/methods/tsla.h"
+#include "results/intervals.h"
+#include "results/rank_stats.h"
 #include "session/session.h"
 #include "test_method.h"
 #include "util/error.h"
@@ -176,6 +178,62 @@ class TestRegistry : public QObject {
   }
 
   // A method with a task refuses a task of the wrong kind before running, and a run without a tokenizer.
+  // seeds > 1 repeats the run with every seed option advanced (issue 39, item 2): the output is the first
+  // seed's run plus "echo.seeds" (each headline number's mean, sd and t interval over the seeds, each seed's
+  // value as its own run gives it) and "echo.seed_overlap" (each grid's top-k heads per seed and their mean
+  // pairwise Jaccard); the registry declares both tables and the options on every method with a seed.
+  void seedsRepeatTheRun() {
+    const hs::Transformer m = hs::test::tinyLlama();
+    const hs::MethodInputs in{m, nullptr, {}};
+    const hs::MethodInfo& echo = hs::requireMethod("echo");
+    QVERIFY(echo.option("seeds") && echo.option("seeds_top_k"));
+    QVERIFY(hs::findMethod("tsla")->option("seeds") && hs::findMethod("list-tasks")->option("seeds"));
+    QVERIFY(!hs::findMethod("patch")->option("seeds"));  // nothing seeded: one exact run
+    const hs::AnalysisOutput three = hs::runMethod(echo, in, {{"seeds", 3}, {"seed", 11}}, {});
+    std::vector<double> maxima;
+    std::vector<std::vector<hs::HeadRef>> tops;
+    for (int s = 11; s < 14; ++s) {
+      const hs::AnalysisOutput one = hs::runMethod(echo, in, {{"seed", s}}, {});
+      maxima.push_back(one.run.summary.at("max").get<double>());
+      tops.push_back(hs::topHeads(one.run.grids.at(0), 4));
+    }
+    QCOMPARE(three.run.grids.at(0).values,
+             hs::runMethod(echo, in, {{"seed", 11}}, {}).run.grids.at(0).values);
+    QCOMPARE(three.run.options.at("seeds").get<int>(), 3);
+    auto table = [&](const std::string& id) -> const hs::Table* {
+      for (const hs::Table& t : three.run.tables)
+        if (t.id == id) return &t;
+      return nullptr;
+    };
+    const hs::Table *numbers = table("echo.seeds"), *overlap = table("echo.seed_overlap");
+    QVERIFY(numbers && overlap);
+    QCOMPARE(numbers->rows.size(), size_t(1));
+    const std::vector<json>& row = numbers->rows[0];
+    const hs::Spread want = hs::spreadOf(maxima);
+    QCOMPARE(row[0].get<std::string>(), std::string("max"));
+    QVERIFY(std::abs(row[2].get<double>() - want.mean) < 1e-12 &&
+            std::abs(row[3].get<double>() - want.sd) < 1e-12);
+    QVERIFY(std::abs(row[6].get<double>() - want.lo) < 1e-12 &&
+            std::abs(row[7].get<double>() - want.hi) < 1e-12);
+    for (size_t i = 0; i < 3; ++i)
+      QCOMPARE(row[8 + i].get<double>(), maxima[i]);
+    QCOMPARE(numbers->columns.back(), std::string("seed 13"));
+    const std::vector<json>& o = overlap->rows.at(0);
+    QCOMPARE(o[0].get<std::string>(), std::string("echo.mean_z"));
+    QCOMPARE(o[1].get<int>(), 4);
+    double jac = 0;
+    for (size_t a = 0; a < 3; ++a)
+      for (size_t b = a + 1; b < 3; ++b)
+        jac += hs::jaccard(tops[a], tops[b]) / 3.0;
+    QVERIFY(std::abs(o[3].get<double>() - jac) < 1e-12);
+    QCOMPARE(o[8].get<std::string>(), hs::headsText(tops[0]));
+    QCOMPARE(three.run.summary.at("seeds").at("numbers").at("max").at("n").get<int>(), 3);
+    bool declared = false;
+    for (const hs::OutputSpec& out : echo.outputs)
+      declared = declared || out.id == "echo.seed_overlap";
+    QVERIFY(declared);
+  }
+
   void taskKindsAreChecked() {
     const hs::MethodInfo& tsla = hs::requireMethod("tsla");
     const hs::MethodInfo& geometry = hs::requireMethod("geometry");

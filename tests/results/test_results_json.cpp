@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
+#include "results/intervals.h"
 #include "results/results_json.h"
 #include "util/error.h"
 
@@ -198,6 +200,90 @@ class TestResultsJson : public QObject {
     } catch (const hs::Error& e) {
       QVERIFY2(QString(e.what()).contains(expected), e.what());
     }
+  }
+
+  // Intervals in the data model (issue 39, item 2): a grid's per-head standard errors and a curve's per-point
+  // intervals survive JSON bit-exact (NaN included); files written before they existed read with none; a
+  // malformed interval is refused by name.
+  void intervalsRoundTrip() {
+    hs::HeadGrid g = awkwardGrid();
+    g.se = g.values.cwiseAbs() * 0.5;
+    g.se(0, 1) = std::numeric_limits<double>::quiet_NaN();
+    const hs::HeadGrid back = json::parse(json(g).dump()).get<hs::HeadGrid>();
+    QVERIFY(back.hasSe());
+    for (int l = 0; l < 3; ++l)
+      for (int h = 0; h < 4; ++h)
+        QVERIFY(sameDouble(back.se(l, h), g.se(l, h)));
+    json old = json::parse(json(g).dump());
+    old.erase("se");
+    QVERIFY(!old.get<hs::HeadGrid>().hasSe());
+    QVERIFY(!json(old.get<hs::HeadGrid>()).contains("se"));  // none written back either
+
+    hs::Curve c;
+    c.id = "dual_route.ablation.copy_random";
+    c.x = {0, 1, 2};
+    c.series = {{"token_copying", {1.0, 0.5, 1.0 / 3.0}}, {"random", {1.0, 0.9, 0.8}}};
+    c.intervals = {{"random", {0.9, 0.7, std::numeric_limits<double>::quiet_NaN()}, {1.0, 1.0, 0.95}}};
+    const hs::Curve cb = json::parse(json(c).dump()).get<hs::Curve>();
+    QCOMPARE(cb.intervals.size(), size_t(1));
+    QVERIFY(cb.intervalOf("random") && !cb.intervalOf("token_copying"));
+    QVERIFY(cb.intervalOf("random")->lo[1] == 0.7 && std::isnan(cb.intervalOf("random")->lo[2]));
+    QVERIFY(cb.intervalOf("random")->hi == c.intervals[0].hi);
+    json oldCurve = json::parse(json(c).dump());
+    oldCurve.erase("intervals");
+    QVERIFY(oldCurve.get<hs::Curve>().intervals.empty());
+    const auto expectError = [](json j, auto tag, const char* fragment) {
+      try {
+        (void)j.get<decltype(tag)>();
+        QFAIL("accepted a malformed interval");
+      } catch (const hs::Error& e) {
+        QVERIFY2(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+      }
+    };
+    json shortLo = json::parse(json(c).dump());
+    shortLo["intervals"][0]["lo"] = {0.1};
+    expectError(shortLo, hs::Curve{}, "interval of random: has 1 lo and 3 hi values, expected 3");
+    json noSeries = json::parse(json(c).dump());
+    noSeries["intervals"][0]["series"] = "fv";
+    expectError(noSeries, hs::Curve{}, "interval of fv: no such series");
+    json badSe = json::parse(json(g).dump());
+    badSe["se"].erase(0);
+    expectError(badSe, hs::HeadGrid{}, "\"se\" is");
+  }
+
+  // The shared interval helpers (core/results/intervals.h) on hand-computed cases.
+  void intervalHelpers() {
+    auto [lo, hi] = hs::wilsonInterval(81, 263);  // the published example: 0.2553 – 0.3662
+    QVERIFY(std::abs(lo - 0.2553) < 1e-4 && std::abs(hi - 0.3662) < 1e-4);
+    std::tie(lo, hi) = hs::wilsonInterval(0, 24);  // k = 0: exactly 0 below
+    QCOMPARE(lo, 0.0);
+    QVERIFY(std::abs(hi - 0.13797620467498017) < 1e-12);
+    QVERIFY(std::abs(hs::studentT975(4) - 2.776445105) < 1e-9);
+    QVERIFY(std::abs(hs::studentT975(40) - 2.021075390) < 1e-5);            // beyond the table: the expansion
+    const hs::Spread s = hs::spreadOf({1.0, 2.0, 3.0, 4.0, std::nan("")});  // NaN left out
+    QCOMPARE(s.n, 4);
+    QCOMPARE(s.mean, 2.5);
+    QVERIFY(std::abs(s.sd - std::sqrt(5.0 / 3.0)) < 1e-12);
+    QVERIFY(std::abs(s.hi - (2.5 + 3.182446305 * std::sqrt(5.0 / 3.0) / 2.0)) < 1e-8);
+    QVERIFY(std::isnan(hs::spreadOf({1.0}).lo));
+    QVERIFY(std::abs(hs::standardError({1.0, 2.0, 3.0, 4.0}) - std::sqrt(5.0 / 3.0) / 2.0) < 1e-12);
+    const std::vector<double> v = {0.1, 0.4, 0.35, 0.8, 0.05, 0.6};
+    const auto b1 = hs::bootstrapMeanInterval(v, 7), b2 = hs::bootstrapMeanInterval(v, 7);
+    QVERIFY(b1 == b2);  // seeded: the same interval every time
+    QVERIFY(b1.first < 0.383 && 0.383 < b1.second && b1.first >= 0.05 && b1.second <= 0.8);
+    hs::Curve c;
+    c.x = {0, 1};
+    c.series = {{"a", {0.5, 1.0}}, {"b", {0.25, 0.0}}};
+    hs::addWilsonIntervals(c, 4, {"b"});
+    QCOMPARE(c.intervals.size(), size_t(1));
+    QCOMPARE(c.intervals[0].lo[1], 0.0);
+    hs::Table t;
+    t.columns = {"condition", "accuracy", "n"};
+    t.rows = {{"a", 0.5, 10}, {"b", "?", 10}};
+    hs::addWilsonColumns(t, "accuracy", "n");
+    QVERIFY(t.columns.back() == "accuracy_hi" && t.rows[0].size() == 5);
+    QCOMPARE(t.rows[0][3].get<double>(), hs::wilsonInterval(5, 10).first);
+    QVERIFY(t.rows[1][3].is_null());
   }
 
   void malformedCurveAndRunRejected() {

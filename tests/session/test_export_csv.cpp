@@ -76,6 +76,37 @@ class TestExportCsv : public QObject {
     QCOMPARE(hs::tableToCsv(t), std::string("set,accuracy,n\nbaseline,0.75,50\n\"TR, ablated\",,50\n"));
   }
 
+  // Intervals in the exports (issue 39, item 2): a curve's intervals as "<series>_lo,<series>_hi" columns
+  // after the series; a grid's standard errors as the long form's "se" column and a wide ".se.csv" file.
+  void intervalsAreExported() {
+    hs::Curve c;
+    c.id = "acc";
+    c.x_label = "k";
+    c.x = {0, 1};
+    c.series = {{"tr", {1.0, 0.25}}, {"random", {1.0, 0.5}}};
+    c.intervals = {{"random", {0.8, 0.25}, {1.0, 0.75}}};
+    QCOMPARE(hs::curveToCsv(c),
+             std::string("k,tr,random,random_lo,random_hi\n0,1,1,0.8,1\n1,0.25,0.5,0.25,0.75\n"));
+    c.intervals[0].hi.pop_back();
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::curveToCsv(c));
+
+    hs::HeadGrid g = smallGrid();
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::gridSeToCsvWide(g));
+    g.se = Eigen::MatrixXd::Constant(2, 3, 0.5);
+    g.se(1, 0) = std::nan("");
+    QCOMPARE(hs::gridToCsvLong(g), std::string("layer,head,value,se\n"
+                                               "0,0,0.1,0.5\n0,1,-2,0.5\n0,2,0.3333333333333333,0.5\n"
+                                               "1,0,NaN,NaN\n1,1,1e-300,0.5\n1,2,-inf,0.5\n"));
+    QCOMPARE(hs::gridSeToCsvWide(g), std::string("layer,h0,h1,h2\n0,0.5,0.5,0.5\n1,NaN,0.5,0.5\n"));
+    hs::AnalysisRun run;
+    run.id = "r";
+    run.grids = {g};
+    QTemporaryDir dir;
+    const std::vector<std::string> files = hs::exportRun(run, dir.path().toStdString());
+    QCOMPARE(files.size(), size_t(2));
+    QVERIFY(files[1].size() > 7 && files[1].substr(files[1].size() - 7) == ".se.csv");
+  }
+
   void jsonExportIsTheResultsForm() {
     const hs::HeadGrid g = smallGrid();
     const nlohmann::json j = nlohmann::json::parse(hs::gridToJsonText(g));

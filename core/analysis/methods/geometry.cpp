@@ -4,9 +4,10 @@
 #include <ATen/core/grad_mode.h>
 #include <Eigen/SVD>
 
+#include "analysis/methods/tsla.h"
 #include "analysis/toolkit/head_toolkit.h"
 #include "analysis/toolkit/icl_accuracy.h"
-#include "analysis/methods/tsla.h"
+#include "results/intervals.h"
 #include "results/results_json.h"
 #include "util/error.h"
 
@@ -114,6 +115,9 @@ AnalysisOutput runGeometry(const Transformer& model, const Tokenizer& /*tok*/, c
     align.x.push_back(l), diff.x.push_back(l);
   align.series.push_back({"baseline", sc.alignment});
   diff.series.push_back({"baseline", sc.logit_diff});
+  // 95 % intervals: a bootstrap over the prompts (seeded with the task's seed).
+  align.intervals.push_back(bootstrapSeriesInterval("baseline", sc.alignment_per_prompt, task.spec.seed));
+  diff.intervals.push_back(bootstrapSeriesInterval("baseline", sc.logit_diff_per_prompt, task.spec.seed));
 
   int layer = opts.layer;
   if (layer < 0)

@@ -14,8 +14,9 @@
 //   list-tasks        curves dual_route.ablation.<task>: mean ablation of the top-k heads of each ordering
 //                     (token copying, concept copying, prefix matching, random; ablation_curves.h) on the
 //                     list tasks. The orderings' grids are computed as `induction` and `dual-route` compute
-//                     them, or read from earlier runs (grids_from). Prompts: ablation.<task>, and those of
-//                     every grid it computed.
+//                     them, or read from earlier runs (grids_from), or given (orderings). Prompts:
+//                     ablation.<task>, and those of every grid it computed; tensor mean_z (the mean the
+//                     heads are ablated with, [layers, heads, d_head]).
 //   concept-patching  table dual_route.concept_patching (toy world only): the top-k concept-copying heads vs
 //                     the top-k token-copying heads (computed, or read from grids_from). Prompts:
 //                     concept_patching.source / .destination, and those of the copying grids it computed.

@@ -176,6 +176,7 @@ AnalysisOutput runListTasks(const Transformer& model, const Tokenizer* tok, cons
   DualRouteSetup setup = dualRouteSetup(model, tok, toyModel, o, "list-tasks");
   const int nStages = 3;
   AnalysisOutput out;
+  out.run.id = ctx.runId("list-tasks");  // before its tensor is named
 
   // Given orderings replace the computed grids: none is computed then.
   OrderingGrids grids;
@@ -195,6 +196,7 @@ AnalysisOutput runListTasks(const Transformer& model, const Tokenizer* tok, cons
   ao.mean_z = resolveMeanZ(model, tok, o.mean, taskPrompts, stage(ctx, 1, nStages, "mean z"));
   ao.mean_source = meanSource;
   ao.seed = o.seed;
+  out.addTensor("mean_z", ao.mean_z);  // what the curves ablate with: recomputable from the session alone
   nlohmann::json acc = nlohmann::json::object();
   for (const NextTokenTask& task : tasks) {
     for (Curve& cv :

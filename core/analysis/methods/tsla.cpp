@@ -207,6 +207,7 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& proje
   const at::Tensor dirs =
       projector.tlDirections().index_select(0, idx).view({n, 1, d});  // [n, 1, d_model] d_{y*}
   at::Tensor tr = at::empty({L, H}, at::kDouble), tl = at::empty({L, H}, at::kDouble);  // [layers, heads]
+  at::Tensor trSq = at::empty({L, H}, at::kDouble), tlSq = at::empty({L, H}, at::kDouble);  // [layers, heads]
   // One layer at a time, so the float64 copies stay [n, heads, d_model] (the whole [n, layers, heads,
   // d_model] in float64 is gigabytes for an 8B model).
   for (int64_t l = 0; l < L; ++l) {
@@ -220,8 +221,20 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& proje
         at::where(norm > 0, dot / score.clamp_min(1e-300), at::zeros_like(dot));  // [n, heads]
     tr[l].copy_(score.mean(0));
     tl[l].copy_(ratio.mean(0));
+    trSq[l].copy_(score.pow(2).mean(0));
+    tlSq[l].copy_(ratio.pow(2).mean(0));
   }
-  return {toMatrix(tr), toMatrix(tl)};
+  TrTlScores out{toMatrix(tr), toMatrix(tl)};
+  out.tr_sq = toMatrix(trSq);
+  out.tl_sq = toMatrix(tlSq);
+  out.n = static_cast<int>(n);
+  return out;
+}
+
+Eigen::MatrixXd standardErrors(const Eigen::MatrixXd& mean, const Eigen::MatrixXd& meanSquare, int n) {
+  if (n < 2) return Eigen::MatrixXd::Constant(mean.rows(), mean.cols(), std::nan(""));
+  const double k = static_cast<double>(n);
+  return ((meanSquare - mean.cwiseProduct(mean)) * (k / (k - 1))).cwiseMax(0.0).cwiseSqrt() / std::sqrt(k);
 }
 
 TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, const PromptLabels& labels,
@@ -237,7 +250,10 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, c
     const double w = static_cast<double>(rows.size()) / static_cast<double>(n);  // means over all prompts
     sum.tr = sum.tr.size() ? Eigen::MatrixXd(sum.tr + w * s.tr) : Eigen::MatrixXd(w * s.tr);
     sum.tl = sum.tl.size() ? Eigen::MatrixXd(sum.tl + w * s.tl) : Eigen::MatrixXd(w * s.tl);
+    sum.tr_sq = sum.tr_sq.size() ? Eigen::MatrixXd(sum.tr_sq + w * s.tr_sq) : Eigen::MatrixXd(w * s.tr_sq);
+    sum.tl_sq = sum.tl_sq.size() ? Eigen::MatrixXd(sum.tl_sq + w * s.tl_sq) : Eigen::MatrixXd(w * s.tl_sq);
   }
+  sum.n = static_cast<int>(n);
   return sum;
 }
 
@@ -252,7 +268,12 @@ SubspaceCurves subspaceCurves(const at::Tensor& residuals, const LabelProjector&
   const at::Tensor idx = at::tensor(std::vector<int64_t>(gold.begin(), gold.end()), at::kLong);  // [n]
   const at::Tensor dirs = projector.tlDirections().index_select(0, idx);  // [n, d_model]
   const at::Tensor diff = (h * dirs.view({n, 1, d})).sum(-1);             // [n, layers]
-  return {toVector(align.mean(0)), toVector(diff.mean(0))};
+  SubspaceCurves out{toVector(align.mean(0)), toVector(diff.mean(0))};
+  for (int64_t l = 0; l < align.size(1); ++l) {
+    out.alignment_per_prompt.push_back(toVector(align.select(1, l)));
+    out.logit_diff_per_prompt.push_back(toVector(diff.select(1, l)));
+  }
+  return out;
 }
 
 SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& model,
@@ -262,6 +283,7 @@ SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& mo
     fail("subspace curves: ", labels.sets.size(), " label sets for ", n, " prompts");
   const at::Tensor h = finalNorm ? finalNormed(model, residuals) : residuals;  // [n, layers, d_model]
   std::vector<double> align(static_cast<size_t>(residuals.size(1)), 0.0), diff(align.size(), 0.0);
+  std::vector<std::vector<double>> alignPer(align.size()), diffPer(align.size());  // [layers][prompts]
   for (const auto& [set, rows] : groupBySet(labels)) {
     const LabelProjector p(unembedRows(model, set, false));
     const SubspaceCurves c =
@@ -270,9 +292,13 @@ SubspaceCurves subspaceCurves(const at::Tensor& residuals, const Transformer& mo
     for (size_t l = 0; l < align.size(); ++l) {
       align[l] += w * c.alignment[l];
       diff[l] += w * c.logit_diff[l];
+      alignPer[l].insert(alignPer[l].end(), c.alignment_per_prompt[l].begin(),
+                         c.alignment_per_prompt[l].end());
+      diffPer[l].insert(diffPer[l].end(), c.logit_diff_per_prompt[l].begin(),
+                        c.logit_diff_per_prompt[l].end());
     }
   }
-  return {align, diff};
+  return {align, diff, alignPer, diffPer};
 }
 
 LabelProjector taskProjector(const Transformer& model, const IclTask& task, const std::string& method,
@@ -333,6 +359,7 @@ AttentionShares attentionShares(const Transformer& model, const std::vector<Prom
     run.capture.insert(attnPattern(l));
   at::Tensor labels = at::zeros({L, H}, at::kDouble), query = at::zeros({L, H}, at::kDouble),
              inputs = at::zeros({L, H}, at::kDouble);  // [layers, heads] sums over prompts
+  at::Tensor labelsSq = at::zeros({L, H}, at::kDouble), querySq = at::zeros({L, H}, at::kDouble);  // Σ share²
   forEachBatch(
       model, tokenSeqs(prompts), run,
       [&](size_t b, size_t e, const PaddedBatch& pb, const RunResult& r) {
@@ -352,14 +379,21 @@ AttentionShares attentionShares(const Transformer& model, const std::vector<Prom
         for (int l = 0; l < L; ++l) {
           const at::Tensor a =
               r.cache.at(attnPattern(l)).select(2, -1).to(at::kCPU, at::kDouble);  // [batch, head, k_pos]
-          labels[l] += (a * mLabel.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
-          query[l] += (a * mQuery.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
+          const at::Tensor sl = (a * mLabel.unsqueeze(1)).sum(2),
+                           sq = (a * mQuery.unsqueeze(1)).sum(2);  // [b, h]
+          labels[l] += sl.sum(0);
+          query[l] += sq.sum(0);
+          labelsSq[l] += sl.pow(2).sum(0);
+          querySq[l] += sq.pow(2).sum(0);
           inputs[l] += (a * mInput.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
         }
       },
       ctx);
   const double n = static_cast<double>(prompts.size());
-  return {toMatrix(labels / n), toMatrix(query / n), toMatrix(inputs / n)};
+  AttentionShares out{toMatrix(labels / n), toMatrix(query / n), toMatrix(inputs / n)};
+  out.labels_se = standardErrors(out.labels, toMatrix(labelsSq / n), static_cast<int>(n));
+  out.query_se = standardErrors(out.query, toMatrix(querySq / n), static_cast<int>(n));
+  return out;
 }
 
 }  // namespace hs

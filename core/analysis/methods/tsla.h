@@ -98,8 +98,15 @@ TrTlDefinition trTlDefinition(const std::string& name);
 
 // TR and TL per head from head outputs a [prompts, layers, heads, d_model] and gold label indices.
 struct TrTlScores {
-  Eigen::MatrixXd tr, tl;  // [layers, heads]
+  Eigen::MatrixXd tr, tl;  // [layers, heads] means over the prompts
+  // [layers, heads] the mean over the prompts of each score squared: with `n`, each head's standard error
+  // over the prompts (standardErrors).
+  Eigen::MatrixXd tr_sq = Eigen::MatrixXd(), tl_sq = Eigen::MatrixXd();
+  int n = 0;
 };
+// Standard errors sample sd / √n from a mean and a mean square over n values ([layers, heads]; NaN for n <
+// 2).
+Eigen::MatrixXd standardErrors(const Eigen::MatrixXd& mean, const Eigen::MatrixXd& meanSquare, int n);
 TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& projector,
                       const std::vector<int>& gold, TrTlDefinition definition = TrTlDefinition::Paper);
 // The same with each prompt's own label set (prompts sharing a set share one projector); rows of W_U
@@ -111,6 +118,8 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const Transformer& model, c
 // of ‖P h‖/‖h‖ (alignment) and ⟨h, d_{y*}⟩ (logit difference), one value per layer.
 struct SubspaceCurves {
   std::vector<double> alignment, logit_diff;  // [layers]
+  // Every prompt's values ([layers][prompts]; grouped by label set): the curves' bootstrap intervals.
+  std::vector<std::vector<double>> alignment_per_prompt = {}, logit_diff_per_prompt = {};
 };
 SubspaceCurves subspaceCurves(const at::Tensor& residuals, const LabelProjector& projector,
                               const std::vector<int>& gold);
@@ -133,6 +142,7 @@ IclTask heldOutTask(const Tokenizer& tok, const IclTask& task, int n);
 // demonstrations' label tokens, on the query's input tokens and on the demonstrations' input tokens.
 struct AttentionShares {
   Eigen::MatrixXd labels, query, demo_inputs;  // [layers, heads]
+  Eigen::MatrixXd labels_se = Eigen::MatrixXd(), query_se = Eigen::MatrixXd();  // their standard errors
 };
 AttentionShares attentionShares(const Transformer& model, const std::vector<Prompt>& prompts,
                                 const AnalysisContext& ctx = {}, int batch = 4);

@@ -251,6 +251,8 @@ HeadScores trTlStage(const Transformer& model, const IclTask& task, const IclTas
           scores.tr, prov};
   s.tl = {"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / " + norm + " (" + opts.score_definition + ")",
           paper ? "logit / norm²" : "logit / norm", scores.tl, prov};
+  s.tr.se = standardErrors(scores.tr, scores.tr_sq, scores.n);  // over the analysed prompts
+  s.tl.se = standardErrors(scores.tl, scores.tl_sq, scores.n);
   return s;
 }
 
@@ -546,6 +548,8 @@ AttentionStage attentionStage(const Transformer& model, const IclTask& task, con
   st.labels = {"tsla.attention_labels", "Attention at N on the demonstrations' labels", "attention",
                shares.labels, prov};
   st.query = {"tsla.attention_query", "Attention at N on the query's input", "attention", shares.query, prov};
+  st.labels.se = shares.labels_se;
+  st.query.se = shares.query_se;
   st.table = {"tsla.attention", "Where each head set attends from the last position", {}, {}, prov};
   st.table.columns = {"heads", "n_heads", "demo_labels", "query", "demo_inputs", "other"};
   for (const auto& [name, heads] : sets.named()) {
@@ -586,6 +590,8 @@ std::vector<Curve> subspaceCurveStage(const Transformer& model, const IclTask& t
     const SubspaceCurves sc = subspaceCurves(h, model, s.labels, opts.final_norm);
     align.series.push_back({name, sc.alignment});
     diff.series.push_back({name, sc.logit_diff});
+    align.intervals.push_back(bootstrapSeriesInterval(name, sc.alignment_per_prompt, opts.random_seed));
+    diff.intervals.push_back(bootstrapSeriesInterval(name, sc.logit_diff_per_prompt, opts.random_seed));
   }
   return {align, diff};
 }
