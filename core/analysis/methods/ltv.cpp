@@ -349,6 +349,10 @@ const OptionTable<LtvOptions>& ltvOptionTable() {
         .add("config_layers", &O::config_layers,
              "layers of the several-layer configurations (empty: 0, s, 2s, ... with s = max(1, L/8))",
              OptionCheck::atLeast(0))
+        .add("recon_norm", &O::recon_norm,
+             "how θ_OV and θ_MLP read θ: layer = through each later layer's own input norm (the attention's "
+             "before W_V, the MLP's before the MLP), none = θ itself (the earlier definition)",
+             OptionCheck::oneOf({"layer", "none"}))
         .add("ov_inject", &O::ov_inject,
              "where θ_OV and θ_MLP are added: final (the last layer's output) or layer (where θ was)",
              OptionCheck::oneOf({"final", "layer"}))
@@ -361,8 +365,9 @@ const OptionTable<LtvOptions>& ltvOptionTable() {
              OptionCheck{}, "mean-ablation");
     addMeanSourceOptions(t, &O::mean)
         .add("prop_directions", &O::prop_directions,
-             "random directions the propagation fit spans with θ (W restricted to them; >= d_model: full W)",
-             OptionCheck::atLeast(1))
+             "r, the directions the propagation fit spans with θ (W restricted to them; >= d_model: the full "
+             "W); -1: the full W when d_model <= 4096, else 128",
+             OptionCheck::atLeast(-1))
         .add("prop_samples", &O::prop_samples, "perturbations for the propagation fit (-1: 2 x directions)",
              OptionCheck::atLeast(-1))
         .add("prop_lambda", &O::prop_lambda, "perturbation length relative to ‖θ‖", OptionCheck::positive())
@@ -389,7 +394,8 @@ MethodInfo ltvMethod() {
       "At the chosen layer: LTVs at several positions, several layers and in few-shot prompts; the OV "
       "reconstruction of θ through the later heads beside the MLP reconstruction; the key heads after the "
       "site by saliency and their ablation against random heads; and the linear propagation W = QΣ to the "
-      "last layer on a random subspace (rotation cos(θ, Qθ) and stretch).";
+      "last layer (the full W by default; rotation cos(θ, Qθ), stretch, and how much closer Q turns θ to the "
+      "label subspace).";
   m.tasks = {TaskKind::Classification, TaskKind::Generation};
   m.default_task.dataset = "toy:antonym_a";
   m.default_task.shots = 10;
@@ -411,7 +417,8 @@ MethodInfo ltvMethod() {
       {OutputSpec::Kind::Table, "ltv.ov_reconstruction", "accuracy",
        "θ_OV (and the MLP control θ_MLP) re-injected instead of θ"},
       {OutputSpec::Kind::Tensor, "theta_l*", "", "[d_model] the learned vector of each layer"},
-      {OutputSpec::Kind::Tensor, "W_map", "", "[d_model, r] the propagation fit W on span(W_basis)"},
+      {OutputSpec::Kind::Tensor, "W_map", "",
+       "[d_model, r] the propagation fit W on span(W_basis) (r = d: W B)"},
       {OutputSpec::Kind::Tensor, "W_basis", "",
        "[d_model, r] orthonormal: θ/‖θ‖ and r − 1 random directions"},
   };

@@ -127,7 +127,8 @@ struct LtvOptions {
   bool configs = true;
   std::string config_positions = "last_k";  // "last_k": the last `last_k` positions; "all": every position
   int last_k = 5;  // the paper's P = {−5, …, −1}; capped by the shortest zero-shot prompt
-  std::vector<int> config_layers;   // several layers; empty = 0, s, 2s, … with s = max(1, L/8)
+  std::vector<int> config_layers;  // several layers; empty = 0, s, 2s, … with s = max(1, L/8)
+  std::string recon_norm = "layer";  // θ_OV / θ_MLP read θ through each later layer's input norm; "none": raw
   std::string ov_inject = "final";  // where θ_OV and θ_MLP are added at N: "final" = hook_resid_post of the
                                     // last layer (what the later heads / MLPs would have written), "layer" =
                                     // where θ was
@@ -135,10 +136,10 @@ struct LtvOptions {
   int random_sets = 5;              // random head sets of the same size (after the site, not key heads)
   bool ablate_mean = false;         // mean- instead of zero-ablation of key and random heads
   MeanSource mean;                  // where mean ablation's means come from (default: a neutral corpus)
-  int prop_directions = 128;        // r: W is fitted on span(θ, r − 1 random directions); >= d_model: full
-  int prop_samples = -1;            // perturbations for W; −1 = 2 r
-  double prop_lambda = 0.5;         // perturbation length relative to ‖θ‖
-  int prop_prompts = 8;             // zero-shot prompts Δh is averaged over
+  int prop_directions = -1;  // r: W on span(θ, r − 1 random directions); −1: the full W up to d = 4096
+  int prop_samples = -1;     // perturbations for W; −1 = 2 r
+  double prop_lambda = 0.5;  // perturbation length relative to ‖θ‖
+  int prop_prompts = 8;      // zero-shot prompts Δh is averaged over
   int eval_batch = 16;
   int pad_id = 0;
 };

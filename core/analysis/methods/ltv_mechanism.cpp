@@ -12,8 +12,9 @@
 #include <cmath>
 #include <limits>
 
-#include "analysis/toolkit/prompt_batches.h"
 #include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/label_projector.h"
+#include "analysis/toolkit/prompt_batches.h"
 #include "model/mlp.h"
 #include "util/error.h"
 
@@ -53,49 +54,92 @@ Eigen::VectorXd toEigenVector(const at::Tensor& t) {
 
 // ---- OV circuits ----
 
-at::Tensor headOvImages(const Transformer& model, const at::Tensor& x) {
-  checkTheta(model, x, "OV images");
+ReconNorm reconNorm(const std::string& name) {
+  if (name == "layer") return ReconNorm::Layer;
+  if (name == "none") return ReconNorm::Raw;
+  fail("ltv: recon_norm \"", name, "\", expected layer or none");
+}
+
+at::Tensor layerReadOf(const Transformer& model, int layer, bool mlp, const at::Tensor& x, ReconNorm norm) {
+  checkLayer(model, layer, "reconstruction");
+  checkTheta(model, x, "reconstruction");
+  const at::Tensor xf = x.detach().to(at::kCPU, at::kFloat);  // [d_model]
+  // A post-norm family (OLMo-2) feeds the raw residual to its attention and MLP.
+  if (norm == ReconNorm::Raw || model.config().norm_placement == NormPlacement::Post) return xf;
+  const LayerWeights& w = model.weights().layers[static_cast<size_t>(layer)];
+  const at::Tensor& g = mlp ? w.mlp_norm_w : w.attn_norm_w;
+  const at::Tensor& b = mlp ? w.mlp_norm_b : w.attn_norm_b;
+  // n(θ) − n(0): the norm's own bias (n(0) = b for a LayerNorm, 0 for RMSNorm) is no part of θ.
+  const at::Tensor both = normedBy(model, at::stack({xf, at::zeros_like(xf)}), g, b);  // [2, d_model]
+  return (both[0] - both[1]).to(at::kFloat);
+}
+
+namespace {
+
+// Every head's OV image of x in one layer: [head, d_model] float32 on the model's device.
+at::Tensor layerOvImages(const Transformer& model, int l, const at::Tensor& x) {
   const ModelConfig& c = model.config();
   const int64_t H = c.n_heads, KV = c.n_kv_heads, G = H / KV, dh = c.d_head, d = c.d_model;
   const at::Tensor xf = x.detach().to(model.device(), at::kFloat);  // [d_model]
+  const LayerWeights& w = model.weights().layers[static_cast<size_t>(l)];
+  const at::Tensor wv = w.wv.to(at::kFloat);  // [kv_head·d_head, d_model]
+  const at::Tensor wo = w.wo.to(at::kFloat);  // [d_model, head·d_head]
+  // The value each kv head reads from x, then shared by the query heads of its group.
+  const at::Tensor v = at::matmul(wv, xf).view({KV, dh}).repeat_interleave(G, 0);  // [head, d_head]
+  // Each head's W_O block applied to its own value.
+  const at::Tensor woHeads = wo.view({d, H, dh}).permute({1, 0, 2});  // [head, d_model, d_head]
+  return at::matmul(woHeads, v.unsqueeze(-1)).squeeze(-1);            // [head, d_model]
+}
+
+}  // namespace
+
+at::Tensor headOvImages(const Transformer& model, const at::Tensor& x) {
+  checkTheta(model, x, "OV images");
   std::vector<at::Tensor> perLayer;
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& w = model.weights().layers[static_cast<size_t>(l)];
-    const at::Tensor wv = w.wv.to(at::kFloat);  // [kv_head·d_head, d_model]
-    const at::Tensor wo = w.wo.to(at::kFloat);  // [d_model, head·d_head]
-    // The value each kv head reads from x, then shared by the query heads of its group.
-    const at::Tensor v = at::matmul(wv, xf).view({KV, dh}).repeat_interleave(G, 0);  // [head, d_head]
-    // Each head's W_O block applied to its own value.
-    const at::Tensor woHeads = wo.view({d, H, dh}).permute({1, 0, 2});     // [head, d_model, d_head]
-    perLayer.push_back(at::matmul(woHeads, v.unsqueeze(-1)).squeeze(-1));  // [head, d_model]
-  }
+  for (int l = 0; l < model.config().n_layers; ++l)
+    perLayer.push_back(layerOvImages(model, l, x));
   return at::stack(perLayer).to(at::kCPU);  // [layers, head, d_model]
 }
 
-at::Tensor ovReconstruction(const Transformer& model, const at::Tensor& theta, const Site& site) {
+at::Tensor ovReconstruction(const Transformer& model, const at::Tensor& theta, const Site& site,
+                            ReconNorm norm) {
   checkLayer(model, site.layer, "OV reconstruction");
-  const at::Tensor img = headOvImages(model, theta);  // [layers, head, d_model]
-  const int64_t first = firstReadingLayer(site);
-  const int64_t L = img.size(0);
-  if (first >= L) return at::zeros({img.size(2)}, at::kFloat);  // no layer after the last one
-  return img.narrow(0, first, L - first).sum(0).sum(0);         // [d_model]
+  checkTheta(model, theta, "OV reconstruction");
+  at::NoGradGuard noGrad;
+  at::Tensor sum = at::zeros({model.config().d_model}, at::kFloat);  // [d_model]
+  // θ_OV = Σ_{l' after the site} Σ_k W_O^{l',k} W_V^{l',g(k)} (n_{l'}(θ) − n_{l'}(0)).
+  for (int l = firstReadingLayer(site); l < model.config().n_layers; ++l)
+    sum += layerOvImages(model, l, layerReadOf(model, l, false, theta, norm)).sum(0).to(at::kCPU);
+  return sum;
 }
 
-at::Tensor mlpReconstruction(const Transformer& model, const at::Tensor& theta, const Site& site) {
+at::Tensor mlpReconstruction(const Transformer& model, const at::Tensor& theta, const Site& site,
+                             ReconNorm norm) {
   checkLayer(model, site.layer, "MLP reconstruction");
   checkTheta(model, theta, "MLP reconstruction");
   at::NoGradGuard noGrad;
-  const at::Tensor x =
-      at::stack({theta.detach().to(at::kFloat), at::zeros_like(theta, at::kFloat)});  // [2, d]
   const ModelConfig& c = model.config();
-  at::Tensor sum = at::zeros({c.d_model}, at::kDouble);  // [d_model]
+  const at::Tensor zero = at::zeros({c.d_model}, at::kFloat);  // [d_model]
+  at::Tensor sum = at::zeros({c.d_model}, at::kDouble);        // [d_model]
   for (int l = firstReadingLayer(site); l < c.n_layers; ++l) {
     const LayerWeights& lw = model.weights().layers[static_cast<size_t>(l)];
+    // θ_MLP = Σ_{l'} MLP(m_{l'}(θ)) − MLP(m_{l'}(0)); m the MLP's input norm (Raw or a post-norm family:
+    // the identity).
+    const bool raw = norm == ReconNorm::Raw || c.norm_placement == NormPlacement::Post;
+    auto mlpIn = [&](const at::Tensor& v) {
+      return raw ? v.detach().to(at::kFloat)
+                 : normedBy(model, v, lw.mlp_norm_w, lw.mlp_norm_b).to(at::kFloat);
+    };
+    const at::Tensor x = at::stack({mlpIn(theta), mlpIn(zero)});  // [2, d_model]
     const at::Tensor out =
         mlpForward(c, lw, x.to(lw.w_up.device(), lw.w_up.scalar_type())).to(at::kCPU, at::kDouble);  // [2, d]
-    sum += out[0] - out[1];  // MLP(θ) − MLP(0)
+    sum += out[0] - out[1];
   }
   return sum.to(at::kFloat);
+}
+
+std::string reconstructionVerdict(double ovAccuracy, double mlpAccuracy) {
+  return ovAccuracy > mlpAccuracy ? "ov" : ovAccuracy < mlpAccuracy ? "mlp" : "tie";
 }
 
 // ---- key heads ----
@@ -158,6 +202,12 @@ Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prom
 }
 
 // ---- linear propagation ----
+
+int propagationDirections(int option, int dModel) {
+  if (option == -1) return dModel <= 4096 ? dModel : std::min(128, dModel);  // the full W up to d = 4096
+  if (option < 1) fail("ltv: prop_directions is ", option, ", expected a positive count or -1 (the full W)");
+  return std::min(option, dModel);
+}
 
 PropagationFit fitLinearMap(const LinearResponse& response, const at::Tensor& theta, int directions,
                             int samples, double lambda, uint64_t seed, int chunk,
@@ -292,8 +342,9 @@ PolarDecomposition polarDecompose(const Eigen::MatrixXd& W) {
   if (W.rows() < W.cols() || W.cols() == 0)
     fail("polar decomposition: expected a matrix with at least as many rows as columns, got ", W.rows(),
          " x ", W.cols());
-  // W = U S Vᵀ = (U Vᵀ)(V S Vᵀ): orthonormal columns times a symmetric PSD factor (thin SVD).
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd(W, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  // W = U S Vᵀ = (U Vᵀ)(V S Vᵀ): orthonormal columns times a symmetric PSD factor (thin SVD; divide and
+  // conquer, so that the full d × d W of a 4096-wide model is minutes, not hours).
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(W, Eigen::ComputeThinU | Eigen::ComputeThinV);
   const Eigen::MatrixXd& U = svd.matrixU();
   const Eigen::MatrixXd& V = svd.matrixV();
   PolarDecomposition p;
@@ -309,8 +360,8 @@ RotationStretch rotationStretch(const PolarDecomposition& p, const Eigen::Vector
   const double n = theta.norm();
   if (!(n > 0)) fail("rotation/stretch: θ is zero");
   RotationStretch r;
-  const Eigen::VectorXd q = p.Q * theta;
-  r.cos_theta_Qtheta = theta.dot(q) / (n * q.norm());
+  r.Qtheta = p.Q * theta;
+  r.cos_theta_Qtheta = theta.dot(r.Qtheta) / (n * r.Qtheta.norm());
   r.stretch = (p.Sigma * theta).norm() / n;
   return r;
 }
@@ -324,11 +375,22 @@ RotationStretch rotationStretch(const PropagationFit& fit, const Eigen::VectorXd
     fail("rotation/stretch: the fit maps into ", fit.map.rows(), " dimensions, θ has ", theta.size());
   const PolarDecomposition p = polarDecompose(fit.map);
   const Eigen::VectorXd coords = fit.basis.transpose() * theta;  // [r] = ‖θ‖ e_1
-  const Eigen::VectorXd q = p.Q * coords;                        // [d_out]
   RotationStretch r;
-  r.cos_theta_Qtheta = theta.dot(q) / (n * q.norm());
+  r.Qtheta = p.Q * coords;  // [d_out]
+  r.cos_theta_Qtheta = theta.dot(r.Qtheta) / (n * r.Qtheta.norm());
   r.stretch = (p.Sigma * coords).norm() / n;
   return r;
+}
+
+double labelAlignment(const at::Tensor& labelRows, const Eigen::VectorXd& v) {
+  if (labelRows.dim() != 2 || labelRows.size(1) != v.size())
+    fail("label alignment: label rows must be [labels, ", v.size(), "]");
+  const double n = v.norm();
+  if (!(n > 0)) fail("label alignment: the vector is zero");
+  at::Tensor t = at::empty({v.size()}, at::kDouble);  // [d]
+  std::copy(v.data(), v.data() + v.size(), t.data_ptr<double>());
+  // ‖P v‖ / ‖v‖, P the orthogonal projector onto span(W_U[Y]) (TSLA's alignment of a residual vector).
+  return LabelProjector(labelRows).projectedNorm(t).item<double>() / n;
 }
 
 }  // namespace hs

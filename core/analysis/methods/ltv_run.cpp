@@ -13,6 +13,7 @@
 
 #include "analysis/methods/ltv_mechanism.h"
 #include "analysis/toolkit/icl_accuracy.h"
+#include "analysis/toolkit/label_projector.h"
 #include "analysis/toolkit/patch_sweep.h"
 #include "results/intervals.h"
 #include "results/rank_stats.h"
@@ -90,6 +91,8 @@ LtvLayout checkRunOptions(const ModelConfig& c, const LtvOptions& opt) {
   if (opt.ov_inject != "final" && opt.ov_inject != "layer")
     fail("ltv: ov_inject \"", opt.ov_inject, "\", expected final or layer");
   injectionSite(opt.site, lay.chosen);  // refuses an unknown site
+  reconNorm(opt.recon_norm);            // refuses an unknown reading of θ
+  propagationDirections(opt.prop_directions, c.d_model);
   if (opt.config_positions != "last_k" && opt.config_positions != "all")
     fail("ltv: config_positions \"", opt.config_positions, "\", expected last_k or all");
   lay.configLayers = configLayers(opt, L);
@@ -229,6 +232,19 @@ LtvTrainOptions trainOptions(const LtvOptions& opt) {
   return to;
 }
 
+// The label set Y the rotation is measured against: the task's label tokens (classification), else the
+// distinct first answer tokens of the propagation prompts. Its raw W_U rows: [labels, d_model].
+at::Tensor alignmentLabelRows(const Transformer& model, const LtvSplits& s) {
+  std::vector<int> labels = s.test.label_tokens;
+  if (!s.test.classification()) {
+    std::set<int> answers;
+    for (const Prompt& p : s.propPrompts)
+      answers.insert(p.answer_token);
+    labels.assign(answers.begin(), answers.end());
+  }
+  return unembedRows(model, labels);
+}
+
 // Per layer of the curves: LTV and the three extracted vectors at the same site, and the rotation / stretch
 // of the propagation W from there.
 struct LayerSweep {
@@ -236,9 +252,11 @@ struct LayerSweep {
   std::vector<double> ltv, tvReplace, tvAdd, fv;  // [layers] test zero-shot accuracy (NaN: not evaluated)
   bool additive = true, substituted = false;      // the vanilla TV kinds evaluated (tv_kind)
   std::vector<double> cos, stretch, r2;           // [layers] the propagation fit
-  std::map<int, LtvTraining> trained;             // layer → its LTV
-  PropagationFit chosenFit;                       // the fit at the chosen layer
-  size_t chosenIndex = 0;                         // the chosen layer's index in `layers`
+  std::vector<double> alignTheta, alignQtheta;  // [layers] ‖P v‖/‖v‖ of θ and Qθ, P onto span(W_U[Y])
+  int directions = 0, dModel = 0;               // r of the fit (r = d: the full W)
+  std::map<int, LtvTraining> trained;           // layer → its LTV
+  PropagationFit chosenFit;                     // the fit at the chosen layer
+  size_t chosenIndex = 0;                       // the chosen layer's index in `layers`
 };
 
 LayerSweep layerSweepStage(const Transformer& model, const TaskSpec& spec, const LtvLayout& lay,
@@ -248,8 +266,11 @@ LayerSweep layerSweepStage(const Transformer& model, const TaskSpec& spec, const
   w.additive = wantsAdditive(opt);
   w.substituted = wantsSubstituted(opt);
   const LtvTrainOptions to = trainOptions(opt);
-  const int directions = std::min(opt.prop_directions, model.config().d_model);
+  const int directions = propagationDirections(opt.prop_directions, model.config().d_model);
   const int samples = opt.prop_samples > 0 ? opt.prop_samples : 2 * directions;
+  w.directions = directions;
+  w.dModel = model.config().d_model;
+  const at::Tensor labelRows = alignmentLabelRows(model, s);  // [labels, d_model]
   const double span = 0.6 / lay.layerSet.size();
   int li = 0;
   for (int l : lay.layerSet) {
@@ -273,6 +294,9 @@ LayerSweep layerSweepStage(const Transformer& model, const TaskSpec& spec, const
     w.cos.push_back(rs.cos_theta_Qtheta);
     w.stretch.push_back(rs.stretch);
     w.r2.push_back(fit.r2);
+    // Rotation toward the task's labels: how much more of Qθ than of θ lies in span(W_U[Y]).
+    w.alignTheta.push_back(labelAlignment(labelRows, toEigenVector(theta)));
+    w.alignQtheta.push_back(labelAlignment(labelRows, rs.Qtheta));
     if (l == lay.chosen) w.chosenFit = fit;
     out.addTensor(cat("theta_l", l), theta);
     w.trained[l] = std::move(t);
@@ -330,14 +354,19 @@ void addLtvIntervals(AnalysisRun& run, int n) {
 Curve rotationCurve(const LayerSweep& w, const SiteText& text, const Provenance& prov) {
   Curve rot;
   rot.id = "ltv.rotation_stretch";
-  rot.name = "Linear propagation W = QΣ from " + text.title +
-             " to the last layer: rotation cos(θ, Qθ) and "
-             "stretch ‖Σθ‖/‖θ‖";
+  rot.name = "Linear propagation W = QΣ from " + text.title + " to the last layer (" +
+             (w.directions >= w.dModel ? cat("the full W, r = d = ", w.dModel)
+                                       : cat("W on a subspace of r = ", w.directions, " of d = ", w.dModel)) +
+             "): rotation cos(θ, Qθ), stretch ‖Σθ‖/‖θ‖, and ‖P v‖/‖v‖ of θ and Qθ in the label subspace";
   rot.x_label = "injection " + text.axis;
   rot.y_label = "cos / stretch";
   rot.provenance = prov;
   rot.x = w.layers;
-  rot.series = {{"cos_theta_Qtheta", w.cos}, {"stretch", w.stretch}, {"fit_r2", w.r2}};
+  rot.series = {{"cos_theta_Qtheta", w.cos},
+                {"stretch", w.stretch},
+                {"fit_r2", w.r2},
+                {"label_alignment_theta", w.alignTheta},
+                {"label_alignment_Qtheta", w.alignQtheta}};
   return rot;
 }
 
@@ -435,16 +464,23 @@ OvStage ovReconstructionStage(const Transformer& model, const Site& site, const 
   auto reinjected = [&](const at::Tensor& v) {
     return opt.ov_inject == "final" ? addToResidual(residPost(L - 1), v) : addToResidual(site, v);
   };
-  const at::Tensor thetaOv = ovReconstruction(model, theta, site);    // [d_model]
-  const at::Tensor thetaMlp = mlpReconstruction(model, theta, site);  // [d_model]
+  // Both read θ through each later layer's input norm (recon_norm layer), so their comparison is not a
+  // scale effect; "none": θ itself.
+  const ReconNorm norm = reconNorm(opt.recon_norm);
+  const at::Tensor thetaOv = ovReconstruction(model, theta, site, norm);    // [d_model]
+  const at::Tensor thetaMlp = mlpReconstruction(model, theta, site, norm);  // [d_model]
   const Intervention ovIv = reinjected(thetaOv), mlpIv = reinjected(thetaMlp);
   st.withOv = evalWith(model, s.test.zero_shot, {ovIv}, opt);
   st.withMlp = evalWith(model, s.test.zero_shot, {mlpIv}, opt);
   Table& t = st.table;
   t.id = "ltv.ov_reconstruction";
   t.name =
-      "OV reconstruction θ_OV = Σ W_O W_V θ and the MLP control θ_MLP = Σ (MLP(θ) − MLP(0)) "
-      "over the layers after the site, re-injected";
+      norm == ReconNorm::Layer
+          ? "OV reconstruction θ_OV = Σ W_O W_V (n(θ) − n(0)) and the MLP control θ_MLP = Σ (MLP(m(θ)) − "
+            "MLP(m(0))) over the layers after the site, n and m each layer's input norms (recon_norm "
+            "layer), re-injected"
+          : "OV reconstruction θ_OV = Σ W_O W_V θ and the MLP control θ_MLP = Σ (MLP(θ) − MLP(0)) over "
+            "the layers after the site, θ unnormed (recon_norm none), re-injected";
   t.columns = {"condition", "site", "accuracy", "mean_answer_prob", "vector_norm"};
   t.rows = {
       {"zero_shot", "", base.zsEval.accuracy, base.zsEval.mean_answer_prob, 0.0},
@@ -552,7 +588,8 @@ void recordLtvPrompts(AnalysisOutput& out, const LtvSplits& s, const ConfigStage
 
 // The summary: the chosen layer's accuracies, mechanism results and training record.
 nlohmann::json ltvSummary(const LtvLayout& lay, const Site& site, const ExtractedVectors& base,
-                          const LayerSweep& w, const OvStage& ov, const KeyHeadStage& keys) {
+                          const LayerSweep& w, const OvStage& ov, const KeyHeadStage& keys,
+                          const LtvOptions& opt) {
   const size_t ci = w.chosenIndex;
   const LtvTraining& tc = w.trained.at(lay.chosen);
   return {{"layer", lay.chosen},
@@ -569,6 +606,8 @@ nlohmann::json ltvSummary(const LtvLayout& lay, const Site& site, const Extracte
           {"icl_accuracy", base.iclAcc},
           {"ov_reconstruction_accuracy", ov.withOv.accuracy},
           {"mlp_reconstruction_accuracy", ov.withMlp.accuracy},
+          {"reconstruction_verdict", reconstructionVerdict(ov.withOv.accuracy, ov.withMlp.accuracy)},
+          {"recon_norm", opt.recon_norm},
           {"key_heads", headsText(keys.top)},
           {"key_ablation_accuracy", keys.keyAbl.accuracy},
           {"random_ablation_accuracy", keys.randAcc},
@@ -576,6 +615,9 @@ nlohmann::json ltvSummary(const LtvLayout& lay, const Site& site, const Extracte
           {"stretch", w.stretch[ci]},
           {"propagation_r2", w.r2[ci]},
           {"propagation_directions", w.chosenFit.directions},
+          {"propagation_fit", w.directions >= w.dModel ? "full" : "subspace"},
+          {"label_alignment_theta", w.alignTheta[ci]},
+          {"label_alignment_Qtheta", w.alignQtheta[ci]},
           {"ltv_steps_run", tc.steps_run},
           {"ltv_best_step", tc.best_step},
           {"ltv_valid_accuracy", tc.best_valid_accuracy},
@@ -619,7 +661,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   out.addTensor("h_icl", base.hIcl);
   out.addTensor("h_zs", base.hZs);
   recordLtvPrompts(out, splits, configs);
-  out.run.summary = ltvSummary(lay, site, base, sweep, ov, keys);
+  out.run.summary = ltvSummary(lay, site, base, sweep, ov, keys, opt);
   ctx.report(1.0, "done");
   return out;
 }

@@ -68,16 +68,20 @@ at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTo
 }
 
 at::Tensor finalNormed(const Transformer& model, const at::Tensor& h) {
+  return normedBy(model, h, model.weights().final_norm_w, model.weights().final_norm_b);
+}
+
+at::Tensor normedBy(const Transformer& model, const at::Tensor& h, const at::Tensor& w, const at::Tensor& b) {
   const ModelConfig& c = model.config();
-  const ModelWeights& w = model.weights();
-  if (h.size(-1) != c.d_model) fail("final norm: vectors have ", h.size(-1), " dims, the model ", c.d_model);
+  if (h.size(-1) != c.d_model) fail("norm: vectors have ", h.size(-1), " dims, the model ", c.d_model);
+  if (!w.defined()) fail("norm: the model has no weight for this norm");
   const at::Tensor x = h.detach().to(at::kCPU, at::kDouble);  // [..., d_model]
-  at::Tensor g = w.final_norm_w.to(at::kCPU, at::kDouble);
+  at::Tensor g = w.to(at::kCPU, at::kDouble);
   if (c.norm_weight_offset) g = g + 1;  // Gemma scales by (1 + w)
   if (c.norm == NormKind::LayerNorm) {
     const at::Tensor centred = x - x.mean(-1, true);  // [..., d_model]
     const at::Tensor n = centred * at::rsqrt(centred.pow(2).mean(-1, true) + c.norm_eps) * g;
-    return w.final_norm_b.defined() ? n + w.final_norm_b.to(at::kCPU, at::kDouble) : n;
+    return b.defined() ? n + b.to(at::kCPU, at::kDouble) : n;
   }
   return x * at::rsqrt(x.pow(2).mean(-1, true) + c.norm_eps) * g;  // [..., d_model] RMSNorm
 }

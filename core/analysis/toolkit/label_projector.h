@@ -53,5 +53,8 @@ at::Tensor unembedRows(const Transformer& model, const std::vector<int>& labelTo
 // The final norm applied to residual-stream vectors h [..., d_model]: what the unembedding reads (the
 // model's ln_final), computed in float64 on the CPU: [..., d_model] float64.
 at::Tensor finalNormed(const Transformer& model, const at::Tensor& h);
+// The model's norm (its kind, eps and Gemma's 1 + w) with weight w and bias b (may be undefined) applied to
+// h [..., d_model], in float64 on the CPU: a block's input norm (attn_norm_w, mlp_norm_w) or the final one.
+at::Tensor normedBy(const Transformer& model, const at::Tensor& h, const at::Tensor& w, const at::Tensor& b);
 
 }  // namespace hs
