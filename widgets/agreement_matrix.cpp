@@ -27,6 +27,8 @@ QString pText(double p) {
   return p < 0.001 ? QStringLiteral("< 0.001") : QString::number(p, 'g', 2);
 }
 
+constexpr int kRowLabelWidth = 250;  // pixels of a row's label at most
+
 // Jaccard 0 → white, 1 → a saturated green.
 QColor jaccardColor(double j) {
   if (!std::isfinite(j)) return QColor(235, 235, 235);
@@ -65,7 +67,10 @@ AgreementMatrix::AgreementMatrix(QWidget* parent) : QWidget(parent) {
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setWordWrap(false);
   table_->verticalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Columns as narrow as a cell's number (its grid is named by the row of the same number).
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  table_->horizontalHeader()->setDefaultSectionSize(table_->fontMetrics().horizontalAdvance("-0.00") + 14);
+  table_->horizontalHeader()->setMinimumSectionSize(12);
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   layout->addWidget(table_, 1);
   note_ = new QLabel;
@@ -197,7 +202,9 @@ void AgreementMatrix::redraw() {
   const bool rho = statistic() == Statistic::Spearman;
   QCPColorGradient diverging = plotstyle::divergingGradient();  // color() is not const
   for (int i = 0; i < n; ++i) {
-    auto* row = new QTableWidgetItem(QStringLiteral("%1  %2").arg(i + 1).arg(entry(i).label));
+    // Long grid names are shortened in the middle (whole in the tooltip), so more columns fit beside them.
+    const QString label = table_->fontMetrics().elidedText(entry(i).label, Qt::ElideMiddle, kRowLabelWidth);
+    auto* row = new QTableWidgetItem(QStringLiteral("%1  %2").arg(i + 1).arg(label));
     row->setToolTip(entry(i).label);
     table_->setVerticalHeaderItem(i, row);
     auto* col = new QTableWidgetItem(QString::number(i + 1));

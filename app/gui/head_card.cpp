@@ -4,6 +4,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
@@ -16,6 +17,7 @@
 #include "analysis/framework/registry.h"
 #include "attention_tab.h"
 #include "head_grid_view.h"
+#include "qcustomplot_include.h"
 #include "results/rank_stats.h"
 #include "run_label.h"
 
@@ -71,9 +73,10 @@ QString tipOf(const AnalysisRun& run, const HeadGrid& g) {
   return tip;
 }
 
-QString rankText(const LiveRank& r, bool live) {
+// "3 / 18": the rank among the live heads (the column's header says so), or why there is none.
+QString rankText(const LiveRank& r) {
   if (!r.ranked) return std::isnan(r.value) ? QStringLiteral("no value") : QStringLiteral("silent (W_O = 0)");
-  return QStringLiteral("%1 of %2%3").arg(r.rank).arg(r.of).arg(live ? " live heads" : " heads");
+  return QStringLiteral("%1 / %2").arg(r.rank).arg(r.of);
 }
 
 // Green for the top tenth of the ranking, fading to none at the median.
@@ -144,6 +147,9 @@ HeadCard::HeadCard(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Horizontal);
   tree_ = new QTreeWidget;
   tree_->setHeaderLabels({tr("Result"), tr("Run"), tr("Value"), tr("Rank")});
+  tree_->headerItem()->setToolTip(
+      3, tr("Rank / number of ranked heads: 1 = the largest value. The loaded model's "
+            "live heads (silent heads are left out); all heads of a published model"));
   tree_->setRootIsDecorated(true);
   tree_->setUniformRowHeights(true);
   tree_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -155,6 +161,9 @@ HeadCard::HeadCard(QWidget* parent) : QWidget(parent) {
   split->addWidget(tree_);
   auto* right = new QSplitter(Qt::Vertical);
   attention_ = new AttentionTab;
+  // Its hint speaks of Ctrl-clicking heads for the Attention tab; the card shows one head.
+  for (QLabel* l : attention_->findChildren<QLabel*>())
+    if (l->wordWrap()) l->hide();
   right->addWidget(attention_);
   auto* ovBox = new QWidget;
   auto* ovLayout = new QVBoxLayout(ovBox);
@@ -165,15 +174,12 @@ HeadCard::HeadCard(QWidget* parent) : QWidget(parent) {
   ov_ = new HeadGridView;
   ov_->setMenuEnabled(false);
   ovLayout->addWidget(ov_, 1);
-  promoted_ = new QLabel;
-  promoted_->setWordWrap(true);
-  promoted_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  promoted_->setStyleSheet("color:#333");
-  ovLayout->addWidget(promoted_);
   right->addWidget(ovBox);
+  right->setStretchFactor(0, 1);
+  right->setStretchFactor(1, 1);
   split->addWidget(right);
-  split->setStretchFactor(0, 5);
-  split->setStretchFactor(1, 4);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
 
   auto chooseFromBoxes = [this] { setHead({layer_->value(), headBox_->value()}); };
@@ -271,11 +277,9 @@ void HeadCard::addRow(const Row& row, QTreeWidgetItem* parent, const QString& ti
   auto* item = new QTreeWidgetItem(parent);
   item->setText(0, row.result);
   item->setText(1, row.run);
-  item->setText(2, row.text.isEmpty()
-                       ? (std::isnan(row.value) ? QStringLiteral("—") : QString::number(row.value, 'g', 4))
-                       : row.text);
-  const bool live = row.section != Section::Published;
-  item->setText(3, row.text.isEmpty() ? rankText(row.rank, live) : QString());
+  // A run that intervened on the head has its numbers in the result's text and tooltip, not in a column.
+  item->setText(2, std::isnan(row.value) ? QStringLiteral("—") : QString::number(row.value, 'g', 4));
+  item->setText(3, row.text.isEmpty() ? rankText(row.rank) : QString());
   item->setData(0, kKeyRole, row.key);
   for (int c = 0; c < 4; ++c)
     item->setToolTip(c, tip);
@@ -340,10 +344,16 @@ void HeadCard::rebuild() {
       if (std::find(heads.begin(), heads.end(), head_) == heads.end()) continue;
       Row r;
       r.section = Section::Effects;
-      r.result = tr("%1 with %2 head(s)").arg(QString::fromStdString(key)).arg(heads.size());
-      r.run = QString::fromStdString(run.id);
       const QStringList numbers = summaryNumbers(run.summary);
-      r.text = numbers.mid(0, 3).join(" · ");
+      // The accuracies first (with and without the intervention), else the first numbers.
+      QStringList shown = numbers.filter(QRegularExpression("accuracy \\S+$"));
+      if (shown.isEmpty()) shown = numbers;
+      r.result = tr("%1 with %2 head(s): %3")
+                     .arg(QString::fromStdString(key))
+                     .arg(heads.size())
+                     .arg(shown.mid(0, 2).join(" · "));
+      r.run = QString::fromStdString(run.id);
+      r.text = numbers.join(" · ");
       addRow(r, effects,
              "<b>" + runDisplayLabel(run).toHtmlEscaped() + "</b><br>" +
                  QString::fromStdString(key).toHtmlEscaped() + ": " +
@@ -379,6 +389,18 @@ void HeadCard::rebuild() {
         addRow(r, published, tipOf(run, g));
       }
     }
+  QTreeWidgetItem* ov =
+      section(tr("OV circuit: the vocabulary's top promoted tokens per label"),
+              tr("W_U·W_O·W_V of the head applied to each label token's embedding, as logits"));
+  if (circuit_.n() > 0)
+    for (const QString& line : promotedText().split('\n')) {
+      auto* item = new QTreeWidgetItem(ov);
+      item->setText(0, line);
+      item->setToolTip(0, line);
+      item->setFirstColumnSpanned(true);
+    }
+  else
+    ov->setHidden(true);
   for (QTreeWidgetItem* s : {scores, effects, prompt, published}) {
     if (s->childCount() == 0) {
       auto* none = new QTreeWidgetItem(s);
@@ -411,30 +433,23 @@ void HeadCard::showCircuit() {
   if (!hasHead_) {
     ovNote_->setText(QString());
     ov_->hide();
-    promoted_->clear();
     return;
   }
   if (!circuit_.ovError.isEmpty()) {
     ovNote_->setText(tr("OV circuit: %1").arg(circuit_.ovError));
     ov_->hide();
-    promoted_->clear();
     return;
   }
   if (circuit_.n() == 0) {
     ovNote_->setText(tr("OV circuit: computing…"));
     ov_->hide();
-    promoted_->clear();
     return;
   }
   ov_->show();
   const int n = circuit_.n();
   HeadGrid g;
   g.id = "head_card.ov";
-  g.name = tr("OV circuit of L%1.H%2 on the labels of %3")
-               .arg(head_.layer)
-               .arg(head_.head)
-               .arg(circuit_.task)
-               .toStdString();
+  g.name = tr("OV circuit of L%1.H%2 on the labels").arg(head_.layer).arg(head_.head).toStdString();
   g.unit = "logit";
   g.values.resize(n, n);
   for (int i = 0; i < n; ++i)
@@ -444,19 +459,23 @@ void HeadCard::showCircuit() {
   for (const QString& l : circuit_.labels)
     ticks << l.trimmed();
   ov_->setGrid(g);
-  ov_->setAxisText(tr("promoted label (logit raised)"), ticks, tr("attended label (source)"), ticks);
+  ov_->setAxisText(tr("promoted label"), ticks, tr("attended label"), ticks);
+  ov_->plot()->xAxis->setTickLabelRotation(45);  // label words side by side overlap in a narrow card
   const QStringList labels = circuit_.labels;
   ov_->setCellText([labels](HeadRef cell, double v) {
     return QStringLiteral("attending to “%1” raises “%2” by %3")
         .arg(labels.value(cell.layer).trimmed(), labels.value(cell.head).trimmed())
         .arg(v, 0, 'f', 3);
   });
-  ovNote_->setText(
-      tr("OV circuit W_U·W_O·W_V on the task's %1 label tokens: %2 of %1 promote themselves most "
-         "(a copying head promotes what it attends to).")
-          .arg(n)
-          .arg(circuit_.selfCopies()));
-  promoted_->setText(tr("Top promoted tokens of the whole vocabulary:\n") + promotedText());
+  ovNote_->setText(tr("W_U·W_O·W_V on the %1 labels of %2: %3 of %1 promote themselves most.")
+                       .arg(n)
+                       .arg(circuit_.task)
+                       .arg(circuit_.selfCopies()));
+  ovNote_->setToolTip(
+      tr("Row: the label token the head attends to (its embedding through the layer's norm); column: the "
+         "label whose logit the head's write W_O·W_V raises (through the final norm and W_U, biases left "
+         "out). A copying head has its largest value on the diagonal."));
+  rebuild();  // the tree's OV section lists the top promoted tokens
 }
 
 }  // namespace hs::gui

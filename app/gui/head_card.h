@@ -44,7 +44,7 @@ class HeadCard : public QWidget {
     QString run;     // the run's id
     double value = NAN;
     LiveRank rank;  // among the live heads (of the loaded model), or every head with a number (other models)
-    QString text;   // the value column's text when it is not a number (a run's headline numbers)
+    QString text;   // a run that intervened on the head: its headline numbers (no value, no rank)
   };
 
   explicit HeadCard(QWidget* parent = nullptr);
@@ -112,7 +112,6 @@ class HeadCard : public QWidget {
   AttentionTab* attention_ = nullptr;
   HeadGridView* ov_ = nullptr;
   QLabel* ovNote_ = nullptr;
-  QLabel* promoted_ = nullptr;
 };
 
 }  // namespace hs::gui

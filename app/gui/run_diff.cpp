@@ -145,6 +145,12 @@ RunDiffView::RunDiffView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(bar);
 
   auto* split = new QSplitter(Qt::Horizontal);
+  auto* left = new QWidget;
+  auto* ll = new QVBoxLayout(left);
+  ll->setContentsMargins(0, 0, 0, 0);
+  optionsNote_ = new QLabel;
+  optionsNote_->setWordWrap(true);
+  ll->addWidget(optionsNote_);
   options_ = new QTableWidget;
   options_->setColumnCount(3);
   options_->setHorizontalHeaderLabels({tr("Option"), tr("A"), tr("B")});
@@ -155,7 +161,8 @@ RunDiffView::RunDiffView(QWidget* parent) : QWidget(parent) {
   options_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
   options_->setWordWrap(false);
   options_->setTextElideMode(Qt::ElideMiddle);
-  split->addWidget(options_);
+  ll->addWidget(options_, 1);
+  split->addWidget(left);
 
   resultTabs_ = new QTabWidget;
   auto* gridPage = new QWidget;
@@ -197,6 +204,7 @@ RunDiffView::RunDiffView(QWidget* parent) : QWidget(parent) {
   split->addWidget(resultTabs_);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
+  split->setSizes({2000, 3000});  // the options table gets two fifths of the width
   layout->addWidget(split, 1);
 
   connect(a_, &QComboBox::currentIndexChanged, this, &RunDiffView::pairChanged);
@@ -342,6 +350,13 @@ void RunDiffView::pairChanged() {
     }
     options_->resizeRowsToContents();
   }
+  const QStringList differ = differingOptions();
+  optionsNote_->setText(!a || !b           ? QString()
+                        : differ.isEmpty() ? tr("The %1 options are the same.").arg(options_->rowCount())
+                                           : tr("%1 of %2 options differ: %3")
+                                                 .arg(differ.size())
+                                                 .arg(options_->rowCount())
+                                                 .arg(differ.join(", ")));
   const QString keepGrid = currentGrid(), keepCurve = currentCurve();
   {
     const QSignalBlocker b1(grid_), b2(curve_);

@@ -76,6 +76,7 @@ class RunDiffView : public QWidget {
   Curve overlay_, curveDiff_;
   QComboBox* a_ = nullptr;
   QComboBox* b_ = nullptr;
+  QLabel* optionsNote_ = nullptr;  // how many options differ, and which
   QTableWidget* options_ = nullptr;
   QTabWidget* resultTabs_ = nullptr;
   QComboBox* grid_ = nullptr;
