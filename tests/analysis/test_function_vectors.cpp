@@ -7,22 +7,28 @@
 // - The accuracy curve has one point per layer, constant zero-shot and ICL series equal to the summary,
 //   accuracies in [0, 1]; the trained toy model does the task in context (ICL accuracy above zero-shot).
 // - The CLI writes a session whose grid, curve and tensors equal its --json output and reopen unchanged.
+// - The universal head set (heads_from): the AIE grids of earlier runs of two toy tasks averaged head by head
+//   (grid fv.aie_universal), the FV summed over that average's top heads, every output naming the set.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <QtTest>
 
+#include <QTemporaryDir>
+
 #include <cmath>
+#include <fstream>
 
 #include "analysis/methods/function_vectors.h"
 #include "analysis/toolkit/head_toolkit.h"
-#include "tasks/icl_task.h"
 #include "analysis/toolkit/patch_sweep.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "session/session.h"
+#include "tasks/icl_task.h"
 #include "test_paths.h"
+#include "util/error.h"
 
 namespace {
 
@@ -160,6 +166,54 @@ class TestFunctionVectors : public QObject {
           nlohmann::json(cv.series[0].second).dump().c_str());
     // The model learns the task in context; the FV is only meaningful when it does.
     QVERIFY2(icl > zs, "10-shot ICL is not above zero-shot on toy:antonym_a");
+  }
+
+  // The official universal head set (ericwtodd/function_vectors compute_universal_function_vector: the heads
+  // with the highest AIE averaged over a set of tasks): runs of two tasks written as --json files, a third
+  // run whose heads_from names them ranks the heads by Ā = (AIE_1 + AIE_2) / 2 and sums their writes of its
+  // own task's mean z; a run without heads_from keeps its own task's AIE.
+  void universalHeadSetAveragesTheTasksAie() {
+    const hs::Transformer& m = *toy_.model;
+    QVERIFY(hs::FvOptions{}.heads_from.empty());
+    hs::FvOptions opt;
+    opt.n_mean = 8;
+    opt.n_corrupt = 3;
+    opt.top = 4;
+    QTemporaryDir dir;
+    std::vector<hs::HeadGrid> grids;
+    std::string files;
+    for (const char* task : {"toy:antonym_a", "toy:translate_a_b"}) {
+      hs::TaskSpec spec = antonymSpec(6);
+      spec.dataset = task;
+      const hs::AnalysisOutput o = hs::runFv(m, *toy_.tokenizer, spec, opt);
+      QCOMPARE(o.run.summary["head_set"].get<std::string>(), std::string("task"));
+      grids.push_back(o.run.grids.at(0));
+      const std::string path =
+          dir.filePath(QString::fromStdString(grids.size() == 1 ? "a.json" : "b.json")).toStdString();
+      std::ofstream(path) << nlohmann::json(o.run).dump();
+      files += (files.empty() ? "" : ",") + path;
+    }
+    QVERIFY(grids[0].values != grids[1].values);
+    opt.heads_from = files;
+    const hs::AnalysisOutput u = hs::runFv(m, *toy_.tokenizer, antonymSpec(6), opt);
+    const hs::HeadGrid* avg = hs::test::findGrid(u.run, "fv.aie_universal");
+    QVERIFY(avg);
+    const Eigen::MatrixXd want = (grids[0].values + grids[1].values) / 2;
+    QVERIFY((avg->values - want).cwiseAbs().maxCoeff() < 1e-12);
+    QCOMPARE(avg->provenance.derived.at("heads_from").size(), size_t(2));
+    const std::vector<hs::HeadRef> top = hs::topHeads(*avg, 4);
+    QVERIFY(u.run.summary["top_heads"].get<std::vector<hs::HeadRef>>() == top);
+    QCOMPARE(u.run.summary["head_set"].get<std::string>(), std::string("universal"));
+    const hs::Table* t = hs::test::findTable(u.run, "fv.top_heads");
+    QVERIFY(t);
+    QCOMPARE(t->rows.at(0).back().get<std::string>(), std::string("universal"));
+    QVERIFY(at::allclose(u.tensors.at("fv-1/fv"), hs::functionVector(m, u.tensors.at("fv-1/mean_z"), top), 0,
+                         1e-5));
+    // For the record: this task's own top 4 and the universal top 4 (docs/methods.md).
+    qInfo("top 4, antonym_a alone: %s; universal: %s",
+          nlohmann::json(hs::topHeads(grids[0], 4)).dump().c_str(), nlohmann::json(top).dump().c_str());
+    const std::string missing = dir.filePath("missing.json").toStdString();
+    QVERIFY_THROWS_EXCEPTION(hs::Error, (hs::universalAie(missing, 4, 8)));
   }
 
   void cliSessionRoundTrip() {

@@ -10,6 +10,7 @@
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "analysis/toolkit/head_toolkit.h"
 #include "analysis/toolkit/icl_accuracy.h"
@@ -18,6 +19,7 @@
 #include "results/rank_stats.h"
 #include "results/results_json.h"
 #include "util/error.h"
+#include "util/file_text.h"
 
 namespace hs {
 
@@ -31,6 +33,9 @@ const OptionTable<FvOptions>& fvOptionTable() {
           .add("top", &FvOptions::top, "heads summed into the function vector", OptionCheck::atLeast(1))
           .add("source_split", &FvOptions::source_split, "split of the mean and shuffled prompts' queries",
                OptionCheck::oneOf({"train", "valid", "test"}))
+          .add("heads_from", &FvOptions::heads_from,
+               "earlier FV runs of several tasks (their --json files, comma-separated): the FV sums the top "
+               "heads of their AIE grids averaged, the official universal head set (empty: this task's AIE)")
           .add("batch", &FvOptions::batch, "prompts per forward in the evaluations", OptionCheck::atLeast(1));
   return table;
 }
@@ -54,6 +59,8 @@ MethodInfo fvMethod() {
   m.options = fvOptionTable().specs();
   m.outputs = {
       {OutputSpec::Kind::Grid, "fv.aie", "ΔP", "rise of P(answer) when the head's clean mean is restored"},
+      {OutputSpec::Kind::Grid, "fv.aie_universal", "ΔP",
+       "the AIE averaged over the tasks of heads_from (the universal head set's ranking)"},
       {OutputSpec::Kind::Curve, "fv.accuracy_vs_layer", "layer → accuracy",
        "zero-shot accuracy with the function vector added after the layer", "Task vectors",
        "Function-vector accuracy vs layer"},
@@ -93,6 +100,36 @@ HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Promp
   g.unit = "ΔP";
   g.provenance.method = "fv";
   return g;
+}
+
+HeadGrid universalAie(const std::string& files, int layers, int heads) {
+  HeadGrid out;
+  out.id = "fv.aie_universal";
+  out.name = "Universal AIE: the AIE averaged over the tasks of heads_from";
+  out.unit = "ΔP";
+  out.provenance.method = "fv";
+  out.values = Eigen::MatrixXd::Zero(layers, heads);
+  nlohmann::json sources = nlohmann::json::array();
+  std::stringstream list(files);
+  for (std::string path; std::getline(list, path, ',');) {
+    if (path.empty()) continue;
+    const nlohmann::json j = readJsonFile(path);
+    const HeadGrid g = withContext("heads_from " + path, [&] {
+      if (j.is_object() && j.contains("values")) return j.get<HeadGrid>();
+      for (const HeadGrid& h : j.at("grids").get<std::vector<HeadGrid>>())
+        if (h.id == "fv.aie") return h;
+      fail("no fv.aie grid (give the --json file of an fv run)");
+    });
+    if (g.layers() != layers || g.heads() != heads)
+      fail("heads_from ", path, ": its AIE is ", g.layers(), " x ", g.heads(), ", the model has ", layers,
+           " x ", heads, " heads");
+    out.values += g.values;  // Ā = (1/|T|) Σ_t AIE_t, each task's grid once
+    sources.push_back({{"file", path}, {"task", g.provenance.task}});
+  }
+  if (sources.empty()) fail("heads_from: no files given");
+  out.values /= static_cast<double>(sources.size());
+  out.provenance.derived["heads_from"] = sources;
+  return out;
 }
 
 at::Tensor functionVector(const Transformer& model, const at::Tensor& meanZ,
@@ -220,11 +257,13 @@ Curve accuracyCurve(const FvAccuracy& a, const Provenance& prov) {
 Table topHeadsTable(const HeadGrid& aie, const std::vector<HeadRef>& top, const Provenance& prov) {
   Table tops;
   tops.id = "fv.top_heads";
-  tops.name = "Heads of the function vector";
-  tops.columns = {"rank", "layer", "head", "aie"};
+  // `aie` is the grid the heads were ranked by: this task's ("task") or the universal one ("universal").
+  const std::string set = aie.id == "fv.aie_universal" ? "universal" : "task";
+  tops.name = "Heads of the function vector (" + set + " head set, ranked by " + aie.id + ")";
+  tops.columns = {"rank", "layer", "head", "aie", "head_set"};
   for (size_t i = 0; i < top.size(); ++i)
     tops.rows.push_back(
-        {int(i + 1), top[i].layer, top[i].head, doubleToJson(aie.values(top[i].layer, top[i].head))});
+        {int(i + 1), top[i].layer, top[i].head, doubleToJson(aie.values(top[i].layer, top[i].head)), set});
   tops.provenance = prov;
   return tops;
 }
@@ -273,7 +312,11 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
       hs::meanZ(model, tokenSeqs(prompts.clean), ZMean::LastPosition, subContext(ctx, 0.0, 0.2, "mean z"));
   const HeadGrid aie =
       averageIndirectEffect(model, prompts.shuffled, meanZ, subContext(ctx, 0.2, 0.8, "AIE"));
-  const std::vector<HeadRef> top = topHeads(aie, opt.top);
+  // The heads: this task's top AIE, or the universal set (the AIE averaged over heads_from's tasks).
+  const bool universal = !opt.heads_from.empty();
+  const HeadGrid ranking =
+      universal ? universalAie(opt.heads_from, model.config().n_layers, model.config().n_heads) : aie;
+  const std::vector<HeadRef> top = topHeads(ranking, opt.top);
   const at::Tensor fv = topHeadsFunctionVector(model, meanZ, prompts.clean, top);  // [d_model]
   const FvAccuracy acc = accuracyWithFvPerLayer(model, prompts.eval, fv, opt.batch, ctx);
 
@@ -287,9 +330,16 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
   out.run.method = "fv";
   out.run.options = prov.options;
   out.run.grids.push_back(withRunProvenance(aie, prov, opt.n_corrupt));
+  if (universal) {
+    HeadGrid u = ranking;
+    u.provenance = prov;
+    u.provenance.derived["heads_from"] = ranking.provenance.derived.at("heads_from");
+    out.run.grids.push_back(u);
+  }
   out.run.curves.push_back(accuracyCurve(acc, prov));
-  out.run.tables.push_back(topHeadsTable(aie, top, prov));
-  out.run.summary = fvSummary(aie, top, acc, fv, prompts.eval);
+  out.run.tables.push_back(topHeadsTable(ranking, top, prov));
+  out.run.summary = fvSummary(ranking, top, acc, fv, prompts.eval);
+  out.run.summary["head_set"] = universal ? "universal" : "task";
   recordFvPrompts(out, prompts);
   out.addTensor("fv", fv);
   out.addTensor("mean_z", meanZ);
