@@ -142,7 +142,7 @@ void CurveView::rebuild() {
     plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
   }
   plot_->xAxis->setSubTicks(!integerX);
-  plot_->replot();
+  plotstyle::replotIfSized(*plot_);
 }
 
 }  // namespace hs

@@ -167,7 +167,7 @@ void HeadGridView::setGrid(const HeadGrid& grid) {
   selection_ = std::move(kept);
   redrawSelection();
   redrawSilent();
-  plot_->replot();
+  plotstyle::replotIfSized(*plot_);
   if (changed) Q_EMIT selectionChanged(selection_);
 }
 
@@ -195,7 +195,7 @@ void HeadGridView::applyTicks() {
 void HeadGridView::setTitleText(const QString& title) {
   titleOverride_ = title;
   title_->setText(titleText());
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
 }
 
 QString HeadGridView::titleText() const {
@@ -210,7 +210,7 @@ void HeadGridView::setAxisText(const QString& xLabel, const QStringList& xTicks,
   xTicks_ = xTicks;
   yTicks_ = yTicks;
   applyTicks();
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
 }
 
 void HeadGridView::setSelection(std::vector<HeadRef> heads) {
@@ -223,7 +223,7 @@ void HeadGridView::setSelection(std::vector<HeadRef> heads) {
   if (valid == selection_) return;
   selection_ = std::move(valid);
   redrawSelection();
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
   Q_EMIT selectionChanged(selection_);
 }
 
@@ -238,7 +238,7 @@ HeadGrid HeadGridView::rankedGrid() const {
 void HeadGridView::setSilentHeads(const std::vector<HeadRef>& heads) {
   silent_ = heads;
   redrawSilent();
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
 }
 
 void HeadGridView::setRankSilentHeads(bool on) {

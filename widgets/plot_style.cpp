@@ -1,6 +1,7 @@
 #include "plot_style.h"
 
 #include <QFontMetrics>
+#include <QResizeEvent>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -81,12 +82,28 @@ QFont tickFont() {
   return f;
 }
 
+namespace {
+// Swallows a plot's resize to an empty size, whose handler would replot into an empty buffer.
+class EmptyResizeFilter : public QObject {
+ public:
+  using QObject::QObject;
+  bool eventFilter(QObject*, QEvent* event) override {
+    return event->type() == QEvent::Resize && static_cast<QResizeEvent*>(event)->size().isEmpty();
+  }
+};
+}  // namespace
+
+void skipEmptyResizes(QCustomPlot& plot) {
+  plot.installEventFilter(new EmptyResizeFilter(&plot));
+}
+
 void applyBaseStyle(QCustomPlot& plot) {
   for (QCPAxis* axis : plot.axisRect()->axes()) {
     axis->setLabelFont(labelFont());
     axis->setTickLabelFont(tickFont());
   }
   plot.setBackground(Qt::white);
+  skipEmptyResizes(plot);
 }
 
 QCustomPlot* addPlot(QWidget& host) {
@@ -224,6 +241,10 @@ void keepTextFitting(QCustomPlot& plot, QCPTextElement& element) {
     e->setProperty("hsFitted", fitted);
     if (fitted != shown) e->setText(fitted);
   });
+}
+
+void replotIfSized(QCustomPlot& plot, QCustomPlot::RefreshPriority priority) {
+  if (plot.width() > 0 && plot.height() > 0) plot.replot(priority);
 }
 
 }  // namespace hs::plotstyle

@@ -58,4 +58,13 @@ QString fitText(const QString& text, const QFont& font, int width);
 // the text last set through QCPTextElement::setText is the full text; what is shown is fitText of it.
 void keepTextFitting(QCustomPlot& plot, QCPTextElement& element);
 
+// Replots `plot` unless it has no area (not laid out yet, or given none by a splitter or a stack that was
+// hidden): drawing into its empty buffer only warns ("QPainter::begin: Paint device returned engine == 0",
+// "QCPLayer::drawToPaintBuffer() … inactive painter"), and the plot replots itself when a resize gives it an
+// area. Every view replots through this.
+void replotIfSized(QCustomPlot& plot, QCustomPlot::RefreshPriority priority = QCustomPlot::rpRefreshHint);
+// The same for the plot's own replot on resize: a resize to an empty size (a splitter's or a stack's hidden
+// page shown again, before its layout runs) is not passed to the plot. applyBaseStyle does this.
+void skipEmptyResizes(QCustomPlot& plot);
+
 }  // namespace hs::plotstyle

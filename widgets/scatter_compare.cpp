@@ -41,10 +41,18 @@ ScatterCompare::ScatterCompare(QWidget* parent) : QWidget(parent) {
   plotstyle::keepTextFitting(*plot_, *title_);
   plot_->plotLayout()->addElement(1, 0, stats_);
   plotstyle::keepTextFitting(*plot_, *stats_);
+  // The legend sits below the axis rect, in two columns: inside it, even in its emptiest corner, it covered
+  // the top heads whenever every corner held points.
   plot_->legend->setVisible(true);
   plot_->legend->setFont(plotstyle::tickFont());
-  plot_->legend->setBrush(QColor(255, 255, 255, 220));
-  plotstyle::keepLegendInEmptiestCorner(*plot_);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(3, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(3, 0.001);
+  plot_->legend->setWrap(2);
+  plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->legend->setMargins(QMargins(4, 0, 4, 2));
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->grid()->setPen(QPen(QColor(225, 225, 225)));
   connect(plot_, &QCustomPlot::mouseMove, this, &ScatterCompare::onMouseMove);
@@ -88,7 +96,7 @@ void ScatterCompare::rebuild() {
                               .arg(a_.heads())
                               .arg(b_.layers())
                               .arg(b_.heads()));
-    plot_->replot();
+    plotstyle::replotIfSized(*plot_);
     return;
   }
   kEffective_ = kRequested_ > 0 ? std::min(kRequested_, n) : topPercentCount(n, 5.0);
@@ -98,7 +106,7 @@ void ScatterCompare::rebuild() {
     jaccard_ = hs::jaccardAtK(a_, b_, kEffective_);
   } catch (const std::exception& e) {
     stats_->setText(QString::fromUtf8(e.what()));
-    plot_->replot();
+    plotstyle::replotIfSized(*plot_);
     return;
   }
   hasData_ = true;
@@ -136,7 +144,7 @@ void ScatterCompare::rebuild() {
   plot_->rescaleAxes();
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     plotstyle::padAxisRange(*axis, 0.06);
-  plot_->replot();
+  plotstyle::replotIfSized(*plot_);
 }
 
 std::optional<HeadRef> ScatterCompare::headNear(const QPoint& p, double radius) const {

@@ -40,11 +40,14 @@ AttentionTab::AttentionTab(QWidget* parent) : QWidget(parent) {
   bar->addWidget(note_);
   layout->addLayout(bar);
   plot_ = new QCustomPlot;
+  plotstyle::skipEmptyResizes(*plot_);
   plot_->plotLayout()->clear();
   plot_->setMouseTracking(true);
   layout->addWidget(plot_, 1);
   connect(picker_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT promptChanged(); });
   connect(plot_, &QCustomPlot::mouseMove, this, &AttentionTab::onMouseMove);
+  // Between layout and drawing: the panels' sizes are known, the ticks are not generated yet.
+  connect(plot_, &QCustomPlot::afterLayout, this, &AttentionTab::applyTicks);
 }
 
 void AttentionTab::setHeads(const std::vector<HeadRef>& heads) {
@@ -79,7 +82,8 @@ void AttentionTab::setPattern(const PatternView& view) {
 }
 
 void AttentionTab::setTaskPrompts(const QStringList& prompts) {
-  const QString chosen = chosenPrompt();
+  const QString chosen = pendingChoice_.isEmpty() ? chosenPrompt() : pendingChoice_;
+  pendingChoice_.clear();
   const QSignalBlocker block(picker_);
   picker_->clear();
   picker_->addItem(kPromptTabText);
@@ -102,13 +106,56 @@ void AttentionTab::choosePrompt(int i) {
   picker_->setCurrentIndex(i < 0 ? 0 : i + 1);
 }
 
+void AttentionTab::choosePromptText(const QString& text) {
+  pendingChoice_.clear();
+  const int i = text.isEmpty() ? 0 : picker_->findData(text);
+  if (i >= 0)
+    picker_->setCurrentIndex(i);
+  else
+    pendingChoice_ = text;
+}
+
+QSharedPointer<QCPAxisTickerText> AttentionTab::tokenTicker(const PatternView& v, int every) {
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int t = 0; t < v.n; t += every)
+    ticker->addTick(t, shortPiece(v.pieces[t]));
+  return ticker;
+}
+
+void AttentionTab::applyTicks() {
+  // Every label needs a line of the tick font: the x labels, rotated by 60°, a line / sin 60° of width.
+  const int line = QFontMetrics(plotstyle::tickFont()).height() + 2;
+  for (int i = 0; i < plot_->plottableCount() && i < static_cast<int>(patterns_.size()); ++i) {
+    const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i));
+    if (!map) continue;
+    const PatternView& v = patterns_[static_cast<size_t>(i)];
+    QCPAxisRect* rect = map->keyAxis()->axisRect();
+    if (rect->width() < 10 || rect->height() < 10 || v.n == 0) continue;
+    auto every = [&](int pixels, double pitch) {
+      const int fit = std::max(1, static_cast<int>(pixels / pitch));
+      return std::max(1, (v.n + fit - 1) / fit);
+    };
+    const int ex = every(rect->width(), line / 0.866), ey = every(rect->height(), line);
+    QCPAxis* x = map->keyAxis();
+    QCPAxis* y = map->valueAxis();
+    if (x->property("every").toInt() != ex) {
+      x->setTicker(tokenTicker(v, ex));
+      x->setProperty("every", ex);
+    }
+    if (y->property("every").toInt() != ey) {
+      y->setTicker(tokenTicker(v, ey));
+      y->setProperty("every", ey);
+    }
+  }
+}
+
 void AttentionTab::rebuild() {
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   const int n = static_cast<int>(patterns_.size());
   if (n == 0) {
     plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, "Select a head in the Heads tab"));
-    plot_->replot();
+    plotstyle::replotIfSized(*plot_);
     return;
   }
   QCPColorScale* scale = new QCPColorScale(plot_);
@@ -137,12 +184,11 @@ void AttentionTab::rebuild() {
     map->setColorScale(scale);
     map->setGradient(QCPColorGradient::gpThermal);
     map->setDataRange(QCPRange(0, 1));
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    const int every = std::max(1, v.n / (n > 1 ? 20 : 40));  // never more labels than fit
-    for (int t = 0; t < v.n; t += every)
-      ticker->addTick(t, shortPiece(v.pieces[t]));
-    x->setTicker(ticker);
-    y->setTicker(ticker);
+    // A first guess of how many token labels fit; applyTicks thins them to the panel's size once it is laid
+    // out.
+    const int every = std::max(1, v.n / (n > 1 ? 20 : 40));
+    x->setTicker(tokenTicker(v, every));
+    y->setTicker(tokenTicker(v, every));
     x->setTickLabelRotation(60);
     x->setTickLabelFont(plotstyle::tickFont());
     y->setTickLabelFont(plotstyle::tickFont());
@@ -155,7 +201,7 @@ void AttentionTab::rebuild() {
   plot_->plotLayout()->addElement(1, n, scale);
   scale->setMinimumSize(60, 10);
   plot_->plotLayout()->setRowStretchFactor(0, 0.01);
-  plot_->replot();
+  plotstyle::replotIfSized(*plot_);
   note_->setText(n > 1 ? QString("%1 heads side by side").arg(n)
                        : QString("Ctrl-click heads to compare up to four"));
 }

@@ -3,6 +3,7 @@
 // prompt, drawn as crisp cells (one per query × key, no smoothing); hovering a cell shows the query token,
 // the key token and the weight. A picker chooses the prompt: the Prompt tab's text or any of the task's
 // ICL prompts.
+#include <QSharedPointer>
 #include <QWidget>
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include "gui_types.h"
 
 class QComboBox;
+class QCPAxisTickerText;
 class QCustomPlot;
 class QLabel;
 class QMouseEvent;
@@ -33,6 +35,9 @@ class AttentionTab : public QWidget {
   // "" when the picker says "the Prompt tab's text", else the chosen task prompt.
   QString chosenPrompt() const;
   void choosePrompt(int taskPromptIndex);  // -1: the Prompt tab's text
+  // Chooses the task prompt with this text ("": the Prompt tab's text), now or, when the picker does not
+  // hold it yet (a session restored before the task's prompts arrive), when setTaskPrompts brings it.
+  void choosePromptText(const QString& text);
 
   QCustomPlot* plot() const { return plot_; }
   int shownCount() const { return static_cast<int>(patterns_.size()); }
@@ -49,10 +54,14 @@ class AttentionTab : public QWidget {
  private:
   void rebuild();
   void onMouseMove(QMouseEvent* event);
+  // Thins the token labels of each panel to what its laid-out size holds without overlapping.
+  void applyTicks();
+  static QSharedPointer<QCPAxisTickerText> tokenTicker(const PatternView& v, int every);
 
   std::vector<HeadRef> heads_;
   std::vector<PatternView> patterns_;  // parallel to the drawn panels
   QComboBox* picker_ = nullptr;
+  QString pendingChoice_;  // choosePromptText's text, until the picker offers it
   QLabel* note_ = nullptr;
   QCustomPlot* plot_ = nullptr;
 };

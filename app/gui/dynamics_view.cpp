@@ -17,6 +17,7 @@
 
 #include "curve_view.h"
 #include "head_grid_view.h"
+#include "plot_style.h"
 #include "qcustomplot_include.h"
 
 namespace hs::gui {
@@ -280,7 +281,7 @@ void DynamicsTab::showCurves() {
     plot->xAxis->setScaleType(QCPAxis::stLinear);
     plot->xAxis->setLabel("training step");
   }
-  plot->replot();
+  plotstyle::replotIfSized(*plot);
   syncSelection();
 }
 

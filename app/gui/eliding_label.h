@@ -27,4 +27,20 @@ class ElidedLabel : public QLabel {
   }
 };
 
+// A word-wrapped label that keeps room for all its lines: in a dock (whose layout ignores height-for-width)
+// a plain wrapped label gets the height of fewer lines than it wraps into, and its last lines are cut.
+class WrappedLabel : public QLabel {
+ public:
+  explicit WrappedLabel(const QString& text, QWidget* parent = nullptr) : QLabel(text, parent) {
+    setWordWrap(true);
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    const int h = heightForWidth(width());
+    if (h > 0 && h != minimumHeight()) setMinimumHeight(h);  // the layout gives it that much next time
+  }
+};
+
 }  // namespace hs::gui

@@ -1,5 +1,7 @@
 #include "engine_worker.h"
 
+#include "evaluation_dock.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -118,11 +120,6 @@ TaskSpec specFrom(const QString& json) {
   } catch (const nlohmann::json::exception& e) {
     fail("the task settings are not valid JSON: ", e.what());
   }
-}
-
-EvalNumbers numbers(const nlohmann::json& e) {
-  return {e.at("n").get<int>(), doubleFromJson(e.at("accuracy"), "accuracy"),
-          doubleFromJson(e.at("tr_ratio"), "tr_ratio")};
 }
 
 nlohmann::json optionsFrom(const QString& json) {
@@ -403,6 +400,12 @@ void EngineWorker::previewTask(const QString& taskJson) {
     const LoadedModel& m = need(state_->model);
     if (!m.tokenizer) fail("the model has no tokenizer");
     const TaskSpec spec = specFrom(taskJson);
+    // The reason first: a toy-world task on another model fails on its words (label words sharing a first
+    // token, unknown words), which would hide it.
+    if (spec.dataset.rfind("toy:", 0) == 0 && !isToyVocabulary(m.config.vocab_size, m.tokenizer.get()))
+      fail(spec.dataset, " is a task of the toy world, made of words only the toy model's vocabulary has; ",
+           shortName(m.path), " has another vocabulary. Choose one of its tasks in the Dataset list (the ",
+           "Function Vectors tasks, \"FV …\") or open a dataset file");
     const IclTask task = buildIclTask(*m.tokenizer, spec);
     if (task.icl.empty()) fail("the task has no prompts");
     const Prompt& p = task.icl.front();
@@ -499,49 +502,11 @@ void EngineWorker::evaluate(const QString& taskJson, const std::vector<Intervent
     if (randomDraws > 0) options["random_draws"] = randomDraws;
     const TaskSpec spec = specFrom(taskJson);
     const AnalysisOutputPtr out = run("evaluate", spec, options, runId);
-    const nlohmann::json& s = out->run.summary;
-    EvalResult r;
+    EvalResult r = evalResultOf(out->run);
     r.task = QString::fromStdString(spec.dataset);
-    r.runId = runId;
-    r.icl = numbers(s.at("icl"));
-    r.iclIntervened = numbers(s.at("icl_intervened"));
-    r.zeroShot = numbers(s.at("zero_shot"));
-    r.zeroShotIntervened = numbers(s.at("zero_shot_intervened"));
-    r.nAblated = s.at("n_ablated").get<int>();
-    r.nPatched = s.at("n_patched").get<int>();
     r.taskJson = taskJson;
     for (const InterventionEntry& e : entries)
       if (e.enabled) r.entries.push_back(e);
-    const char* conds[4] = {"icl", "icl_intervened", "zero_shot", "zero_shot_intervened"};
-    for (int i = 0; i < 4; ++i) {
-      r.lo[i] = doubleFromJson(s.at(conds[i]).at("accuracy_lo"), "accuracy_lo");
-      r.hi[i] = doubleFromJson(s.at(conds[i]).at("accuracy_hi"), "accuracy_hi");
-    }
-    if (s.contains("random_control")) {
-      const nlohmann::json& c = s["random_control"];
-      r.randomDraws = c.at("draws").get<int>();
-      r.randomAccuracy = doubleFromJson(c.at("accuracy"), "accuracy");
-      r.randomLo = doubleFromJson(c.at("accuracy_lo"), "accuracy_lo");
-      r.randomHi = doubleFromJson(c.at("accuracy_hi"), "accuracy_hi");
-    }
-    for (const Table& t : out->run.tables)
-      if (t.id == "evaluate.prompts") {
-        // By column name: the table's columns are the method's to order.
-        auto column = [&](const char* name) {
-          const int c = columnIndex(t, name);
-          if (c < 0) fail("evaluate.prompts has no column ", name);
-          return static_cast<size_t>(c);
-        };
-        const size_t set = column("set"), query = column("query"), answer = column("answer"),
-                     before = column("prediction"), after = column("prediction_after"),
-                     pBefore = column("p_answer"), pAfter = column("p_answer_after");
-        auto text = [](const nlohmann::json& j) { return QString::fromStdString(j.get<std::string>()); };
-        for (const auto& row : t.rows)
-          r.prompts.push_back({text(row.at(set)), text(row.at(query)), text(row.at(answer)),
-                               text(row.at(before)), text(row.at(after)),
-                               doubleFromJson(row.at(pBefore), "p_answer"),
-                               doubleFromJson(row.at(pAfter), "p_answer_after")});
-      }
     Q_EMIT analysisReady(out);
     Q_EMIT evaluationReady(r);
   });

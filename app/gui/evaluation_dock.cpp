@@ -10,7 +10,63 @@
 
 #include <cmath>
 
+#include "results/results_json.h"
+#include "results/table_columns.h"
+#include "util/error.h"
+
 namespace hs::gui {
+
+EvalResult evalResultOf(const AnalysisRun& run) {
+  const nlohmann::json& s = run.summary;
+  auto numbers = [](const nlohmann::json& e) {
+    return EvalNumbers{e.at("n").get<int>(), doubleFromJson(e.at("accuracy"), "accuracy"),
+                       doubleFromJson(e.at("tr_ratio"), "tr_ratio")};
+  };
+  EvalResult r;
+  try {
+    r.task = QString::fromStdString(run.provenance.task);
+    r.runId = QString::fromStdString(run.id);
+    r.icl = numbers(s.at("icl"));
+    r.iclIntervened = numbers(s.at("icl_intervened"));
+    r.zeroShot = numbers(s.at("zero_shot"));
+    r.zeroShotIntervened = numbers(s.at("zero_shot_intervened"));
+    r.nAblated = s.at("n_ablated").get<int>();
+    r.nPatched = s.at("n_patched").get<int>();
+    const char* conds[4] = {"icl", "icl_intervened", "zero_shot", "zero_shot_intervened"};
+    for (int i = 0; i < 4; ++i) {
+      r.lo[i] = doubleFromJson(s.at(conds[i]).at("accuracy_lo"), "accuracy_lo");
+      r.hi[i] = doubleFromJson(s.at(conds[i]).at("accuracy_hi"), "accuracy_hi");
+    }
+    if (s.contains("random_control")) {
+      const nlohmann::json& c = s["random_control"];
+      r.randomDraws = c.at("draws").get<int>();
+      r.randomAccuracy = doubleFromJson(c.at("accuracy"), "accuracy");
+      r.randomLo = doubleFromJson(c.at("accuracy_lo"), "accuracy_lo");
+      r.randomHi = doubleFromJson(c.at("accuracy_hi"), "accuracy_hi");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail("run ", run.id, ": not an evaluate summary (", e.what(), ")");
+  }
+  for (const Table& t : run.tables)
+    if (t.id == "evaluate.prompts") {
+      // By column name: the table's columns are the method's to order.
+      auto column = [&](const char* name) {
+        const int c = columnIndex(t, name);
+        if (c < 0) fail("evaluate.prompts has no column ", name);
+        return static_cast<size_t>(c);
+      };
+      const size_t set = column("set"), query = column("query"), answer = column("answer"),
+                   before = column("prediction"), after = column("prediction_after"),
+                   pBefore = column("p_answer"), pAfter = column("p_answer_after");
+      auto text = [](const nlohmann::json& j) { return QString::fromStdString(j.get<std::string>()); };
+      for (const auto& row : t.rows)
+        r.prompts.push_back({text(row.at(set)), text(row.at(query)), text(row.at(answer)),
+                             text(row.at(before)), text(row.at(after)),
+                             doubleFromJson(row.at(pBefore), "p_answer"),
+                             doubleFromJson(row.at(pAfter), "p_answer_after")});
+    }
+  return r;
+}
 
 namespace {
 QString pct(double v) {
@@ -141,6 +197,16 @@ void EvaluationDock::setResult(const EvalResult& r) {
       for (int c = 0; c < cells.size(); ++c)
         prompts_->item(i, c)->setBackground(rightAfter ? QColor("#dff0d8") : QColor("#f8d7da"));
   }
+  updateStale();
+}
+
+void EvaluationDock::clearResult() {
+  result_.reset();
+  for (int i = 0; i < table_->rowCount(); ++i)
+    for (int c = 0; c < table_->columnCount(); ++c)
+      delete table_->takeItem(i, c);
+  prompts_->setRowCount(0);
+  note_->setText("Not evaluated yet.");
   updateStale();
 }
 

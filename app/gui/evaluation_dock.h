@@ -17,12 +17,18 @@ class QTableWidget;
 
 namespace hs::gui {
 
+// The numbers of an `evaluate` run (its summary and its evaluate.prompts table), for the dock: what the
+// worker sends when an evaluation ends and what a reopened session shows again. taskJson and entries (what
+// the result is for) are the caller's. Throws hs::Error naming what the run lacks.
+EvalResult evalResultOf(const AnalysisRun& run);
+
 class EvaluationDock : public QWidget {
   Q_OBJECT
  public:
   explicit EvaluationDock(QWidget* parent = nullptr);
 
   void setResult(const EvalResult& r);
+  void clearResult();  // "Not evaluated yet."
   const std::optional<EvalResult>& result() const { return result_; }
   // The current task (JSON) and interventions: the result is stale when they differ from its own.
   void setCurrent(const QString& taskJson, const std::vector<InterventionEntry>& entries);

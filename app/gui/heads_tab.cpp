@@ -20,7 +20,9 @@
 #include "eliding_label.h"
 #include "gui_types.h"
 #include "head_grid_view.h"
+#include "plot_style.h"
 #include "qcustomplot_include.h"
+#include "run_label.h"
 #include "scatter_compare.h"
 
 namespace hs::gui {
@@ -117,6 +119,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
   side_->hide();
   layout->addWidget(split_, 1);
 
+  connect(metric_, &QComboBox::activated, this, [this] { otherChosen_ = !showsLoadedModel(); });
   connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
     showCurrent();
     Q_EMIT metricChanged(currentMetric());
@@ -134,7 +137,7 @@ HeadsTab::HeadsTab(QWidget* parent) : QWidget(parent) {
 
 void HeadsTab::setSilentHeads(const std::vector<HeadRef>& heads) {
   silent_ = heads;
-  view_->setSilentHeads(heads);
+  view_->setSilentHeads(showsLoadedModel() ? heads : std::vector<HeadRef>{});
   updateCompare();
 }
 
@@ -143,6 +146,7 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs, const std::vector<A
   grids_.clear();
   titles_.clear();
   summaries_.clear();
+  otherKeys_.clear();
   for (const AnalysisRun& run : runs) {
     summaries_[QString::fromStdString(run.id)] = summaryNumbers(run.summary);
   }
@@ -155,13 +159,18 @@ void HeadsTab::setRuns(const std::vector<AnalysisRun>& runs, const std::vector<A
         for (const HeadGrid& g : run.grids) {
           const QString key = QString::fromStdString(run.id + "/" + g.id);
           const QString name = QString::fromStdString(g.name.empty() ? g.id : g.name);
-          const QString label = QString::fromStdString(runLabel(run)) + " · " + name;
+          // The grid's name first: the boxes elide what does not fit at their right end.
+          const QString label = name + " · " + runDisplayLabel(run);
           grids_.emplace_back(key, g);
           titles_[key] = name + "\n" + modelName(run) + " · " + QString::fromStdString(run.id);
-          if (list == &runs) metric_->addItem(label, key);
+          if (list != &runs) otherKeys_ << key;
+          metric_->addItem(list == &runs ? label : "[other model] " + label, key);
           other_->addItem(label, key);
         }
     int i = metric_->findData(keep);
+    // Another model's grid stays shown only when it was chosen (a grid of the loaded model becomes another
+    // model's when another model is loaded: the new model's grids take its place).
+    if (i >= 0 && otherKeys_.contains(keep) && !otherChosen_) i = -1;
     if (i < 0 && !runs.empty() && !runs.back().grids.empty())
       i = metric_->findData(QString::fromStdString(runs.back().id + "/" + runs.back().grids.front().id));
     metric_->setCurrentIndex(i < 0 ? 0 : i);
@@ -179,6 +188,7 @@ QString HeadsTab::currentMetric() const {
 bool HeadsTab::setCurrentMetric(const QString& key) {
   const int i = metric_->findData(key);
   if (i < 0) return false;
+  otherChosen_ = otherKeys_.contains(key);
   metric_->setCurrentIndex(i);
   return true;
 }
@@ -208,6 +218,9 @@ const HeadGrid* HeadsTab::gridOf(const QString& key) const {
 }
 
 void HeadsTab::showCurrent() {
+  // Another model's grid: its heads are not the loaded model's (no interventions, no silent heads).
+  view_->setMenuEnabled(showsLoadedModel());
+  view_->setSilentHeads(showsLoadedModel() ? silent_ : std::vector<HeadRef>{});
   if (const HeadGrid* g = gridOf(currentMetric())) view_->setGrid(*g);
   // The summary of the run the shown grid belongs to.
   const QString run = currentMetric().section('/', 0, 0);
@@ -270,7 +283,7 @@ void HeadsTab::updateCompare() {
     secondView_->setGrid(*b);
     secondView_->setTitleText(gridTitle(compareMetric()));
     // The loaded model's silent heads mean nothing on another model's grid.
-    secondView_->setSilentHeads(metric_->findData(compareMetric()) >= 0 ? silent_ : std::vector<HeadRef>{});
+    secondView_->setSilentHeads(!otherKeys_.contains(compareMetric()) ? silent_ : std::vector<HeadRef>{});
     side_->setCurrentWidget(secondView_);
   } else if (a->layers() != b->layers() || a->heads() != b->heads()) {
     message_->setText(QString("No scatter: %1 has %2 × %3 heads and %4 has %5 × %6; a scatter pairs equal "
@@ -342,7 +355,7 @@ void HeadsTab::restoreViewState(const nlohmann::json& j) {
       std::isfinite(j["color_range"][0].get<double>()) && std::isfinite(j["color_range"][1].get<double>())) {
     view_->colorMap()->setDataRange(
         QCPRange(j["color_range"][0].get<double>(), j["color_range"][1].get<double>()));
-    view_->plot()->replot();
+    plotstyle::replotIfSized(*view_->plot());
   }
 }
 

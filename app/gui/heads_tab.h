@@ -37,14 +37,17 @@ class HeadsTab : public QWidget {
 
   explicit HeadsTab(QWidget* parent = nullptr);
 
-  // Lists every grid of `runs` as "<run label> · <grid name>" with the key "<run id>/<grid id>" in both
-  // pickers, and those of `otherRuns` (runs of other models: published results, closed models) in the
-  // "compare with" picker only. Keeps the shown and the compared metric when they still exist (else shows
-  // the first grid of the last run).
+  // Lists every grid of `runs` as "<grid name> · <run label>" (run_label.h) with the key
+  // "<run id>/<grid id>" in both pickers, then those of `otherRuns` (runs of other models: published
+  // results, closed models), marked "[other model]". Keeps the shown and the compared metric when they still
+  // exist (else shows the first grid of the last run). Another model's grid, shown as the metric, has no
+  // intervention menu, no silent heads, and its selection is not the loaded model's (showsLoadedModel).
   void setRuns(const std::vector<AnalysisRun>& runs, const std::vector<AnalysisRun>& otherRuns = {});
   // The loaded model's silent heads: hatched in the heatmap, left out of its ranks and top-k.
   void setSilentHeads(const std::vector<HeadRef>& heads);
   QString currentMetric() const;  // key, "" when none
+  // False while the shown metric is a grid of another model than the loaded one.
+  bool showsLoadedModel() const { return !otherKeys_.contains(currentMetric()); }
   bool setCurrentMetric(const QString& key);
   QStringList metricKeys() const;   // the metric picker's keys
   QStringList compareKeys() const;  // the "compare with" picker's keys (every open run's grids)
@@ -67,6 +70,7 @@ class HeadsTab : public QWidget {
   void restoreViewState(const nlohmann::json& j);
 
   HeadGridView* view() const { return view_; }
+  QComboBox* metricBox() const { return metric_; }
   ScatterCompare* scatter() const { return scatter_; }
   HeadGridView* secondView() const { return secondView_; }  // the compared grid in side-by-side mode
   QSpinBox* topKBox() const { return topK_; }
@@ -99,6 +103,8 @@ class HeadsTab : public QWidget {
   HeadGridView* secondView_ = nullptr;
   CompareMode shownMode_ = CompareMode::Scatter;  // the mode the splitter sizes were last set for
   std::vector<HeadRef> silent_;
+  QStringList otherKeys_;     // keys of other models' grids
+  bool otherChosen_ = false;  // the shown metric is another model's grid because the user chose it
 };
 
 }  // namespace hs::gui

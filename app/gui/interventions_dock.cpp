@@ -1,5 +1,7 @@
 #include "interventions_dock.h"
 
+#include "eliding_label.h"
+
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -16,17 +18,19 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <set>
 
 namespace hs::gui {
 
 InterventionsDock::InterventionsDock(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
-  auto* hint = new QLabel(
-      "Right-click heads in the Heads tab to add. Checked entries apply to the Prompt and Attention tabs "
-      "and to “Evaluate with interventions”. Double-click an entry for its parameters (source, scale, "
-      "layer, positions).");
-  hint->setWordWrap(true);
+  // Short, so that it wraps into few lines in a narrow dock; the rest in its tooltip.
+  auto* hint = new WrappedLabel("Right-click heads (Heads tab) to add; double-click an entry to edit it.");
+  hint->setToolTip(
+      "Checked entries apply to the Prompt and Attention tabs and to “Evaluate with interventions”. "
+      "Double-click an entry for its parameters (source, scale, layer, positions).");
+  hint->setObjectName("InterventionsHint");
   hint->setStyleSheet("color:#555");
   layout->addWidget(hint);
   list_ = new QListWidget;
@@ -98,6 +102,12 @@ void InterventionsDock::add(InterventionKind kind, const std::vector<HeadRef>& h
       e.head = h;
       append(e);
       row = static_cast<int>(entries_.size()) - 1;
+      // The kind's shared parameters (one patch source, one steering source, scale and layer).
+      for (size_t i = 0; i + 1 < entries_.size(); ++i)
+        if (entries_[i].kind == kind) {
+          shareParameters(row, entries_[i]);
+          break;
+        }
       any = true;
     } else if (!entries_[static_cast<size_t>(row)].enabled) {
       const QSignalBlocker block(list_);
@@ -137,14 +147,56 @@ void InterventionsDock::setParameters(int row, const InterventionEntry& params) 
   e.sourceText = e.source == VectorSource::Text ? params.sourceText : defaults.sourceText;
   if (e == entries_[static_cast<size_t>(row)]) return;
   entries_[static_cast<size_t>(row)] = e;
-  list_->item(row)->setText(interventionLabel(e));
-  list_->item(row)->setToolTip(interventionLabel(e));
+  relabel(row);
+  // The other entries of the kind take the shared parameters, so the evaluation can run them all.
+  int shared = 0;
+  if (e.hasSource())
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (static_cast<int>(i) == row || entries_[i].kind != e.kind) continue;
+      const InterventionEntry before = entries_[i];
+      shareParameters(static_cast<int>(i), e);
+      shared += entries_[i] != before ? 1 : 0;
+    }
+  if (shared > 0)
+    Q_EMIT notice(QString("%1 other %2 entr%3 now take%4 the same %5 (the evaluation %6)")
+                      .arg(shared)
+                      .arg(kindLabel(e.kind))
+                      .arg(shared == 1 ? "y" : "ies")
+                      .arg(shared == 1 ? "s" : "")
+                      .arg(e.kind == InterventionKind::Steer ? "source, scale and layer" : "source")
+                      .arg(e.kind == InterventionKind::Steer ? "steers every head from one source"
+                                                             : "patches every head from one source"));
   Q_EMIT changed();
+}
+
+void InterventionsDock::shareParameters(int row, const InterventionEntry& from) {
+  InterventionEntry& e = entries_[static_cast<size_t>(row)];
+  if (!e.hasSource() || e.kind != from.kind) return;
+  e.source = from.source;
+  e.sourcePrompt = from.sourcePrompt;
+  e.sourceText = from.sourceText;
+  if (e.kind == InterventionKind::Steer) {
+    e.scale = from.scale;
+    e.layer = from.layer;
+  }
+  relabel(row);
+}
+
+void InterventionsDock::relabel(int row) {
+  const QString label = interventionLabel(entries_[static_cast<size_t>(row)]);
+  const QSignalBlocker block(list_);
+  list_->item(row)->setText(label);
+  list_->item(row)->setToolTip(label);
 }
 
 void InterventionsDock::editParameters(int row) {
   if (row < 0 || row >= static_cast<int>(entries_.size())) return;
   InterventionForm form(entries_[static_cast<size_t>(row)], layers_, prompts_, this);
+  int others = 0;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    others +=
+        static_cast<int>(i) != row && entries_[i].kind == entries_[static_cast<size_t>(row)].kind ? 1 : 0;
+  form.setSharedWith(entries_[static_cast<size_t>(row)].hasSource() ? others : 0);
   while (form.exec() == QDialog::Accepted) {
     InterventionEntry e;
     QString error;
@@ -225,6 +277,11 @@ InterventionForm::InterventionForm(const InterventionEntry& entry, int layers, c
     form->addRow("Add at", layer_);
   }
   form->addRow("Positions", positions_);
+  shared_ = new QLabel(this);
+  shared_->setWordWrap(true);
+  shared_->setStyleSheet("color:#555");
+  shared_->hide();
+  form->addRow(shared_);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   form->addRow(buttons);
   connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -232,7 +289,27 @@ InterventionForm::InterventionForm(const InterventionEntry& entry, int layers, c
   connect(source_, &QComboBox::currentIndexChanged, this, &InterventionForm::updateEnabled);
   connect(prompt_, &QSpinBox::valueChanged, this, &InterventionForm::updateEnabled);
   setSource(entry.source);
+  // Wide enough for its title (the window manager's title bar), every placeholder and a prompt preview of
+  // a few lines: the fields' own hints are those of an empty line edit.
+  const QFontMetrics fm(font());
+  for (QLineEdit* e : {text_, positions_})
+    e->setMinimumWidth(fm.horizontalAdvance(e->placeholderText()) + 32);
+  layer_->setMinimumWidth(fm.horizontalAdvance(layer_->prefix() + "000") + 48);
+  const int titleWidth = fm.horizontalAdvance(windowTitle()) + 160;  // + the title bar's buttons and icon
+  setMinimumWidth(std::max({titleWidth, 560, form->minimumSize().width()}));
+  promptPreview_->setMinimumWidth(360);
   updateEnabled();
+}
+
+void InterventionForm::setSharedWith(int others) {
+  const bool steer = entry_.kind == InterventionKind::Steer;
+  shared_->setVisible(others > 0);
+  shared_->setText(
+      QString("The %1 applies to every %2 entry (%3 more): the evaluation %4 every head from one source.")
+          .arg(steer ? "source, scale and layer" : "source")
+          .arg(kindLabel(entry_.kind))
+          .arg(others)
+          .arg(steer ? "steers" : "patches"));
 }
 
 void InterventionForm::setSource(VectorSource s) {
@@ -249,8 +326,12 @@ void InterventionForm::updateEnabled() {
   if (i < prompts_.size()) {
     QString t = prompts_[i];
     t.replace("\n", " ⏎ ");
-    promptPreview_->setText(t.size() > 120 ? "…" + t.right(119) : t);
+    promptPreview_->setText(t.size() > 240 ? "…" + t.right(239) : t);
+    promptPreview_->setToolTip(prompts_[i]);
   }
+  // The preview wraps over several lines: the dialog grows to hold them (a form row keeps its first height).
+  if (layout()) layout()->activate();
+  adjustSize();
 }
 
 bool InterventionForm::read(InterventionEntry* out, QString* error) const {

@@ -39,6 +39,10 @@ class InterventionForm : public QDialog {
   QSpinBox* layerBox() const { return layer_; }  // -1: the head's own hook_z
   QLineEdit* positionsEdit() const { return positions_; }
   void setSource(VectorSource s);
+  // A line above the buttons saying that the source (and for steering the scale and layer) applies to
+  // `others` more entries of the kind; hidden when `others` is 0.
+  void setSharedWith(int others);
+  QLabel* sharedNote() const { return shared_; }
 
  private:
   void updateEnabled();
@@ -51,6 +55,7 @@ class InterventionForm : public QDialog {
   QLineEdit* text_ = nullptr;
   QSpinBox* layer_ = nullptr;
   QLineEdit* positions_ = nullptr;
+  QLabel* shared_ = nullptr;
 };
 
 class InterventionsDock : public QWidget {
@@ -63,7 +68,10 @@ class InterventionsDock : public QWidget {
   // the same head is unticked, and notice() says so.
   void add(InterventionKind kind, const std::vector<HeadRef>& heads);
   // The entry's parameters from `params` (scale, positions, source, source prompt and text, layer; its
-  // kind, head and enabled state stay). Parameters the kind does not take keep their defaults.
+  // kind, head and enabled state stay). Parameters the kind does not take keep their defaults. The
+  // evaluation patches every head from one source and steers every head from one source, by one scale, at
+  // one layer: those parameters are shared by every entry of the kind, so setting them on one entry sets
+  // them on the others (notice() says so), and a head added to a kind takes them from the kind's entries.
   void setParameters(int row, const InterventionEntry& params);
   // Opens the parameter form of a row (double-click does this too).
   void editParameters(int row);
@@ -87,6 +95,9 @@ class InterventionsDock : public QWidget {
   void append(const InterventionEntry& e);
   // Unticks enabled entries on `row`'s head other than `row`; returns their labels.
   QStringList untickOthers(int row);
+  // Copies the parameters the kind's entries share (sharedParameters) from `from` into entry `row`.
+  void shareParameters(int row, const InterventionEntry& from);
+  void relabel(int row);
   QListWidget* list_ = nullptr;
   std::vector<InterventionEntry> entries_;  // parallel to the list rows
   int layers_ = 0;                          // 0: unknown (the layer is not bounded)

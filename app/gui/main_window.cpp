@@ -28,6 +28,7 @@
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTime>
+#include <QTimer>
 #include <QUndoCommand>
 #include <QUndoStack>
 #include <QVBoxLayout>
@@ -68,7 +69,8 @@ void post(EngineWorker* w, F&& f) {
   QMetaObject::invokeMethod(w, std::forward<F>(f), Qt::QueuedConnection);
 }
 
-// One step of the undo stack: the interventions and the head selection before and after a change.
+// One step of the undo stack: the interventions before and after a change. Head selections are not undo
+// steps: Ctrl+Z always undoes the last change of the interventions, however many clicks came after it.
 class SnapshotCommand : public QUndoCommand {
  public:
   SnapshotCommand(std::function<void(const nlohmann::json&)> apply, nlohmann::json before,
@@ -165,9 +167,23 @@ void MainWindow::compactDocks() {
   first->raise();
 }
 
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (fittedOnShow_) return;
+  fittedOnShow_ = true;
+  // The window manager frames the window after it is shown: fit again with the real frame.
+  QTimer::singleShot(0, this, [this] { fitToScreen(); });
+}
+
 void MainWindow::fitToScreen(const QRect& avail) {
   QRect g = frameGeometry();
-  const QSize frame = frameGeometry().size() - geometry().size();
+  QSize frame = frameGeometry().size() - geometry().size();
+  QPoint inset(geometry().topLeft() - frameGeometry().topLeft());
+  if (!isVisible() && frame.isEmpty()) {  // not framed yet: keep room for a title bar and borders
+    frame = QSize(kAssumedFrame.left() + kAssumedFrame.right(), kAssumedFrame.top() + kAssumedFrame.bottom());
+    inset = QPoint(kAssumedFrame.left(), kAssumedFrame.top());
+    g = QRect(geometry().topLeft() - inset, geometry().size() + frame);
+  }
   const QSize room = avail.size() - frame;
   if (minimumSizeHint().width() > room.width() || minimumSizeHint().height() > room.height()) {
     compactDocks();
@@ -180,13 +196,13 @@ void MainWindow::fitToScreen(const QRect& avail) {
   const QSize inner(std::min(width(), avail.width() - frame.width()),
                     std::min(height(), avail.height() - frame.height()));
   if (inner != size()) resize(inner);
-  g = frameGeometry();
+  g = QRect(geometry().topLeft() - inset, geometry().size() + frame);
   QPoint to = g.topLeft();
   if (g.right() > avail.right()) to.setX(avail.right() - g.width() + 1);
   if (g.bottom() > avail.bottom()) to.setY(avail.bottom() - g.height() + 1);
   to.setX(std::max(to.x(), avail.left()));
   to.setY(std::max(to.y(), avail.top()));
-  if (to != g.topLeft()) move(to);
+  if (to != g.topLeft()) move(to);  // a window's position is its frame's
 }
 
 QCustomPlot* MainWindow::attentionPlot() const {
@@ -194,21 +210,13 @@ QCustomPlot* MainWindow::attentionPlot() const {
 }
 
 nlohmann::json MainWindow::snapshot() const {
-  nlohmann::json heads = nlohmann::json::array();
-  for (const HeadRef& h : headsView()->selection())
-    heads.push_back({h.layer, h.head});
   // The session's form of the entries, so that undo covers every parameter the session keeps.
-  const nlohmann::json ivs = interventionsToJson(interventionsDock_->entries());
-  return {{"selection", heads}, {"interventions", ivs}};
+  return {{"interventions", interventionsToJson(interventionsDock_->entries())}};
 }
 
 void MainWindow::restoreSnapshot(const nlohmann::json& state) {
   restoring_ = true;
-  std::vector<HeadRef> sel;
-  for (const auto& h : state.at("selection"))
-    sel.push_back({h[0].get<int>(), h[1].get<int>()});
   const std::vector<InterventionEntry> entries = interventionsFromJson(state.at("interventions"), "undo");
-  headsView()->setSelection(sel);
   interventionsDock_->setEntries(entries);
   lastSnapshot_ = snapshot();
   restoring_ = false;
@@ -219,9 +227,8 @@ void MainWindow::pushSnapshot() {
   if (restoring_) return;
   const nlohmann::json now = snapshot();
   if (now == lastSnapshot_) return;
-  const bool selectionOnly = now["interventions"] == lastSnapshot_["interventions"];
   undo_->push(new SnapshotCommand([this](const nlohmann::json& st) { restoreSnapshot(st); }, lastSnapshot_,
-                                  now, selectionOnly ? "head selection" : "interventions"));
+                                  now, "interventions"));
   lastSnapshot_ = now;
 }
 
@@ -281,8 +288,7 @@ void MainWindow::buildTabs() {
   HeadGridView* heads = headsTab_->view();
   connect(heads, &HeadGridView::selectionChanged, this, [this](const std::vector<HeadRef>& sel) {
     if (!refreshing_) setDirty(true);
-    pushSnapshot();
-    if (!sel.empty()) {
+    if (!sel.empty() && headsTab_->showsLoadedModel()) {
       attentionTab_->setHeads(sel);
       requestPatterns();
     }
@@ -290,9 +296,6 @@ void MainWindow::buildTabs() {
   connect(heads, &HeadGridView::showPattern, this, [this](HeadRef h) {
     requestPattern(h);
     tabs_->setCurrentIndex(AttentionTabIndex);
-  });
-  connect(headsTab_, &HeadsTab::metricChanged, this, [this] {
-    if (!refreshing_) setDirty(true);
   });
 
   geometryTab_ = makeGeometryTab();
@@ -458,8 +461,13 @@ void MainWindow::addSessionActions(QMenu* file) {
   connect(openBatch, &QAction::triggered, this, [this] {
     const QString dir =
         QFileDialog::getExistingDirectory(this, "Open a batch folder (headscope-cli batch --out DIR)");
+    if (dir.isEmpty()) return;
     QString error;
-    if (!dir.isEmpty() && !openStudyWindow(this, dir, &error)) showError("open batch folder", error);
+    StudyView* study = openStudyWindow(this, dir, &error);
+    if (!study)
+      showError("open batch folder", error);
+    else if (!info_.label.isEmpty())
+      study->setSilentHeads(info_.label, info_.silent);  // as the Heads tab
   });
   recentMenu_ = file->addMenu("Open &recent");
   connect(recentMenu_, &QMenu::aboutToShow, this, [this] {
@@ -847,6 +855,8 @@ void MainWindow::onModelLoaded(const ModelInfo& i) {
     interventionsDock_->clear();
   }
   headsTab_->setSilentHeads(i.silent);
+  for (StudyView* study : findChildren<StudyView*>())  // open studies rank as the Heads tab does
+    study->setSilentHeads(i.label, i.silent);
   interventionsDock_->setModelLayers(i.layers);
   refreshResults();
   updateTitle();

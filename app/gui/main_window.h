@@ -5,15 +5,16 @@
 // analysis runs, the head selection, the interventions and the view state, saved to and opened from .hscope
 // files.
 #include <QMainWindow>
+#include <QMargins>
 #include <QThread>
 
 #include <nlohmann/json.hpp>
 
 #include <vector>
 
-#include "tasks/icl_task.h"
 #include "gui_types.h"
 #include "plot_export.h"
+#include "tasks/icl_task.h"
 
 class QCustomPlot;
 class QCPColorMap;
@@ -98,8 +99,8 @@ class MainWindow : public QMainWindow {
   bool openSession(const QString& path);
   // Adds runs to the session without closing any (main_window_import.cpp): the runs of .hscope sessions
   // (the shipped published ones, `headscope-cli import-published` output, any session) and published
-  // result files or folders (core/analysis/methods/published.h). A run whose id is taken gets the next free one.
-  // False after one error message when a path cannot be read (then nothing is added).
+  // result files or folders (core/analysis/methods/published.h). A run whose id is taken gets the next free
+  // one. False after one error message when a path cannot be read (then nothing is added).
   bool importRuns(const QStringList& paths);
   // The converted published sessions that ship with HeadScope (resources/published/*.hscope).
   static QStringList shippedPublishedSessions();
@@ -143,8 +144,11 @@ class MainWindow : public QMainWindow {
   // Fits the window into the available area of its screen (a restored geometry may lie off-screen), or
   // into `avail`. Where the full layout (two dock columns) does not fit, the docks become tabs of one
   // column (compactDocks), so the window fits 1024 × 700.
+  // Until the window manager has framed the window (before it is first shown) its frame is unknown: room
+  // for kAssumedFrame (a title bar and borders) is kept, and the window is fitted again once shown.
   void fitToScreen();
   void fitToScreen(const QRect& avail);
+  static constexpr QMargins kAssumedFrame{6, 40, 6, 6};
   void compactDocks();
   const PatternView& pattern() const { return pattern_; }
   const PromptView& promptView() const { return prompt_; }
@@ -207,8 +211,12 @@ class MainWindow : public QMainWindow {
   void refreshResults();
   void runStartAnalyses();
   void updateTitle();
+  // openSession's part for the view state's version-2 fields: the Prompt tab's text and toggles, the
+  // Attention tab's prompt, the Evaluation dock's result (rebuilt from its evaluate run).
+  void restorePromptAndEvaluation(const nlohmann::json& view);
+  static constexpr int kViewStateVersion = 2;
   void interventionsChanged();
-  // Undo / redo of interventions and selections: a snapshot is pushed after each change by the user.
+  // Undo / redo of the interventions (not of head selections): a snapshot is pushed after each change.
   void pushSnapshot();
   void restoreSnapshot(const nlohmann::json& state);
   nlohmann::json snapshot() const;
@@ -221,6 +229,8 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& path);
   void log(const QString& line);
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+  bool fittedOnShow_ = false;
   void watchModelFiles(const ModelInfo& info);  // main_window_watch.cpp
   void onModelFilesChanged(const QStringList& paths);
 

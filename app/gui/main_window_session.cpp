@@ -13,6 +13,7 @@
 #include "attention_tab.h"
 #include "batch/merge.h"
 #include "dynamics_view.h"
+#include "evaluation_dock.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
@@ -39,10 +40,22 @@ bool MainWindow::saveSessionTo(const QString& path) {
   s.outputs = outputs_;
   s.selectedHeads = headsView()->selection();
   s.interventions = interventionsDock_->entries();
-  s.viewState = {{"format_version", 1},
+  // View state version 2 added "prompt" (the Prompt tab's text and toggles), "attention" (the Attention
+  // tab's prompt) and "evaluation" (the Evaluation dock's result, by its evaluate run); a version-1 session
+  // opens with their defaults.
+  nlohmann::json prompt = promptTab_->viewState();
+  prompt["text"] = promptEdit_->text().toStdString();
+  prompt["from_task"] = !taskPrompt_.isEmpty() && promptEdit_->text() == taskPrompt_;
+  s.viewState = {{"format_version", kViewStateVersion},
                  {"tab", tabs_->currentIndex()},
                  {"heads", headsTab_->viewState()},
-                 {"dynamics", dynamicsTab_->viewState()}};
+                 {"dynamics", dynamicsTab_->viewState()},
+                 {"prompt", prompt},
+                 {"attention", {{"prompt", attentionTab_->chosenPrompt().toStdString()}}}};
+  if (const auto& r = evaluationDock_->result())
+    s.viewState["evaluation"] = {{"run", r->runId.toStdString()},
+                                 {"task", r->taskJson.toStdString()},
+                                 {"interventions", interventionsToJson(r->entries)}};
   try {
     saveGuiSession(path, s);
   } catch (const std::exception& e) {
@@ -59,10 +72,12 @@ bool MainWindow::saveSessionTo(const QString& path) {
 bool MainWindow::openSession(const QString& path) {
   if (batch::isStudySession(path.toStdString())) {  // a merged batch opens in its own window (study_view.h)
     QString error;
-    if (!openStudyWindow(this, path, &error)) {
+    StudyView* study = openStudyWindow(this, path, &error);
+    if (!study) {
       showError("open study", error);
       return false;
     }
+    if (!info_.label.isEmpty()) study->setSilentHeads(info_.label, info_.silent);  // as the Heads tab
     addRecent(path);
     log("opened the study " + path);
     return true;
@@ -97,6 +112,7 @@ bool MainWindow::openSession(const QString& path) {
   restoring_ = false;
   undo_->clear();
   lastSnapshot_ = snapshot();
+  restorePromptAndEvaluation(view);
   if (view.contains("tab") && view["tab"].is_number_integer()) tabs_->setCurrentIndex(view["tab"].get<int>());
   addRecent(path);
   const QString model = QString::fromStdString(s.model.value("path", std::string()));
@@ -111,6 +127,49 @@ bool MainWindow::openSession(const QString& path) {
   setDirty(false);
   Q_EMIT sessionOpened();
   return true;
+}
+
+void MainWindow::restorePromptAndEvaluation(const nlohmann::json& view) {
+  // Version 1 has none of these: the prompt, the lens and the evaluation start as in a new session.
+  const nlohmann::json prompt =
+      view.contains("prompt") && view["prompt"].is_object() ? view["prompt"] : nlohmann::json::object();
+  promptTab_->restoreViewState(prompt);
+  if (auto it = prompt.find("text"); prompt.is_object() && it != prompt.end() && it->is_string()) {
+    const QString text = QString::fromStdString(it->get<std::string>());
+    const bool fromTask =
+        prompt.contains("from_task") && prompt["from_task"].is_boolean() && prompt["from_task"].get<bool>();
+    promptEdit_->setText(text);
+    // A typed prompt stays when the task's preview arrives; the task's own follows the task.
+    taskPrompt_ = fromTask ? text : QString();
+    promptFromTask_ = false;
+  }
+  const nlohmann::json attention = view.contains("attention") ? view["attention"] : nlohmann::json();
+  if (attention.is_object() && attention.contains("prompt") && attention["prompt"].is_string())
+    attentionTab_->choosePromptText(QString::fromStdString(attention["prompt"].get<std::string>()));
+  evaluationDock_->clearResult();
+  const nlohmann::json evaluation = view.contains("evaluation") ? view["evaluation"] : nlohmann::json();
+  if (evaluation.is_object() && evaluation.contains("run") && evaluation["run"].is_string()) {
+    const std::string id = evaluation["run"].get<std::string>();
+    try {
+      for (const AnalysisOutputPtr& o : outputs_)
+        if (runOf(o).id == id) {
+          EvalResult r = evalResultOf(runOf(o));
+          r.taskJson = QString::fromStdString(evaluation.value("task", std::string()));
+          r.entries = interventionsFromJson(evaluation.value("interventions", nlohmann::json::array()),
+                                            "the session's evaluation");
+          evaluationDock_->setResult(r);
+        }
+    } catch (const std::exception& e) {
+      log("the session's evaluation could not be shown again: " + QString::fromStdString(e.what()));
+    }
+  }
+  evaluationDock_->setCurrent(QString::fromStdString(taskSpecToJson(taskDock_->spec()).dump()),
+                              interventionsDock_->entries());
+  // With the model already loaded the restored prompt runs now (otherwise when the model arrives).
+  if (!info_.path.isEmpty()) {
+    runPrompt();
+    requestPatterns();
+  }
 }
 
 bool MainWindow::maybeSave() {

@@ -10,6 +10,7 @@
 
 #include "analysis/framework/registry.h"
 #include "curve_view.h"
+#include "run_label.h"
 
 namespace hs::gui {
 
@@ -85,7 +86,8 @@ void OutputsTab::setRuns(const std::vector<AnalysisRun>& runs) {
   QTreeWidgetItem* reselect = nullptr;
   for (const AnalysisRun& run : runs_) {
     if (run.curves.empty() && run.tables.empty()) continue;
-    auto* top = new QTreeWidgetItem(tree_, {QString::fromStdString(runLabel(run) + " · " + run.id)});
+    auto* top = new QTreeWidgetItem(tree_, {runDisplayLabel(run) + " · " + QString::fromStdString(run.id)});
+    top->setToolTip(0, runToolTip(run));
     auto add = [&](const std::string& id, const std::string& name, const char* kind) {
       const QString key = QString::fromStdString(run.id + "/" + id);
       auto* item = new QTreeWidgetItem(top, {QString::fromStdString(name.empty() ? id : name), kind});

@@ -8,6 +8,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -118,6 +120,32 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
 
 bool PromptTab::applyInterventions() const {
   return apply_->isChecked();
+}
+
+namespace {
+const char* measureKey(PromptTab::LensMeasure m) {
+  return m == PromptTab::AnswerProbability     ? "answer"
+         : m == PromptTab::CleanTopProbability ? "clean_top"
+                                               : "top";
+}
+}  // namespace
+
+nlohmann::json PromptTab::viewState() const {
+  return {{"apply_interventions", apply_->isChecked()},
+          {"lens_measure", measureKey(static_cast<LensMeasure>(lensMeasure_->currentData().toInt()))},
+          {"lens_difference", lensDiff_->isChecked()}};
+}
+
+void PromptTab::restoreViewState(const nlohmann::json& j) {
+  if (!j.is_object()) return;
+  const QSignalBlocker block(apply_);  // the window runs the prompt once the whole session is restored
+  if (auto it = j.find("apply_interventions"); it != j.end() && it->is_boolean())
+    apply_->setChecked(it->get<bool>());
+  if (auto it = j.find("lens_measure"); it != j.end() && it->is_string())
+    for (LensMeasure m : {TopProbability, AnswerProbability, CleanTopProbability})
+      if (it->get<std::string>() == measureKey(m)) lensMeasure_->setCurrentIndex(lensMeasure_->findData(m));
+  if (auto it = j.find("lens_difference"); it != j.end() && it->is_boolean())
+    lensDiff_->setChecked(it->get<bool>());
 }
 
 QString PromptTab::warning() const {
@@ -232,10 +260,21 @@ AttributionTab::AttributionTab(QWidget* parent) : QWidget(parent) {
   grid_ = new HeadGridView;
   ranked_ = new QTableWidget(0, 2);
   ranked_->setHorizontalHeaderLabels({"component", "logit contribution"});
-  ranked_->horizontalHeader()->setStretchLastSection(true);
+  ranked_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  ranked_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+  ranked_->verticalHeader()->setVisible(false);  // the rank is the row's place; its number cost the room
   ranked_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  // Both columns whole at any window width: the component's name, and the value under its full header.
+  const QFontMetrics fm(ranked_->font()), hfm(ranked_->horizontalHeader()->font());
+  const int nameWidth =
+      std::max(fm.horizontalAdvance("embeddings  head L99.H99"), hfm.horizontalAdvance("component"));
+  const int valueWidth =
+      std::max(fm.horizontalAdvance("−999.9999"), hfm.horizontalAdvance("logit contribution"));
+  ranked_->setMinimumWidth(nameWidth + valueWidth + 4 * fm.horizontalAdvance("  ") +
+                           ranked_->verticalScrollBar()->sizeHint().width() + 2 * ranked_->frameWidth() + 24);
   split->addWidget(grid_);
   split->addWidget(ranked_);
+  split->setCollapsible(1, false);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);

@@ -48,6 +48,12 @@ class PromptTab : public QWidget {
   // The heatmap of `view` for a measure, as a difference from the clean model or not.
   static LensMap lensMap(const PromptView& view, LensMeasure measure, bool difference);
 
+  // What a session keeps of the tab besides its text: "apply_interventions", "lens_measure" ("top",
+  // "answer", "clean_top") and "lens_difference" (the Δ vs clean toggle). Values of another type are
+  // ignored (a session is a file).
+  nlohmann::json viewState() const;
+  void restoreViewState(const nlohmann::json& j);
+
  Q_SIGNALS:
   void runRequested();
 

@@ -17,10 +17,18 @@
 #include "plot_style.h"
 #include "qcustomplot_include.h"
 #include "results/table_columns.h"
+#include "run_label.h"
 
 namespace hs::gui {
 
 namespace {
+// The colour a class label names ("green", "Gray", "light blue"), invalid for any other label.
+QColor labelColor(const QString& label) {
+  QString name = label.trimmed().toLower();
+  name.remove(' ');
+  return QColor::isValidColorName(name) && !name.startsWith('#') ? QColor::fromString(name) : QColor();
+}
+
 // The first of `names` the table has as a column, or -1.
 int columnOf(const Table& t, std::initializer_list<const char*> names) {
   for (const char* n : names)
@@ -68,9 +76,14 @@ bool ProjectionView::setTable(const Table& t) {
   int i = 0;
   for (const auto& [label, xy] : byLabel) {
     QCPGraph* g = plot_->addGraph();
-    g->setName(QString::fromStdString(label));
+    const QString name = QString::fromStdString(label);
+    g->setName(name);
     g->setLineStyle(QCPGraph::lsNone);
-    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, plotstyle::seriesColor(i++), 6));
+    // A class named after a colour ("green", "gray") is drawn in that colour, with a darker rim so that light
+    // ones ("white", "yellow") stay visible; other classes take the series colours in turn.
+    const QColor named = labelColor(name);
+    const QColor fill = named.isValid() ? named : plotstyle::seriesColor(i++);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QPen(fill.darker(140)), QBrush(fill), 7));
     g->setData(xy.first, xy.second);
   }
   plot_->xAxis->setLabel(QString::fromStdString(t.columns[static_cast<size_t>(cx)]));
@@ -78,7 +91,7 @@ bool ProjectionView::setTable(const Table& t) {
   plot_->rescaleAxes();
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     plotstyle::padAxisRange(*axis, 0.05);
-  plot_->replot();
+  plotstyle::replotIfSized(*plot_);
   return true;
 }
 
@@ -196,7 +209,7 @@ void ResultsTab::setRuns(const std::vector<AnalysisRun>& runs) {
     // Which run and task the panel shows: the task-vector views may run on another task than the dock's.
     QString source = QString::fromStdString(s.panel.id);
     if (s.filled) {
-      source = QString::fromStdString(runLabel(*fromRun));
+      source = runDisplayLabel(*fromRun);
       if (from && from->n_prompts > 0) source += QString(" · %1 prompts").arg(from->n_prompts);
     }
     setTitle(s, source);

@@ -7,6 +7,7 @@
 #include <QVBoxLayout>
 
 #include "analysis/framework/registry.h"
+#include "run_label.h"
 
 namespace hs::gui {
 
@@ -44,17 +45,10 @@ RunsDock::RunsDock(QWidget* parent) : QWidget(parent) {
 void RunsDock::setRuns(const std::vector<AnalysisRun>& runs, const QString& model) {
   list_->clear();
   for (const AnalysisRun& r : runs) {
-    QString label = QString::fromStdString(runLabel(r));
+    const QString label = runDisplayLabel(r);
     auto* item = new QListWidgetItem(label);
     item->setData(Qt::UserRole, QString::fromStdString(r.id));
-    QString tip = QString("<b>%1</b> (run %2)").arg(label.toHtmlEscaped(), QString::fromStdString(r.id));
-    if (!r.provenance.created.empty()) tip += "<br>created " + QString::fromStdString(r.provenance.created);
-    tip += "<br>" + QString("%1 grids, %2 curves, %3 tables")
-                        .arg(r.grids.size())
-                        .arg(r.curves.size())
-                        .arg(r.tables.size());
-    const std::string summary = r.summary.dump();
-    tip += "<br><tt>" + QString::fromStdString(summary.substr(0, 400)).toHtmlEscaped() + "</tt>";
+    const QString tip = runToolTip(r);
     item->setToolTip(tip);
     const QString runModel = QString::fromStdString(r.provenance.model);
     if (!model.isEmpty() && !runModel.isEmpty() && runModel != model) {

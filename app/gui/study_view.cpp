@@ -10,11 +10,13 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "analysis/framework/registry.h"
@@ -65,6 +67,12 @@ StudyView::StudyView(QWidget* parent) : QWidget(parent) {
   across_->addItems({"models", "tasks"});
   bar->addWidget(across_);
   connect(across_, &QComboBox::activated, this, [this] { refreshPanels(); });
+  allRuns_ = new QPushButton("All filtered runs", this);
+  allRuns_->setObjectName("allRuns");
+  allRuns_->setToolTip("Back from the run shown (double-click a row) to the filtered runs' panels");
+  allRuns_->hide();
+  connect(allRuns_, &QPushButton::clicked, this, [this] { showRun({}); });
+  bar->addWidget(allRuns_);
   bar->addStretch(1);
   layout->addLayout(bar);
 
@@ -77,6 +85,9 @@ StudyView::StudyView(QWidget* parent) : QWidget(parent) {
   table_->setSortingEnabled(true);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setToolTip("Double-click a run to see its own grids");
+  connect(table_, &QTableWidget::cellDoubleClicked, this,
+          [this](int row, int) { showRun(table_->item(row, RunColumn)->text()); });
   split->addWidget(table_);
 
   auto* panelPage = new QWidget(this);
@@ -110,6 +121,7 @@ void StudyView::clear() {
   runFiles_.clear();
   failed_.clear();
   jobs_ = 0;
+  shownRun_.clear();
   delete watcher_;
   watcher_ = nullptr;
 }
@@ -121,6 +133,7 @@ void StudyView::addRun(AnalysisRun run) {
   r.task = shortLabel(p.task);
   r.method = QString::fromStdString(run.method);
   r.seed = QString::number(p.seed);
+  r.fullModel = QString::fromStdString(p.model);
   r.run = std::move(run);
   runs_.push_back(std::move(r));
 }
@@ -262,6 +275,24 @@ void StudyView::setAcross(Across a) {
   refreshPanels();
 }
 
+StudyView::Across StudyView::across() const {
+  return across_->currentIndex() == 0 ? Across::Models : Across::Tasks;
+}
+
+bool StudyView::showRun(const QString& id) {
+  if (!id.isEmpty() && std::none_of(runs_.begin(), runs_.end(),
+                                    [&](const Row& r) { return QString::fromStdString(r.run.id) == id; }))
+    return false;
+  shownRun_ = id;
+  refreshPanels();
+  return true;
+}
+
+void StudyView::setSilentHeads(const QString& model, const std::vector<HeadRef>& heads) {
+  silent_[model] = heads;
+  refreshPanels();
+}
+
 void StudyView::refresh() {
   // Filter choices: every value among the runs; the current choice kept when still offered.
   for (int c = 0; c < 4; ++c) {
@@ -336,23 +367,68 @@ void StudyView::refreshPanels() {
     delete w;
   panelCells_.clear();
   panels_.clear();
+  allRuns_->setVisible(!shownRun_.isEmpty());
+  auto addPanel = [this](const QString& name, const HeadGrid& grid, const QString& model, int n) {
+    auto* view = new HeadGridView;
+    view->setObjectName("panel:" + name);
+    // The loaded model's silent heads, as its Heads tab: hatched and not ranked.
+    if (const auto it = silent_.find(model); it != silent_.end()) view->setSilentHeads(it->second);
+    view->setGrid(grid);
+    view->setMinimumSize(320, 260);
+    panelGrid_->addWidget(view, n / kPanelColumns, n % kPanelColumns);
+    panelCells_.push_back(view);
+    panels_.push_back(view);
+  };
+  if (!shownRun_.isEmpty()) {  // one run: each of its grids
+    for (const Row& r : runs_)
+      if (QString::fromStdString(r.run.id) == shownRun_) {
+        int n = 0;
+        for (const HeadGrid& g : r.run.grids) {
+          HeadGrid shown = g;
+          shown.name = (r.run.id + " · " + (g.name.empty() ? g.id : g.name));
+          addPanel(QString::fromStdString(r.run.id + "/" + g.id), shown, r.fullModel, n++);
+        }
+        status_->setText(QString("run %1: %2 · %3 · %4 · seed %5 (All filtered runs: back)")
+                             .arg(shownRun_, r.model, r.task, r.method, r.seed));
+        break;
+      }
+    return;
+  }
   const std::string gridId = grid_->currentText().toStdString();
   if (gridId.empty()) return;
   const bool byModel = across_->currentIndex() == 0;
 
-  // Group → the selected grid of each filtered run in it (the first shape met per group).
-  std::map<QString, std::vector<const HeadGrid*>> groups;
+  // Group → the selected grid of each filtered run in it (the first shape met per group). A group is one
+  // model and one task: a mean over runs of different tasks (or models) would mean nothing, so with several
+  // of them among the filtered runs the panels are per model and task.
+  std::set<QString> models, tasks;
+  for (const Row& r : runs_)
+    if (passes(r)) {
+      models.insert(r.model);
+      tasks.insert(r.task);
+    }
+  struct Group {
+    std::vector<const HeadGrid*> grids;
+    QString model;  // as the runs record it
+  };
+  std::map<QString, Group> groups;
   for (const Row& r : runs_) {
     if (!passes(r)) continue;
     for (const HeadGrid& g : r.run.grids) {
       if (g.id != gridId) continue;
-      auto& list = groups[byModel ? r.model : r.task];
+      QString key = byModel ? r.model : r.task;
+      if (byModel && tasks.size() > 1) key += " · " + r.task;
+      if (!byModel && models.size() > 1) key = r.model + " · " + key;
+      Group& group = groups[key];
+      group.model = r.fullModel;
+      auto& list = group.grids;
       if (list.empty() || (list.front()->layers() == g.layers() && list.front()->heads() == g.heads()))
         list.push_back(&g);
     }
   }
   int n = 0;
-  for (const auto& [group, grids] : groups) {
+  for (const auto& [group, members] : groups) {
+    const std::vector<const HeadGrid*>& grids = members.grids;
     if (n == kMaxPanels) {
       auto* more = new QLabel(QString("%1 more %2: narrow the filters")
                                   .arg(groups.size() - kMaxPanels)
@@ -367,13 +443,7 @@ void StudyView::refreshPanels() {
     mean.values /= static_cast<double>(grids.size());
     mean.name = group.toStdString() + " · " + (grids.front()->name.empty() ? gridId : grids.front()->name) +
                 (grids.size() > 1 ? " (mean of " + std::to_string(grids.size()) + " runs)" : "");
-    auto* view = new HeadGridView;
-    view->setObjectName("panel:" + group);
-    view->setGrid(mean);
-    view->setMinimumSize(320, 260);
-    panelGrid_->addWidget(view, n / kPanelColumns, n % kPanelColumns);
-    panelCells_.push_back(view);
-    panels_.push_back(view);
+    addPanel(group, mean, members.model, n);
     ++n;
   }
 }

@@ -1,9 +1,11 @@
 #pragma once
 // The study view (docs/batch.md): the runs of a batch as a table, filtered by model, task, method and seed,
 // above small multiples of one grid across models or tasks (one heatmap per model or task: the mean over the
-// filtered runs of that model or task, e.g. over seeds), and the failed jobs. It shows a merged study
-// session (headscope-cli merge) or a batch folder; a folder is watched, so runs appear as their files land
-// in DIR/runs and failures as they land in DIR/failed, while the batch is still running.
+// filtered runs of that model and task, e.g. over seeds — runs of different tasks or models are never
+// averaged: with several tasks among the filtered runs, "across models" shows one panel per model and task),
+// and the failed jobs. Double-clicking a run shows that run's own grids, one panel each. It shows a merged
+// study session (headscope-cli merge) or a batch folder; a folder is watched, so runs appear as their files
+// land in DIR/runs and failures as they land in DIR/failed, while the batch is still running.
 #include <QStringList>
 #include <QWidget>
 
@@ -21,6 +23,7 @@ class QFileSystemWatcher;
 class QGridLayout;
 class QLabel;
 class QListWidget;
+class QPushButton;
 class QTableWidget;
 
 namespace hs {
@@ -69,8 +72,17 @@ class StudyView : public QWidget {
   bool setGrid(const QString& id);
   QString grid() const;
   void setAcross(Across a);
-  // The small multiples shown: one per model (or task) among the filtered runs having the grid.
+  Across across() const;
+  // The small multiples shown: one per model (or task) among the filtered runs having the grid; while a
+  // run is shown (showRun), one per grid of that run.
   const std::vector<HeadGridView*>& panels() const { return panels_; }
+  // Shows the grids of one run (what double-clicking its row does); "" goes back to the filtered runs.
+  bool showRun(const QString& runId);
+  QString shownRun() const { return shownRun_; }
+  // Silent heads (all-zero W_O) of a model, by the model as runs record it ("toy" or its path): its panels
+  // hatch them and leave them out of their ranks, as the main window's Heads tab does. The main window
+  // gives the loaded model's.
+  void setSilentHeads(const QString& model, const std::vector<HeadRef>& heads);
 
  Q_SIGNALS:
   void runsChanged();  // runs or failures were added (a scan of a watched folder, or an open)
@@ -79,6 +91,7 @@ class StudyView : public QWidget {
   struct Row {
     AnalysisRun run;
     QString model, task, method, seed;
+    QString fullModel;  // as the run records it (silent heads are known by it)
   };
   void clear();
   void addRun(AnalysisRun run);
@@ -104,6 +117,9 @@ class StudyView : public QWidget {
   std::vector<QWidget*> panelCells_;
   QListWidget* failures_ = nullptr;
   QLabel* status_ = nullptr;
+  QPushButton* allRuns_ = nullptr;  // back from a shown run to the filtered runs
+  QString shownRun_;
+  std::map<QString, std::vector<HeadRef>> silent_;  // model → silent heads
 };
 
 // A study window (a top-level StudyView owned by `parent`) on a study session or a batch folder; nullptr

@@ -1,7 +1,9 @@
 #include "task_dock.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -13,6 +15,7 @@
 
 #include <algorithm>
 
+#include "analysis/framework/data_roots.h"
 #include "tasks/prompt_template.h"
 #include "tasks/toy/tasks.h"
 
@@ -20,6 +23,23 @@ namespace hs::gui {
 
 namespace {
 const char* kOpenFile = "Open dataset file…";
+
+// The Function Vectors tasks of the shared data (<root>/datasets/function_vectors/{abstractive,
+// extractive}/*.json, the roots the CLI and the GUI look in, analysis/framework/data_roots.h): the first
+// root holding the folder gives them. (display name, path)
+std::vector<std::pair<QString, QString>> functionVectorTasks() {
+  std::vector<std::pair<QString, QString>> out;
+  for (const std::string& root : dataRoots()) {
+    const QDir dir(QString::fromStdString(root) + "/datasets/function_vectors");
+    if (!dir.exists()) continue;
+    for (const QString kind : {"abstractive", "extractive"})
+      for (const QString& f : QDir(dir.filePath(kind)).entryList({"*.json"}, QDir::Files, QDir::Name))
+        out.push_back({QString("FV %1: %2").arg(kind, QFileInfo(f).completeBaseName()),
+                       QDir::cleanPath(QDir(dir.filePath(kind)).absoluteFilePath(f))});
+    break;
+  }
+  return out;
+}
 
 // Background colour of a token by its segment role: demonstrations' inputs, labels and separators are
 // told apart at a glance; the query input is bold.
@@ -38,12 +58,24 @@ TaskDock::TaskDock(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   dataset_ = new QComboBox;
-  for (const auto& t : toy::toyTasks())
-    dataset_->addItem(QString::fromStdString("toy:" + t.name));
+  for (const auto& t : toy::toyTasks()) {
+    const QString id = QString::fromStdString("toy:" + t.name);
+    dataset_->addItem(id, id);
+  }
+  // A real model's tasks: the Function Vectors datasets of the shared data folder.
+  for (const auto& [name, path] : functionVectorTasks()) {
+    dataset_->addItem(name, path);
+    dataset_->setItemData(dataset_->count() - 1, path, Qt::ToolTipRole);
+  }
   dataset_->addItem(kOpenFile);
-  lastDatasetIndex_ = std::max(0, dataset_->findText("toy:category_label"));
+  // The longest names (dataset files, "FV abstractive: capitalize_second_letter") never widen the dock.
+  dataset_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  dataset_->setMinimumContentsLength(18);
+  lastDatasetIndex_ = std::max(0, dataset_->findData(QString("toy:category_label")));
   dataset_->setCurrentIndex(lastDatasetIndex_);
-  dataset_->setToolTip("Toy-world tasks, or a dataset file (FV JSON, CSV/TSV pairs, SST-2, TREC)");
+  dataset_->setToolTip(
+      "Toy-world tasks (the toy model), the Function Vectors tasks of the shared data folder (real models), "
+      "or a dataset file (FV JSON, CSV/TSV pairs, SST-2, TREC)");
   template_ = new QComboBox;
   template_->addItem("(dataset default)", QString());
   for (const auto& id : builtinTemplateIds())
@@ -118,18 +150,25 @@ void TaskDock::chooseDatasetFile() {
 
 void TaskDock::addDataset(const QString& id) {
   const QSignalBlocker block(dataset_);
-  int i = dataset_->findText(id);
+  int i = dataset_->findData(id);
   if (i < 0) {
     i = dataset_->count() - 1;  // before "Open dataset file…"
-    dataset_->insertItem(i, id);
+    dataset_->insertItem(i, id, id);
   }
   dataset_->setCurrentIndex(i);
   lastDatasetIndex_ = i;
 }
 
+QStringList TaskDock::datasets() const {
+  QStringList out;
+  for (int i = 0; i < dataset_->count(); ++i)
+    if (!dataset_->itemData(i).toString().isEmpty()) out << dataset_->itemData(i).toString();
+  return out;
+}
+
 TaskSpec TaskDock::spec() const {
   TaskSpec s;
-  s.dataset = dataset_->itemText(lastDatasetIndex_).toStdString();
+  s.dataset = dataset_->itemData(lastDatasetIndex_).toString().toStdString();
   s.template_id = template_->currentData().toString().toStdString();
   s.shots = shots_->value();
   s.n_prompts = nPrompts_->value();

@@ -1,11 +1,12 @@
 #pragma once
 // The Task dock: which ICL task every analysis and the evaluation run on (hs::TaskSpec): dataset (the toy
-// tasks or a dataset file: FV JSON, CSV/TSV, SST-2, TREC), template, shots, label words, n prompts, seed;
-// and a live preview of the first ICL prompt with its token boundaries, ids and segment roles.
+// tasks, the Function Vectors tasks found in the shared data folders, or a dataset file: FV JSON, CSV/TSV,
+// SST-2, TREC), template, shots, label words, n prompts, seed; and a live preview of the first ICL prompt
+// with its token boundaries, ids and segment roles.
 #include <QWidget>
 
-#include "tasks/icl_task.h"
 #include "gui_types.h"
+#include "tasks/icl_task.h"
 
 class QComboBox;
 class QLabel;
@@ -28,7 +29,9 @@ class TaskDock : public QWidget {
   void setPreview(const TaskPreview& preview);
   const TaskPreview& preview() const { return preview_; }
 
-  QComboBox* datasetBox() const { return dataset_; }
+  QComboBox* datasetBox() const { return dataset_; }  // item data: the dataset (TaskSpec::dataset)
+  // The datasets the list offers, in order (toy tasks, Function Vectors tasks, files opened).
+  QStringList datasets() const;
   QSpinBox* shotsBox() const { return shots_; }
 
  Q_SIGNALS:

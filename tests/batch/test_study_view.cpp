@@ -1,7 +1,8 @@
 // The study view: a merged study opens (also through MainWindow::openSession) as a table of runs filtered by
 // model, task, method and seed, with one heatmap per model or task — the mean over the filtered runs of
-// that model or task — and the failed jobs listed; a batch folder is watched, so runs and failures appear
-// as their files land. The runs here are made by hand with known grids, so every mean is checked exactly.
+// that model and task (never over different tasks or models) — and the failed jobs listed; a batch folder is
+// watched, so runs and failures appear as their files land. The runs here are made by hand with known grids,
+// so every mean is checked exactly.
 #include <QCoreApplication>
 #include <QLabel>
 #include <QListWidget>
@@ -104,33 +105,41 @@ class TestStudyView : public QObject {
     QVERIFY(v.failureList()->item(0)->text().contains("not a checkpoint"));
     QVERIFY(v.statusLabel()->text().startsWith("8 runs (8 shown) of 9 jobs, 1 failed"));
 
-    // Across models: one panel per model, the mean over its tasks and seeds.
+    // Across models: with two tasks among the runs, one panel per model and task, the mean over its seeds
+    // (a mean over different tasks would mean nothing).
     QCOMPARE(v.grid(), QString("x.score"));
-    QCOMPARE(v.panels().size(), size_t(2));
-    QCOMPARE(v.panels()[0]->grid().values(1, 2), 100.0 + 5.0 + 1.5);  // llama-mini: 100 + mean(0, 10) + 1.5
-    QCOMPARE(v.panels()[1]->grid().values(0, 0), 5.0 + 1.5);          // toy
-    QVERIFY(v.panels()[1]->grid().name.find("toy · Score (mean of 4 runs)") == 0);
+    QCOMPARE(v.panels().size(), size_t(4));
+    QCOMPARE(v.panels()[0]->grid().values(1, 2), 100.0 + 10.0 + 1.5);  // llama-mini · antonym.json
+    QCOMPARE(v.panels()[1]->grid().values(1, 2), 100.0 + 1.5);         // llama-mini · toy:category_label
+    QCOMPARE(v.panels()[3]->grid().values(0, 0), 1.5);                 // toy · toy:category_label
+    QVERIFY(v.panels()[3]->grid().name.find("toy · toy:category_label · Score (mean of 2 runs)") == 0);
 
     // Filters narrow the table and the panels.
     QVERIFY(v.setFilter(StudyView::ModelColumn, "toy"));
     QCOMPARE(rows(v), 4);
+    QVERIFY(v.setFilter(StudyView::TaskColumn, "antonym.json"));
+    QCOMPARE(v.panels().size(), size_t(1));  // one task left: one panel per model
+    QCOMPARE(v.panels()[0]->grid().values(0, 1), 10.0 + 1.5);
+    QVERIFY(v.setFilter(StudyView::TaskColumn, ""));
     QVERIFY(v.setFilter(StudyView::SeedColumn, "2"));
     QCOMPARE(rows(v), 2);
-    QCOMPARE(v.panels().size(), size_t(1));
-    QCOMPARE(v.panels()[0]->grid().values(0, 1), 5.0 + 2.0);
+    QCOMPARE(v.panels().size(), size_t(2));
+    QCOMPARE(v.panels()[0]->grid().values(0, 1), 10.0 + 2.0);
     for (int r = 0; r < rows(v); ++r) {
       QCOMPARE(v.table()->item(r, StudyView::ModelColumn)->text(), QString("toy"));
       QCOMPARE(v.table()->item(r, StudyView::SeedColumn)->text(), QString("2"));
     }
     QVERIFY(!v.setFilter(StudyView::MethodColumn, "tsla"));  // no such runs: not offered
 
-    // Across tasks, every model: one panel per task.
-    QVERIFY(v.setFilter(StudyView::ModelColumn, ""));
+    // Across tasks, one model: one panel per task; every model: one per model and task.
     QVERIFY(v.setFilter(StudyView::SeedColumn, ""));
     v.setAcross(StudyView::Across::Tasks);
     QCOMPARE(v.panels().size(), size_t(2));
-    QCOMPARE(v.panels()[0]->grid().values(0, 0), 50.0 + 10.0 + 1.5);  // antonym.json
-    QCOMPARE(v.panels()[1]->grid().values(0, 0), 50.0 + 1.5);         // toy:category_label
+    QCOMPARE(v.panels()[0]->grid().values(0, 0), 10.0 + 1.5);  // antonym.json
+    QCOMPARE(v.panels()[1]->grid().values(0, 0), 1.5);         // toy:category_label
+    QVERIFY(v.setFilter(StudyView::ModelColumn, ""));
+    QCOMPARE(v.panels().size(), size_t(4));
+    QCOMPARE(v.panels()[0]->grid().values(0, 0), 100.0 + 10.0 + 1.5);  // llama-mini · antonym.json
   }
 
   // A running batch: runs and failures appear as their files land, also when runs/ does not exist yet.

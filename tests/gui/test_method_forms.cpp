@@ -10,8 +10,8 @@
 #include <QMenuBar>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QTableWidget>
 #include <QStandardPaths>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -51,7 +51,7 @@ class TestMethodForms : public QObject {
     QVERIFY(menu);
     for (const hs::MethodInfo& m : hs::methods()) {
       if (!m.gui.run_menu) continue;  // another control runs it ("Evaluate with interventions")
-      if (m.imported) {                    // imported runs (published) have no entry and no form
+      if (m.imported) {               // imported runs (published) have no entry and no form
         QVERIFY(!menu->findChild<QAction*>("run:" + QString::fromStdString(m.name)));
         continue;
       }
@@ -138,7 +138,8 @@ class TestMethodForms : public QObject {
     QVERIFY(tv->panelIndex("echo.per_layer") >= 0);
     QVERIFY(tv->isFilled(tv->panelIndex("echo.per_layer")));
     const QStringList labels = w->runsDock()->labels();
-    QVERIFY2(labels.contains("echo · toy · seed 7"), qPrintable(labels.join(" | ")));
+    // k = 2 is not its default: the label says so (run_label.h).
+    QVERIFY2(labels.contains("echo · toy · seed 7 · k=2"), qPrintable(labels.join(" | ")));
     QVERIFY2(labels.contains("induction · toy · seed 1"), qPrintable(labels.join(" | ")));
 
     QTemporaryDir dir;

@@ -37,8 +37,10 @@ struct AnalysisContext {
   }
 };
 
-// A context that reports into [from, to) of the parent's progress, messages prefixed with `what`;
-// cancellation passes through. The parent's callbacks are copied, so the child may outlive `ctx`.
+// A context that reports into [from, to) of the parent's progress, messages prefixed with `what` once: a
+// message that already starts with it (the stage's own code naming what it does) keeps its wording, so a
+// nested stage never reads "last-token matching: last-token matching: prompt 33/200". Cancellation passes
+// through. The parent's callbacks are copied, so the child may outlive `ctx`.
 inline AnalysisContext subContext(const AnalysisContext& ctx, double from, double to,
                                   const std::string& what) {
   AnalysisContext s;
@@ -49,7 +51,8 @@ inline AnalysisContext subContext(const AnalysisContext& ctx, double from, doubl
   if (ctx.progress) {
     auto progress = ctx.progress;
     s.progress = [progress, from, to, what](double f, const std::string& m) {
-      progress(from + (to - from) * f, what + (m.empty() ? "" : ": " + m));
+      const bool named = m == what || m.rfind(what + ": ", 0) == 0;
+      progress(from + (to - from) * f, named ? m : what + (m.empty() ? "" : ": " + m));
     };
   }
   return s;
