@@ -1,5 +1,8 @@
 #include "curve_view.h"
 
+#include <QMouseEvent>
+#include <QToolTip>
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,6 +29,7 @@ CurveView::CurveView(QWidget* parent) : QWidget(parent) {
   connect(plot_, &QCustomPlot::beforeReplot, this, &CurveView::wrapLegend);
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->grid()->setPen(QPen(QColor(225, 225, 225)));
+  connect(plot_, &QCustomPlot::mouseMove, this, &CurveView::onMouseMove);
 }
 
 namespace {
@@ -94,6 +98,7 @@ void CurveView::setMarkers(bool on) {
 
 void CurveView::rebuild() {
   plot_->clearGraphs();
+  bands_.clear();
   title_->setText(wrapTitle(QString::fromStdString(curve_.name.empty() ? curve_.id : curve_.name)));
   plot_->xAxis->setLabel(QString::fromStdString(curve_.x_label));
   plot_->yAxis->setLabel(QString::fromStdString(curve_.y_label));
@@ -127,6 +132,7 @@ void CurveView::rebuild() {
     if (markers) graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 6));
     graph->setData(x, y);
   }
+  addBands(right);
   plot_->legend->setVisible(curve_.series.size() > 0);
 
   plot_->rescaleAxes();
@@ -143,6 +149,68 @@ void CurveView::rebuild() {
   }
   plot_->xAxis->setSubTicks(!integerX);
   plotstyle::replotIfSized(*plot_);
+}
+
+void CurveView::addBands(int rightSeries) {
+  for (size_t s = 0; s < curve_.series.size(); ++s) {
+    const SeriesInterval* iv = curve_.intervalOf(curve_.series[s].first);
+    if (!iv) continue;
+    const size_t n = std::min({iv->lo.size(), iv->hi.size(), curve_.x.size()});
+    QVector<double> x(static_cast<int>(n)), lo(static_cast<int>(n)), hi(static_cast<int>(n));
+    for (size_t i = 0; i < n; ++i) {
+      x[static_cast<int>(i)] = curve_.x[i];
+      lo[static_cast<int>(i)] = iv->lo[i];
+      hi[static_cast<int>(i)] = iv->hi[i];
+    }
+    QCPAxis* y = static_cast<int>(s) == rightSeries ? plot_->yAxis2 : plot_->yAxis;
+    QColor color = plotstyle::seriesColor(static_cast<int>(s));
+    QCPGraph* low = plot_->addGraph(plot_->xAxis, y);
+    QCPGraph* high = plot_->addGraph(plot_->xAxis, y);
+    for (QCPGraph* g : {low, high}) {
+      g->setLayer("grid");  // under the lines and markers
+      g->removeFromLegend();
+      g->setSelectable(QCP::stNone);
+      color.setAlpha(110);
+      g->setPen(QPen(color, 1.0, Qt::DotLine));
+    }
+    low->setData(x, lo);
+    high->setData(x, hi);
+    color.setAlpha(45);
+    high->setBrush(color);
+    high->setChannelFillGraph(low);
+    high->setName(QString::fromStdString(curve_.series[s].first) + " (95 % interval)");
+    bands_.push_back(high);
+  }
+}
+
+QString CurveView::hoverText(const QPoint& pixel) const {
+  if (curve_.x.empty() || !plot_->axisRect()->rect().contains(pixel)) return QString();
+  const double key = plot_->xAxis->pixelToCoord(pixel.x());
+  size_t best = 0;
+  for (size_t i = 1; i < curve_.x.size(); ++i)
+    if (std::abs(curve_.x[i] - key) < std::abs(curve_.x[best] - key)) best = i;
+  QString text = QString::fromStdString(curve_.x_label.empty() ? "x" : curve_.x_label) + " = " +
+                 QString::number(curve_.x[best], 'g', 6);
+  for (const auto& [label, ys] : curve_.series) {
+    if (best >= ys.size()) continue;
+    text += "\n" + QString::fromStdString(label) + ": " +
+            (std::isfinite(ys[best]) ? QString::number(ys[best], 'g', 4) : QStringLiteral("no value"));
+    const SeriesInterval* iv = curve_.intervalOf(label);
+    if (iv && best < iv->lo.size() && best < iv->hi.size() && std::isfinite(iv->lo[best]) &&
+        std::isfinite(iv->hi[best]))
+      text += QStringLiteral(" (95 %: %1 – %2)").arg(iv->lo[best], 0, 'g', 4).arg(iv->hi[best], 0, 'g', 4);
+  }
+  return text;
+}
+
+void CurveView::onMouseMove(QMouseEvent* event) {
+  const QString text = hoverText(event->position().toPoint());
+  plot_->setToolTip(text);
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+  } else {
+    QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+  }
 }
 
 }  // namespace hs

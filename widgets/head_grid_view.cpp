@@ -319,6 +319,9 @@ QString HeadGridView::tooltipText(HeadRef head) const {
   QString text = QStringLiteral("layer %1, head %2: ").arg(head.layer).arg(head.head);
   if (!isFinite(v)) return text + QStringLiteral("no value");
   text += QString::number(v, 'g', 4);
+  // The head's standard error over the prompts, where the grid has one.
+  if (grid_.hasSe() && std::isfinite(grid_.se(head.layer, head.head)))
+    text += QStringLiteral(" ± %1").arg(grid_.se(head.layer, head.head), 0, 'g', 2);
   if (!grid_.unit.empty()) text += QLatin1Char(' ') + QString::fromStdString(grid_.unit);
   if (!rankOf(head)) return text + QStringLiteral(" (silent head: W_O is all zero; not ranked)");
   return text + QStringLiteral(" (rank %1 of %2)").arg(*rankOf(head)).arg(rankedCount());

@@ -5,9 +5,9 @@
 // along x. Each cell is one (layer, head); the cell of head h, layer l is centred on plot coordinates
 // (h, l), so a pixel maps back to a cell by rounding its plot coordinates.
 //
-// Interaction: hover shows "layer L, head H: value (rank r of N)"; click selects one head; Ctrl-click
-// toggles a head in a multi-selection; right-click opens a menu whose actions emit the intervention
-// signals below with the current selection. Selected cells are outlined.
+// Interaction: hover shows "layer L, head H: value ± se (rank r of N)" (± where the grid has standard
+// errors); click selects one head; Ctrl-click toggles a head in a multi-selection; right-click opens a menu
+// whose actions emit the intervention signals below with the current selection. Selected cells are outlined.
 #include <QPoint>
 #include <QString>
 #include <QWidget>

@@ -444,6 +444,50 @@ class TestWidgets : public QObject {
     }
   }
 
+  // Intervals are drawn and read (issue 39, item 2): a series with a 95 % interval gets a band (its upper
+  // bound filled down to its lower bound, under the lines, not in the legend); hovering names every
+  // series' value at the nearest x with its interval; a head grid's tooltip gives the head's ± se.
+  void intervalsAreDrawnAndHovered() {
+    hs::Curve c;
+    c.id = "tsla.ablation_curve.accuracy";
+    c.x_label = "k heads";
+    c.x = {0, 1, 2, 4};
+    c.series = {{"tr", {1.0, 0.25, 0.2, 0.2}}, {"random", {1.0, 0.9, 0.7, 0.5}}};
+    c.intervals = {{"random", {0.86, 0.6, 0.4, 0.1}, {1.0, 1.0, 0.95, 0.8}}};
+    hs::CurveView view;
+    view.resize(600, 400);
+    view.setCurve(c);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QCOMPARE(view.plot()->graphCount(), 4);  // two series, and the random band's two bounds
+    QCOMPARE(view.plot()->graph(1)->name(), QStringLiteral("random"));
+    QCOMPARE(view.bands().size(), size_t(1));
+    const QCPGraph* band = view.bands()[0];
+    QVERIFY(band->channelFillGraph() != nullptr);
+    QVERIFY(band->brush().style() != Qt::NoBrush && band->brush().color().alpha() < 255);
+    QCOMPARE(band->data()->size(), 4);
+    QCOMPARE(band->data()->at(3)->value, 0.8);
+    QCOMPARE(band->channelFillGraph()->data()->at(3)->value, 0.1);
+    QCOMPARE(view.plot()->legend->itemCount(), 2);
+    QVERIFY(band->layer()->index() < view.plot()->graph(0)->layer()->index());  // under the lines
+    view.plot()->replot();
+    const QPoint at(int(view.plot()->xAxis->coordToPixel(4.0)), int(view.plot()->yAxis->coordToPixel(0.5)));
+    QTest::mouseMove(view.plot(), at);
+    const QString tip = view.plot()->toolTip();
+    QVERIFY2(tip.contains(QStringLiteral("k heads = 4")), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("random: 0.5 (95 %: 0.1 – 0.8)")), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("tr: 0.2")) && !tip.contains(QStringLiteral("tr: 0.2 (")),
+             qPrintable(tip));
+
+    view.hide();  // the grid's window gets the mouse
+    HeadGridView grid;
+    HeadGrid g = scrambledGrid();
+    g.se = Eigen::MatrixXd::Constant(4, 8, 0.031);
+    showView(grid, g);
+    QTest::mouseMove(grid.plot(), grid.cellCenter({1, 3}));
+    QVERIFY2(grid.plot()->toolTip().contains(QStringLiteral("± 0.031")), qPrintable(grid.plot()->toolTip()));
+  }
+
   // A series on the right axis counts where it is drawn: here its last point is the only one in the bottom
   // right corner, which is the emptiest by the left axis alone.
   void legendAvoidsPointsOfTheRightAxis() {

@@ -19,9 +19,14 @@ bool isSeedKey(const std::string& key) {
   return key == "seed" || (key.size() > 5 && key.compare(key.size() - 5, 5, "_seed") == 0);
 }
 
-// Every non-integer number of a summary by its path ("ablation.zero.tr.accuracy"); arrays are skipped
-// (head lists, per-prompt values).
+bool endsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Every non-integer number of a summary by its path ("ablation.zero.tr.accuracy"); arrays (head lists,
+// per-prompt values) and a number's own interval or spread ("…_lo", "…_hi", "…_sd") are skipped.
 void headlineNumbers(const nlohmann::json& j, const std::string& path, std::map<std::string, double>& out) {
+  if (endsWith(path, "_lo") || endsWith(path, "_hi") || endsWith(path, "_sd")) return;
   if (j.is_object()) {
     for (const auto& [k, v] : j.items())
       headlineNumbers(v, path.empty() ? k : path + "." + k, out);

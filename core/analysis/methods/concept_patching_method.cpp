@@ -67,6 +67,11 @@ AnalysisOutput runConceptPatching(const Transformer& model, const Tokenizer* tok
   nlohmann::json s = setupSummary(setup, true);
   s["ordering_grids"] = grids.sources;
   s["top_heads"] = topHeadsOf({grids.concept_copying, grids.token_copying}, o.top_k);
+  nlohmann::json shares = nlohmann::json::object();  // {head set: {outcome: share}}: what seeds compare
+  for (const auto& row : cp.rows)
+    for (size_t c = 3; c < 7; ++c)
+      shares[row[0].get<std::string>()][cp.columns[c]] = row[c].get<double>();
+  s["shares"] = shares;
   out.run.summary = s;
   finishRun(out, "concept-patching", conceptPatchingOptionTable(), o, ctx);
   return out;

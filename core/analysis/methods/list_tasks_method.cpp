@@ -1,5 +1,6 @@
 // The `list-tasks` record: mean-ablation curves on list tasks, heads ordered by token copying, concept
 // copying, prefix matching and at random. See induction_run.h.
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -30,6 +31,8 @@ const OptionTable<InductionRunOptions>& listTasksOptionTable() {
         .add("ks", &O::ks,
              "k values of the mean-ablation curves (the official TOPKS; capped by the head count)",
              OptionCheck::atLeast(0))
+        .add("top_k", &O::top_k, "k of the summary's accuracy_at_top_k (each ordering's accuracy there)",
+             OptionCheck::atLeast(1))
         .add("random_draws", &O::random_draws,
              "random orderings of the live heads (non-zero W_O): the random series is their mean with the "
              "95 % interval of the mean",
@@ -197,14 +200,19 @@ AnalysisOutput runListTasks(const Transformer& model, const Tokenizer* tok, cons
   ao.mean_source = meanSource;
   ao.seed = o.seed;
   out.addTensor("mean_z", ao.mean_z);  // what the curves ablate with: recomputable from the session alone
-  nlohmann::json acc = nlohmann::json::object();
+  nlohmann::json acc = nlohmann::json::object(), atK = nlohmann::json::object();
   for (const NextTokenTask& task : tasks) {
     for (Curve& cv :
          ablationCurves(model, task, orderings, ao, stage(ctx, 2, nStages, "ablation " + task.id))) {
       cv.provenance.model = ctx.model_path;
       cv.provenance.seed = o.seed;
-      if (cv.id == "dual_route.ablation." + task.id)
+      if (cv.id == "dual_route.ablation." + task.id) {
         acc[task.id] = cv.series.front().second.front();  // k = 0: the unablated accuracy
+        const auto k = std::find(cv.x.begin(), cv.x.end(), double(o.top_k));
+        if (k != cv.x.end())  // each ordering's accuracy at k = top_k: what seeds compare
+          for (const auto& [id, y] : cv.series)
+            atK[task.id][id] = y[static_cast<size_t>(k - cv.x.begin())];
+      }
       out.run.curves.push_back(std::move(cv));
     }
     recordAblationTask(out, task);
@@ -219,6 +227,8 @@ AnalysisOutput runListTasks(const Transformer& model, const Tokenizer* tok, cons
   s["orderings"] = sources;
   s["n_eval"] = evalPrompts(o, toyModel);
   s["task_accuracy"] = acc;
+  s["accuracy_at_top_k"] = atK;
+  s["top_k"] = o.top_k;
   out.run.summary = s;
   finishRun(out, "list-tasks", listTasksOptionTable(), o, ctx);
   return out;
