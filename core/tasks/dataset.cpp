@@ -220,6 +220,31 @@ Dataset loadFvJson(const std::string& path) {
   return fvDataset(readJsonFile(path, json_limits::dataset()), path);
 }
 
+Dataset loadSplitFolder(const std::string& folder) {
+  const std::filesystem::path dir = std::filesystem::path(folder).lexically_normal();
+  nlohmann::json all = nlohmann::json::array();
+  Split split;
+  const std::pair<const char*, std::vector<int>*> parts[] = {
+      {"train", &split.train}, {"valid", &split.valid}, {"test", &split.test}};
+  for (const auto& [part, idx] : parts) {
+    const std::string file = (dir / (std::string(part) + ".json")).string();
+    if (!std::filesystem::is_regular_file(file))
+      fail(folder, ": a split folder needs train.json, valid.json and test.json; ", file, " is missing");
+    const nlohmann::json j = readJsonFile(file, json_limits::dataset());
+    fvItems(j, file);  // refuses a malformed file, naming it and the item
+    for (const nlohmann::json& item : j) {
+      idx->push_back(static_cast<int>(all.size()));
+      all.push_back(item);
+    }
+  }
+  const std::string name =
+      dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+  Dataset d = fvDataset(all, (dir / name).string());  // id = the folder's name
+  d.source = dir.string();
+  d.given_split = split;
+  return d;
+}
+
 Dataset datasetFromToyExport(const nlohmann::json& fv, const std::string& id) {
   Dataset d;
   d.id = d.name = id;
@@ -337,6 +362,7 @@ Dataset loadTrec(const std::string& path, std::vector<std::string> label_words) 
 }
 
 Dataset loadDatasetAuto(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return loadSplitFolder(path);
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ext == ".json") {

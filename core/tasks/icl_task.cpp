@@ -131,6 +131,11 @@ PromptTemplate taskTemplate(const TaskSpec& spec, const Dataset& d) {
   return builtinTemplate(d.classification ? "classification" : "fv");
 }
 
+Split taskSplit(const Dataset& dataset, uint64_t seed) {
+  return dataset.given_split ? *dataset.given_split
+                             : splitIndices(static_cast<int>(dataset.examples.size()), seed);
+}
+
 IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec) {
   return buildIclTask(tok, spec, loadTaskDataset(spec));
 }
@@ -145,7 +150,7 @@ IclTask buildIclTask(const Tokenizer& tok, const TaskSpec& spec, const Dataset& 
   t.tmpl = taskTemplate(spec, dataset);
   const int n = static_cast<int>(dataset.examples.size());
   if (n < 2) fail("task ", dataset.id, ": ", n, " examples, need at least 2");
-  const Split split = splitIndices(n, spec.seed);
+  const Split split = taskSplit(dataset, spec.seed);
   const std::vector<int>& pool = splitPart(split, spec.split);
   if (pool.empty()) fail("task ", dataset.id, ": the ", spec.split, " split is empty (", n, " examples)");
   if (spec.shots > static_cast<int>(split.train.size()) - (spec.split == "train" ? 1 : 0))

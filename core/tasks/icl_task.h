@@ -4,7 +4,8 @@
 // so TSLA, FV, SITE, LTV, the geometry views and the GUI's evaluation all see the same prompts for the
 // same TaskSpec.
 //
-// Drawing (deterministic in the spec): the dataset is split 70/9/21 with `seed` (splitIndices); query i
+// Drawing (deterministic in the spec): the dataset is split 70/9/21 with `seed` (splitIndices), or into its
+// own train / valid / test files when it comes as a split folder (taskSplit); query i
 // of a prompt set is drawn from the split's pool, demonstrations come from the train split without the
 // query (sampleDemos with evalSeed-style per-prompt seeds). For classification datasets the demos of a
 // prompt show every label at least once when shots >= labels (as the toy model was trained).
@@ -53,6 +54,10 @@ struct IclTask {
   std::vector<int> label_tokens;
   bool classification() const { return dataset.classification; }
 };
+
+// The train / valid / test parts a spec's prompts draw from: the dataset's own files (given_split) when it
+// comes split, else the seeded 70/9/21 split of its examples (splitIndices with `seed`).
+Split taskSplit(const Dataset& dataset, uint64_t seed);
 
 // Builds the prompt sets of a spec. Throws (naming the dataset) when the split is too small for the
 // requested shots and prompts, or when two label words share a first token.

@@ -14,23 +14,30 @@
 //   prompts are drawn afresh each step from the whole train split (recorded, in step order), its
 //   embedding prompts and evaluation prompts are recorded too.
 // - The CLI writes a session whose α grid equals its --json output and whose α tensor matches the grid.
+// - Exact match's generation is the official generate: max_new_tokens (20) new tokens or EOS, decoded and
+//   stripped (the separator rule is the option generation_stop separator); a dataset folder with the
+//   official train.json / valid.json / test.json is read with those splits (splits seeded: the 70/9/21 one).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <QtTest>
 
+#include <QDir>
+#include <QTemporaryDir>
+
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "../engine/engine_fixtures.h"
-#include "analysis/toolkit/head_toolkit.h"
-#include "tasks/icl_task.h"
-#include "analysis/toolkit/patch_sweep.h"
 #include "analysis/methods/site.h"
+#include "analysis/toolkit/head_toolkit.h"
+#include "analysis/toolkit/patch_sweep.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "results/results_json.h"
 #include "session/session.h"
+#include "tasks/icl_task.h"
 #include "test_paths.h"
 
 namespace {
@@ -298,6 +305,107 @@ class TestSite : public QObject {
     qInfo("%d of %d draws outside the train split's first 100 queries (179 in all)", beyond, draws);
     QCOMPARE(draws, 40);
     QVERIFY2(beyond > 0, "the steps drew only from the split's first 100 queries");
+  }
+
+  // The official model helpers' generate (models.py): max_new_tokens=20 new tokens (greedy; HF stops at EOS),
+  // batch_decode(...)[0].strip(); eval.py then reads the first line. The earlier rule stopped at the
+  // template's separator token; it stays as generation_stop separator.
+  void generationIsTheOfficialTwentyTokens() {
+    at::NoGradGuard noGrad;
+    const hs::Transformer& m = *toy_.model;
+    const hs::Tokenizer& tok = *toy_.tokenizer;
+    QCOMPARE(hs::SiteOptions{}.generation_stop, std::string("official"));
+    hs::SiteOptions opt;
+    opt.exact_match = true;
+    const hs::IclTask task = hs::buildIclTask(tok, toyAntonymSpec(3));
+    const hs::SiteScoring official = hs::siteScoring(m, tok, opt, task.tmpl, task.dataset.id);
+    QCOMPARE(official.stop, int64_t(-1));
+    QCOMPARE(official.max_new_tokens, 20);
+    opt.generation_stop = "separator";
+    const hs::SiteScoring separator = hs::siteScoring(m, tok, opt, task.tmpl, task.dataset.id);
+    QCOMPARE(separator.stop, int64_t(*tok.idOf("<nl>")));
+    for (const hs::Prompt& p : task.zero_shot) {
+      const std::vector<int64_t> ids(p.ids.begin(), p.ids.end());
+      const std::vector<int64_t> gen = m.generateGreedy(ids, 20, official.eos);  // [≤ 20] new tokens
+      std::string want = tok.decode(std::vector<int>(gen.begin(), gen.end()));
+      want.erase(0, want.find_first_not_of(" \t\n\r\f\v"));
+      want.erase(want.find_last_not_of(" \t\n\r\f\v") + 1);
+      const std::string got = hs::siteGenerate(m, tok, p, {}, official);
+      QCOMPARE(got, want);
+      const std::string cut = hs::siteGenerate(m, tok, p, {}, separator);
+      qInfo("official %zu tokens \"%s\"; separator rule \"%s\"", gen.size(), got.c_str(), cut.c_str());
+      // The toy model answers, writes the separator and goes on: the official text runs past it.
+      QVERIFY2(got.size() > cut.size() && got.compare(0, cut.size(), cut) == 0,
+               qPrintable(QString("official \"%1\", separator \"%2\"")
+                              .arg(QString::fromStdString(got), QString::fromStdString(cut))));
+    }
+  }
+
+  // A dataset that comes as the official split folder (dataset/<task>/{train,valid,test}.json, SNU-DRL/
+  // Soft_Injection) is read with those splits: the evaluation prompts are test.json's queries, the training
+  // and embedding prompts train.json's; `splits seeded` re-splits the same examples 70/9/21.
+  void officialSplitFolderIsUsed() {
+    const hs::Tokenizer& tok = *toy_.tokenizer;
+    hs::TaskSpec toySpec;
+    toySpec.dataset = "toy:antonym_a";
+    const hs::Dataset toyData = hs::loadTaskDataset(toySpec);
+    QVERIFY(toyData.examples.size() >= 180);
+    QTemporaryDir dir;
+    const std::string folder = dir.filePath("antonym_toy").toStdString();
+    QVERIFY(QDir().mkpath(QString::fromStdString(folder)));
+    const std::vector<std::pair<std::string, std::pair<int, int>>> parts = {
+        {"train", {0, 120}}, {"valid", {120, 140}}, {"test", {140, 180}}};
+    std::map<std::string, std::vector<hs::Example>> files;
+    for (const auto& [name, range] : parts) {
+      nlohmann::json items = nlohmann::json::array();
+      for (int i = range.first; i < range.second; ++i) {
+        const hs::Example& e = toyData.examples[size_t(i)];
+        items.push_back({{"input", e.input}, {"output", e.outputs[0]}});
+        files[name].push_back(e);
+      }
+      std::ofstream(folder + "/" + name + ".json") << items.dump(2);
+    }
+    const hs::Dataset d = hs::loadDatasetAuto(folder);
+    QCOMPARE(d.id, std::string("antonym_toy"));
+    QVERIFY(d.given_split.has_value());
+    QCOMPARE(d.given_split->train.size(), size_t(120));
+    QCOMPARE(d.given_split->test.size(), size_t(40));
+
+    hs::TaskSpec spec = toyAntonymSpec(40);  // every query of test.json
+    spec.dataset = folder;
+    spec.template_id = "toy-fn";
+    const hs::PromptTemplate tmpl = hs::builtinTemplate("toy-fn");
+    auto zeroShotIds = [&](const std::vector<hs::Example>& ex) {
+      std::set<std::vector<int64_t>> out;
+      for (const hs::Example& e : ex) {
+        const hs::Prompt p = hs::zeroShotPrompt(tok, tmpl, e);
+        out.insert({p.ids.begin(), p.ids.end()});
+      }
+      return out;
+    };
+    const std::set<std::vector<int64_t>> train = zeroShotIds(files["train"]),
+                                         test = zeroShotIds(files["test"]);
+    hs::SiteOptions opt;
+    opt.n_embed = 4;
+    opt.steps = 6;
+    for (const char* splits : {"dataset", "seeded"}) {
+      opt.splits = splits;
+      const hs::AnalysisOutput out = hs::runSite(*toy_.model, tok, spec, opt);
+      std::set<std::vector<int64_t>> evalSet;
+      int trainDraws = 0, fromTrain = 0;
+      for (const hs::PromptRecord& r : out.run.prompts) {
+        if (r.set == "zero_shot") evalSet.insert(r.ids);
+        if (r.set == "train") ++trainDraws, fromTrain += train.count(r.ids) ? 1 : 0;
+      }
+      if (std::string(splits) == "dataset") {
+        QCOMPARE(out.run.summary["splits"].get<std::string>(), std::string("dataset files"));
+        QVERIFY2(evalSet == test, "the evaluation queries are not test.json's");
+        QCOMPARE(fromTrain, trainDraws);
+      } else {
+        QCOMPARE(out.run.summary["splits"].get<std::string>(), std::string("seeded 70/9/21"));
+        QVERIFY2(evalSet != test, "splits seeded still evaluates exactly test.json");
+      }
+    }
   }
 
   void cliSessionRoundTrip() {

@@ -59,6 +59,14 @@ const OptionTable<SiteOptions>& siteOptionTable() {
                "first-token match")
           .add("max_new_tokens", &SiteOptions::max_new_tokens,
                "greedy tokens generated at most (exact match)", OptionCheck::atLeast(1), "max-new")
+          .add("generation_stop", &SiteOptions::generation_stop,
+               "where exact match's generation ends: official = max_new_tokens or EOS, then stripped (the "
+               "official generate); separator = also at the template's separator token (the earlier rule)",
+               OptionCheck::oneOf({"official", "separator"}))
+          .add("splits", &SiteOptions::splits,
+               "dataset = a folder's own train.json / valid.json / test.json (the official splits) when the "
+               "dataset comes so, else the seeded 70/9/21 split; seeded = always the seeded split",
+               OptionCheck::oneOf({"dataset", "seeded"}))
           .add("train_split", &SiteOptions::train_split, "split of the embedding and training queries",
                OptionCheck::oneOf({"train", "valid", "test"}));
   return table;
@@ -84,8 +92,8 @@ MethodInfo siteMethod() {
   m.default_task.shots = 10;
   m.options = siteOptionTable().specs();
   m.outputs = {
-      {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets", "Task vectors",
-       "SITE α per head"},
+      {OutputSpec::Kind::Grid, "site.alpha", "α", "how much of the task embedding the head gets",
+       "Task vectors", "SITE α per head"},
       {OutputSpec::Kind::Curve, "site.loss", "step → loss", "training loss", "Task vectors", "Training loss"},
       {OutputSpec::Kind::Table, "site.accuracy", "accuracy",
        "zero-shot, ICL, SITE, high-α and low-α heads (first-token or exact match)"},
@@ -244,20 +252,39 @@ double siteAccuracy(const Transformer& model, const Tokenizer& tok, const std::v
     eo.interventions = interventions;
     return evaluateIcl(model, prompts, eo, ctx).accuracy;
   }
-  at::NoGradGuard noGrad;
-  const int64_t stop = scoring.stop >= 0 ? scoring.stop : scoring.eos;
   int correct = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     ctx.checkCancelled();
     const Prompt& p = prompts[i];
-    const std::vector<int64_t> ids(p.ids.begin(), p.ids.end());
-    std::vector<int64_t> gen = model.generateGreedy(ids, scoring.max_new_tokens, stop, interventions);
-    if (scoring.eos >= 0) gen.erase(std::find(gen.begin(), gen.end(), scoring.eos), gen.end());
-    const std::string text = tok.decode(std::vector<int>(gen.begin(), gen.end()));
-    correct += siteExactMatch(text, p.answer, scoring.lowercase) ? 1 : 0;
+    correct +=
+        siteExactMatch(siteGenerate(model, tok, p, interventions, scoring), p.answer, scoring.lowercase);
     ctx.report(double(i + 1) / prompts.size(), cat("prompt ", i + 1, "/", prompts.size()));
   }
   return double(correct) / double(prompts.size());
+}
+
+std::string siteGenerate(const Transformer& model, const Tokenizer& tok, const Prompt& prompt,
+                         const std::vector<Intervention>& interventions, const SiteScoring& scoring) {
+  at::NoGradGuard noGrad;
+  const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.end());
+  // generate(max_new_tokens=20): greedy until the budget or EOS; with a separator rule also at its token.
+  const int64_t stop = scoring.stop >= 0 ? scoring.stop : scoring.eos;
+  std::vector<int64_t> gen = model.generateGreedy(ids, scoring.max_new_tokens, stop, interventions);
+  if (scoring.eos >= 0 && scoring.stop >= 0)  // stopped at the separator: an EOS before it ends the text
+    gen.erase(std::find(gen.begin(), gen.end(), scoring.eos), gen.end());
+  // batch_decode(..., skip_special_tokens=True)[0].strip()
+  return stripped(tok.decode(std::vector<int>(gen.begin(), gen.end())));
+}
+
+SiteScoring siteScoring(const Transformer& model, const Tokenizer& tok, const SiteOptions& opt,
+                        const PromptTemplate& tmpl, const std::string& datasetId) {
+  SiteScoring scoring;
+  scoring.exact_match = opt.exact_match;
+  scoring.max_new_tokens = opt.max_new_tokens;
+  scoring.stop = opt.generation_stop == "separator" ? separatorToken(tok, tmpl) : -1;
+  scoring.eos = tok.eosId() >= 0 ? tok.eosId() : model.config().eos_token_id;
+  scoring.lowercase = !siteCaseSensitiveTask(datasetId);
+  return scoring;
 }
 
 int64_t separatorToken(const Tokenizer& tok, const PromptTemplate& tmpl) {
@@ -282,12 +309,13 @@ struct SitePrompts {
 SitePrompts buildSitePrompts(const Tokenizer& tok, const TaskSpec& spec, const SiteOptions& opt) {
   SitePrompts p;
   p.data = withContext("site: task", [&] { return loadTaskDataset(spec); });
+  if (opt.splits == "seeded") p.data.given_split.reset();  // the seeded 70/9/21 split even of a split folder
   const Dataset& data = p.data;
   TaskSpec embedSpec = spec;
   embedSpec.split = opt.train_split;
   embedSpec.n_prompts = opt.n_embed;
   p.embed = withContext("site: embedding prompts", [&] { return buildIclTask(tok, embedSpec, data); });
-  const Split split = splitIndices(static_cast<int>(data.examples.size()), spec.seed);
+  const Split split = taskSplit(data, spec.seed);  // the folder's own files, or the seeded split
   const size_t poolSize = opt.train_split == "train"   ? split.train.size()
                           : opt.train_split == "valid" ? split.valid.size()
                                                        : split.test.size();
@@ -305,19 +333,6 @@ std::vector<SiteExample> trainingExamples(const IclTask& train) {
   for (const Prompt& p : train.zero_shot)
     examples.push_back({std::vector<int64_t>(p.ids.begin(), p.ids.end()), int64_t(p.answer_token)});
   return examples;
-}
-
-// The scoring rule of the evaluation: first-token or exact match, generation stopping at the template's
-// separator or EOS, case-insensitive unless the dataset's name says otherwise.
-SiteScoring evaluationScoring(const Transformer& model, const Tokenizer& tok, const SiteOptions& opt,
-                              const SitePrompts& p) {
-  SiteScoring scoring;
-  scoring.exact_match = opt.exact_match;
-  scoring.max_new_tokens = opt.max_new_tokens;
-  scoring.stop = separatorToken(tok, p.eval.tmpl);
-  scoring.eos = tok.eosId() >= 0 ? tok.eosId() : model.config().eos_token_id;
-  scoring.lowercase = !siteCaseSensitiveTask(p.data.id);
-  return scoring;
 }
 
 // Table "site.accuracy": zero-shot, ICL, SITE and SITE restricted to the high-α / low-α heads, injected in
@@ -434,7 +449,7 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
       trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
   const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
 
-  const SiteScoring scoring = evaluationScoring(model, tok, opt, prompts);
+  const SiteScoring scoring = siteScoring(model, tok, opt, prompts.eval.tmpl, prompts.data.id);
   nlohmann::json accJson;
   Table acc = accuracyTable(model, tok, prompts.eval, t, alpha, scoring, ctx, accJson);
 
@@ -442,6 +457,7 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
       makeProvenance("site", ctx, spec.dataset, spec.seed, spec.n_prompts, siteOptionTable().write(opt));
   prov.options["task"] = taskSpecToJson(spec);
   prov.options["stop_token"] = scoring.stop;
+  prov.options["eos_token"] = scoring.eos;
   prov.options["case_sensitive"] = !scoring.lowercase;
   acc.provenance = prov;
 
@@ -464,6 +480,8 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                      {"loss_last20", avg.back()},
                      {"n_eval", int(prompts.eval.zero_shot.size())},
                      {"scoring", scoring.exact_match ? "exact_match" : "first_token"},
+                     {"generation_stop", opt.generation_stop},
+                     {"splits", prompts.data.given_split ? "dataset files" : "seeded 70/9/21"},
                      {"n_train_queries", int(examples.size())}};
   recordSitePrompts(out, prompts, tr);
   out.addTensor("alpha", alpha);

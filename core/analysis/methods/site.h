@@ -14,8 +14,12 @@
 // Evaluation on the zero-shot prompts of spec's split, the injection in the prefill pass only:
 //  - first-token match (the default, eval.py without --exact_match): the argmax at N equals the answer's
 //    first token;
-//  - exact match (`exact_match`, eval.py --exact_match): greedy generation of up to `max_new_tokens`
-//    (stopping at the template's separator token or EOS), decoded, then siteExactMatch.
+//  - exact match (`exact_match`, eval.py --exact_match): greedy generation (siteGenerate) of
+//    `max_new_tokens` new tokens, stopping only at EOS, decoded and stripped, as the official model helpers'
+//    generate (max_new_tokens=20, then batch_decode(...).strip()); `generation_stop separator` keeps the
+//    earlier rule (stop at the template's separator token or EOS); then siteExactMatch.
+// Splits (`splits`): a dataset that comes as the official train.json / valid.json / test.json folder uses
+// those files (Dataset::given_split); otherwise, or with `splits seeded`, the seeded 70/9/21 split.
 // The same rule scores zero-shot, ICL, SITE, and SITE restricted to high-α heads (α > 0.5 → 1, the rest
 // 0) or to low-α heads (α < 0.5 → 1, the rest 0).
 // Outputs: grid "site.alpha", curve "site.loss", table "site.accuracy"; tensors "alpha" [layers, heads]
@@ -29,23 +33,25 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
 #include "model/intervention.h"
 #include "model/transformer.h"
+#include "tasks/icl_task.h"
 #include "tasks/prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
 
 struct SiteOptions {
-  int n_embed = 50;                   // M: ICL prompts averaged into t
-  int steps = 400;                    // Adam steps
-  double lr = 0.2;                    // Adam learning rate on the logits
-  int batch = 1;                      // zero-shot prompts per step
-  int n_train = 0;                    // queries of the split the steps draw from; 0 = all of them
-  bool exact_match = false;           // score by string prefix of the generation, not the first token
-  int max_new_tokens = 20;            // greedy generation length limit (exact match)
+  int n_embed = 50;                          // M: ICL prompts averaged into t
+  int steps = 400;                           // Adam steps
+  double lr = 0.2;                           // Adam learning rate on the logits
+  int batch = 1;                             // zero-shot prompts per step
+  int n_train = 0;                           // queries of the split the steps draw from; 0 = all of them
+  bool exact_match = false;                  // score by string prefix of the generation, not the first token
+  int max_new_tokens = 20;                   // greedy generation length limit (exact match)
+  std::string generation_stop = "official";  // "official": max_new_tokens or EOS; "separator": also there
+  std::string splits = "dataset";     // "dataset": the folder's own train/valid/test files; "seeded": 70/9/21
   std::string train_split = "train";  // split of the embedding and training queries
 };
 const OptionTable<SiteOptions>& siteOptionTable();
@@ -92,10 +98,10 @@ bool siteCaseSensitiveTask(const std::string& datasetId);
 struct SiteScoring {
   bool exact_match = false;  // false: first-token match
   int max_new_tokens = 20;   // exact match: greedy tokens at most
-  int64_t stop = -1;         // exact match: generation stops at this token (>= 0) ...
-  int64_t eos = -1;          // ... or at EOS (>= 0)
-  bool lowercase = true;     // exact match: compare lower-cased
-  int batch = 16;            // first-token match: prompts per forward
+  int64_t stop = -1;  // exact match: generation also stops at this token (>= 0; generation_stop separator)
+  int64_t eos = -1;   // ... and always at EOS (>= 0)
+  bool lowercase = true;  // exact match: compare lower-cased
+  int batch = 16;         // first-token match: prompts per forward
 };
 // Share of `prompts` answered correctly with `interventions` in the prefill pass (at N), by the rule of
 // `scoring`: first-token match (argmax at N == the answer's first token) or exact match (greedy
@@ -103,6 +109,19 @@ struct SiteScoring {
 double siteAccuracy(const Transformer& model, const Tokenizer& tok, const std::vector<Prompt>& prompts,
                     const std::vector<Intervention>& interventions, const SiteScoring& scoring,
                     const AnalysisContext& ctx = {});
+
+// The exact-match generation of one prompt with `interventions` in the prefill: greedy, at most
+// scoring.max_new_tokens tokens, ending at EOS (and at scoring.stop when >= 0), EOS dropped, decoded by `tok`
+// and stripped (the official model helpers' generate: batch_decode(...,
+// skip_special_tokens=True)[0].strip()).
+std::string siteGenerate(const Transformer& model, const Tokenizer& tok, const Prompt& prompt,
+                         const std::vector<Intervention>& interventions, const SiteScoring& scoring);
+
+// The scoring of a run: first-token or exact match (opt.exact_match), generation as opt.generation_stop says
+// (official: max_new_tokens or EOS; separator: also the first token of `tmpl`'s separator), case-insensitive
+// unless the dataset's id names a case task.
+SiteScoring siteScoring(const Transformer& model, const Tokenizer& tok, const SiteOptions& opt,
+                        const PromptTemplate& tmpl, const std::string& datasetId);
 
 // The token that ends an answer under a template: the first token of its example separator (continuation
 // encoding), or -1 when the separator encodes to nothing.
