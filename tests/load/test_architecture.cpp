@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "load_error_util.h"
