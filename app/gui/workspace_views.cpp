@@ -19,6 +19,7 @@
 #include "heads_tab.h"
 #include "interventions_dock.h"
 #include "main_window.h"
+#include "prompt_slices.h"
 #include "prompt_tab.h"
 #include "run_diff.h"
 #include "runs_dock.h"
@@ -34,6 +35,23 @@ WorkspaceViews::WorkspaceViews(MainWindow* window) : QObject(window), w_(window)
   agreement_ = new AgreementMatrix;
   agreement_->setObjectName("AgreementMatrix");
   w_->tabs_->addTab(agreement_, tr("Agreement"));
+  slices_ = new PromptSlices;
+  slices_->setObjectName("PromptSlices");
+  w_->tabs_->addTab(slices_, tr("Prompts"));
+  // The prompt records are decoded by the worker (it holds the tokenizer); a row opens on the Prompt tab.
+  connect(slices_, &PromptSlices::decodeRequested, this,
+          [this](const QString& run, const std::vector<std::vector<int>>& ids,
+                 const std::vector<std::vector<int>>& answers) {
+            QMetaObject::invokeMethod(
+                w_->worker_, [w = w_->worker_, run, ids, answers] { w->decodePrompts(run, ids, answers); },
+                Qt::QueuedConnection);
+          });
+  connect(w_->worker_, &EngineWorker::promptsDecoded, slices_, &PromptSlices::setDecoded);
+  connect(slices_, &PromptSlices::openPrompt, this, [this](const QString& text) {
+    w_->setPromptText(text);
+    w_->runPrompt();
+    w_->tabs_->setCurrentWidget(w_->promptTab_);
+  });
 
   // The card follows the head clicked on the Heads tab; the menu entry brings it forward.
   HeadGridView* heads = w_->headsTab_->view();
@@ -89,6 +107,8 @@ WorkspaceViews::WorkspaceViews(MainWindow* window) : QObject(window), w_(window)
     connect(card, &QAction::triggered, this, [this] { w_->tabs_->setCurrentWidget(card_); });
     QAction* agree = view->addAction(tr("Method a&greement"));
     connect(agree, &QAction::triggered, this, [this] { w_->tabs_->setCurrentWidget(agreement_); });
+    QAction* prompts = view->addAction(tr("Prompt &slices"));
+    connect(prompts, &QAction::triggered, this, [this] { w_->tabs_->setCurrentWidget(slices_); });
     QAction* diff = view->addAction(tr("&Compare runs…"));
     diff->setObjectName("CompareRuns");
     connect(diff, &QAction::triggered, this, [this] { compareRuns(); });
@@ -109,7 +129,8 @@ void WorkspaceViews::setRuns(const std::vector<AnalysisRun>& shown, const std::v
       entries.push_back(std::move(e));
     }
   agreement_->setEntries(std::move(entries), w_->info_.silent);
-  if (diff_) diff_->view()->setRuns(w_->runs());  // every run, other models' included
+  if (!w_->info_.path.isEmpty()) slices_->setRuns(shown);  // decoding needs the model's tokenizer
+  if (diff_) diff_->view()->setRuns(w_->runs());           // every run, other models' included
 }
 
 void WorkspaceViews::showHeadCard(HeadRef head) {
@@ -192,6 +213,8 @@ QStringList WorkspaceViews::saveScreenshots(const QString& dir) {
   save(w_, "head_card.png");
   w_->tabs_->setCurrentWidget(agreement_);
   save(w_, "agreement.png");
+  w_->tabs_->setCurrentWidget(slices_);
+  save(w_, "prompts.png");
   w_->tabs_->setCurrentIndex(keep);
   if (diff_ && diff_->isVisible()) save(diff_, "run_diff.png");
   return written;

@@ -1,7 +1,8 @@
 #pragma once
 // The views of issue 40 in the main window, fed by the session's runs and the method registry: the Head card
 // tab (head_card.h: everything known about one head), the Agreement tab (widgets/agreement_matrix.h: every
-// pair of head rankings of the loaded model), and run diff windows (run_diff.h: two runs' options, grids and
+// pair of head rankings of the loaded model), the Prompts tab (prompt_slices.h: per-prompt rows filtered,
+// sorted, exported, opened on the Prompt tab), and run diff windows (run_diff.h: two runs' options, grids and
 // curves side by side). MainWindow creates one of these after its worker and calls setRuns from
 // refreshResults; everything else is wired here (the Heads tab's "Head card" menu entry, the Runs dock's
 // "Compare with…" menu, View-menu entries, the worker's head-circuit requests).
@@ -23,6 +24,7 @@ namespace hs::gui {
 
 class HeadCard;
 class MainWindow;
+class PromptSlices;
 struct HeadCircuit;
 
 class WorkspaceViews : public QObject {
@@ -35,6 +37,7 @@ class WorkspaceViews : public QObject {
 
   HeadCard* headCard() const { return card_; }
   AgreementMatrix* agreement() const { return agreement_; }
+  PromptSlices* promptSlices() const { return slices_; }
   // Shows the card of `head` on its tab.
   void showHeadCard(HeadRef head);
   // A run diff window on runs a and b (ids; empty: the session's last two runs); nullptr with fewer than two
@@ -42,7 +45,8 @@ class WorkspaceViews : public QObject {
   RunDiffDialog* compareRuns(const QString& a = {}, const QString& b = {});
   RunDiffDialog* lastRunDiff() const { return diff_; }
 
-  // head_card.png, agreement.png and run_diff.png of the window's current state into `dir` (the docs).
+  // head_card.png, agreement.png, prompts.png and run_diff.png of the window's current state into `dir` (the
+  // docs).
   QStringList saveScreenshots(const QString& dir);
 
  Q_SIGNALS:
@@ -56,6 +60,7 @@ class WorkspaceViews : public QObject {
   MainWindow* w_ = nullptr;
   HeadCard* card_ = nullptr;
   AgreementMatrix* agreement_ = nullptr;
+  PromptSlices* slices_ = nullptr;
   QPointer<RunDiffDialog> diff_;
   bool circuitPending_ = false;  // the card's head changed while its tab was hidden
 };

@@ -3,14 +3,18 @@
 // lines, and an OV circuit equal to W_U · norm(W_O W_V norm(e)) computed from the toy model's weights; the
 // agreement matrix's Spearman ρ and Jaccard@k equal a direct computation over the live heads, with Fisher's-z
 // intervals and the hypergeometric null; the run diff's grid is A − B, its curves A, B and A − B, and its
-// differing options are the ones that differ.
+// differing options are the ones that differ; the Prompts tab filters, sorts, exports and opens the
+// per-prompt rows.
 #include <ATen/ATen.h>
 
 #include <QAction>
 #include <QApplication>
+#include <QFile>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest>
 
@@ -25,10 +29,14 @@
 #include "head_card.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
+#include "interventions_dock.h"
 #include "model/load/model_loader.h"
+#include "prompt_slices.h"
+#include "prompt_tab.h"
 #include "results/rank_agreement.h"
 #include "results/rank_stats.h"
 #include "run_diff.h"
+#include "task_dock.h"
 #include "workspace_views.h"
 
 using hs::AgreementMatrix;
@@ -488,6 +496,68 @@ class TestWorkspaceViews : public QObject {
       for (int h = 0; h < a->heads(); ++h)
         QCOMPARE(view->difference().values(l, h), a->values(l, h) - b->values(l, h));
     dialog->close();
+  }
+
+  // The Prompts tab on an evaluate run: its per-prompt table filtered, sorted and exported as shown; a row's
+  // prompt is the run's prompt record, decoded by the worker, equal to the task's prompt of that index, and
+  // a double-click opens it on the Prompt tab.
+  void promptSlicesFilterSortExportOpen() {
+    QString error;
+    auto w = hs::test::toyWindow(16, &error);
+    QVERIFY2(w, qPrintable(error));
+    QSignalSpy evaluated(w.get(), &MainWindow::evaluationShown);
+    w->interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, {{3, 2}, {1, 1}});
+    w->evaluate();
+    QVERIFY(evaluated.wait(120000));
+    hs::gui::PromptSlices* slices = w->workspaceViews()->promptSlices();
+    const std::vector<hs::AnalysisRun> runs = w->runs();
+    const hs::AnalysisRun* run = nullptr;
+    for (const hs::AnalysisRun& r : runs)
+      if (r.method == "evaluate") run = &r;
+    QVERIFY(run);
+    const QString id = QString::fromStdString(run->id);
+    QVERIFY(slices->sources().contains(id + "/prompts"));  // every run's prompt records
+    QVERIFY(slices->setSource(id + "/evaluate.prompts"));
+    const hs::Table* table = nullptr;
+    for (const hs::Table& t : run->tables)
+      if (t.id == "evaluate.prompts") table = &t;
+    QVERIFY(table);
+    QCOMPARE(slices->totalRows(), static_cast<int>(table->rows.size()));
+    QCOMPARE(slices->rowCount(), slices->totalRows());
+    // Filter: the zero-shot rows only.
+    int zeroShot = 0;
+    for (const auto& row : table->rows)
+      zeroShot += row[0] == "zero_shot" ? 1 : 0;
+    slices->setFilter("zero_shot", "set");
+    QCOMPARE(slices->rowCount(), zeroShot);
+    for (int r = 0; r < slices->rowCount(); ++r)
+      QCOMPARE(slices->cell(r, "set"), QString("zero_shot"));
+    slices->setFilter("icl", "set");
+    QCOMPARE(slices->rowCount(), static_cast<int>(table->rows.size()) - zeroShot);
+    // Sort: the answer's probability after the interventions, largest first, as numbers.
+    slices->sortBy("p_answer_after", Qt::DescendingOrder);
+    for (int r = 1; r < slices->rowCount(); ++r)
+      QVERIFY(slices->cell(r - 1, "p_answer_after").toDouble() >=
+              slices->cell(r, "p_answer_after").toDouble());
+    // Export: the rows as shown.
+    QTemporaryDir dir;
+    const QString csv = dir.filePath("icl.csv");
+    QVERIFY(slices->exportCsv(csv));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), slices->rowCount() + 1);
+    QCOMPARE(lines[0], slices->columns().join(','));
+    QCOMPARE(lines[1].section(',', 1, 1), slices->cell(0, "index"));
+    // The first shown row's prompt: the task's ICL prompt of its index, decoded from the run's record.
+    QTRY_VERIFY_WITH_TIMEOUT(!slices->promptOf(0).isEmpty(), 60000);
+    const int index = slices->cell(0, "index").toInt();
+    const QStringList prompts = w->taskDock()->preview().prompts;
+    QVERIFY(index < prompts.size());
+    QCOMPARE(slices->promptOf(0), prompts[index]);
+    Q_EMIT slices->view()->activated(slices->view()->model()->index(0, 0));
+    QCOMPARE(w->tabs()->currentWidget(), static_cast<QWidget*>(w->promptTab()));
+    QCOMPARE(w->promptText(), prompts[index]);
   }
 };
 
