@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/toolkit/head_edits.h"
 #include "analysis/toolkit/head_toolkit.h"
 #include "cli_common.h"
 #include "util/error.h"
@@ -17,13 +18,17 @@ struct LogitsArgs {
   int top = 10;
 };
 
-// One intervention per ablated head on hook_z at every position. Mean ablation replaces the head's
-// z by its mean over the positions of this prompt (taken from an unablated run of the same prompt).
-std::vector<Intervention> ablations(const Transformer& model, const std::vector<int64_t>& ids,
-                                    const std::vector<HeadRef>& heads, const std::string& mode) {
-  checkHeads(model, heads, "--ablate");
-  if (mode != "mean") return zeroHeads(heads);
-  return meanHeads(heads, meanZ(model, {ids}, ZMean::AllPositions));
+// One edit per ablated head on hook_z at every position (analysis/toolkit/head_edits.h, the GUI's and
+// evaluate's translation): mean ablation replaces the head's z by its mean over the neutral corpus.
+std::vector<Intervention> ablations(const LoadedModel& m, const std::vector<HeadRef>& heads,
+                                    const std::string& mode) {
+  std::vector<HeadEdit> edits;
+  for (const HeadRef& h : heads)
+    edits.push_back(
+        {mode == "mean" ? HeadEditKind::MeanAblate : HeadEditKind::ZeroAblate, h, {}, 1.0, -1, {}});
+  return headEditInterventions(*m.model, edits, [&](const HeadVectorSource& s) {
+    return headSourceZ(*m.model, m.tokenizer.get(), {}, s);  // [layers, heads, d_head]
+  });
 }
 
 }  // namespace
@@ -38,8 +43,10 @@ void addLogitsCommand(CLI::App& app) {
   cmd->add_option("--ids", a.ids, "prompt token ids, comma separated")->default_str("none");
   cmd->add_option("--top", a.top, "how many top tokens to list")->check(CLI::PositiveNumber);
   cmd->add_option("--ablate", a.ablate, "heads to ablate: LAYER.HEAD,LAYER.HEAD,...")->default_str("none");
-  cmd->add_option("--ablate-mode", a.ablateMode,
-                  "zero: hook_z := 0 at all positions; mean: hook_z := its mean over this prompt's positions")
+  cmd->add_option(
+         "--ablate-mode", a.ablateMode,
+         "zero: hook_z := 0 at all positions; mean: hook_z := its mean over a neutral text corpus (the "
+         "toy world's text for the toy model), as the GUI and evaluate mean-ablate")
       ->check(CLI::IsMember({"zero", "mean"}));
   cmd->callback([] {
     const LoadedModel m = loadForCli(a.model);
@@ -49,7 +56,7 @@ void addLogitsCommand(CLI::App& app) {
     RunRequest req;
     req.tokens = tokens;
     req.last_logits_only = true;
-    req.interventions = ablations(*m.model, ids, parseHeadList(a.ablate), a.ablateMode);
+    req.interventions = ablations(m, parseHeadList(a.ablate), a.ablateMode);
     const RunResult r = m.model->run(req);
     const at::Tensor last = r.logits[0][-1].to(at::kFloat).cpu().contiguous();  // [vocab]
     const at::Tensor probs = at::softmax(last.to(at::kDouble), 0);              // [vocab]

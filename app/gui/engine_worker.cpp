@@ -181,30 +181,25 @@ void EngineWorker::loadModel(const QString& path, const QString& tokenizer, cons
   });
 }
 
-at::Tensor EngineWorker::sourceZ(const InterventionEntry& e, const QString& taskJson) {
+at::Tensor EngineWorker::sourceZ(const HeadVectorSource& source, const QString& taskJson) {
   const LoadedModel& m = need(state_->model);
-  HeadVectorSource source;
-  source.source = sourceKey(e.source);
-  source.prompt = e.sourcePrompt;
-  source.text = e.sourceText.toStdString();
   // The task's prompts matter to the clean mean and to a chosen prompt; a text or the corpus mean does not
   // change with the task.
-  const bool needsTask = e.source == VectorSource::CleanMean || e.source == VectorSource::Prompt;
+  const bool needsTask = source.source == "clean_mean" || source.source == "prompt";
   std::string key = source.source;
-  if (e.source == VectorSource::Prompt) key += "#" + std::to_string(source.prompt);
-  if (e.source == VectorSource::Text) key += "#" + source.text;
+  if (source.source == "prompt") key += "#" + std::to_string(source.prompt);
+  if (source.source == "text") key += "#" + source.text;
   if (needsTask) key += "@" + taskJson.toStdString();
   if (const auto it = state_->sources.find(key); it != state_->sources.end()) return it->second;
-  if (needsTask && taskJson.isEmpty())
-    fail(interventionLabel(e).toStdString(), ": needs a task for its ", sourceLabel(e.source).toStdString());
+  const std::string what = describeHeadVectorSource(source);
+  if (needsTask && taskJson.isEmpty()) fail(what, ": needs a task");
   std::vector<Prompt> icl;
   if (needsTask) {
     if (!m.tokenizer) fail("the model has no tokenizer");
     icl = buildIclTask(*m.tokenizer, specFrom(taskJson)).icl;
   }
-  const at::Tensor z = withContext(interventionLabel(e).toStdString(), [&] {
-    return headSourceZ(*m.model, m.tokenizer.get(), icl, source, MeanSource{}, context());
-  });
+  const at::Tensor z = withContext(
+      what, [&] { return headSourceZ(*m.model, m.tokenizer.get(), icl, source, MeanSource{}, context()); });
   if (state_->sources.size() >= 32) state_->sources.clear();  // a bound on what edits can pile up
   state_->sources[key] = z;
   return z;
@@ -214,41 +209,14 @@ std::vector<Intervention> EngineWorker::interventionsFor(const std::vector<Inter
                                                          const std::vector<int64_t>& ids,
                                                          const QString& taskJson) {
   const LoadedModel& m = need(state_->model);
-  std::vector<Intervention> out;
-  for (const InterventionEntry& e : entries) {
-    if (!e.enabled) continue;
-    checkHeads(*m.model, {e.head}, interventionLabel(e).toStdString());
-    const std::vector<int> pos = !e.positions.empty() ? e.positions
-                                 : e.hasSource()      ? std::vector<int>{-1}
-                                                      : std::vector<int>{};
-    for (int p : pos)
-      if (p >= static_cast<int>(ids.size()) || p < -static_cast<int>(ids.size()))
-        fail(interventionLabel(e).toStdString(), ": position ", p, " is outside the prompt's ", ids.size(),
-             " tokens");
-    if (e.kind == InterventionKind::ZeroAblate) {
-      for (const Intervention& iv : zeroHeads({e.head}, pos))
-        out.push_back(iv);
-      continue;
-    }
-    if (e.kind == InterventionKind::MeanAblate) {
-      // One meaning of "mean" in every view: the head's mean over the neutral corpus, as Evaluate's mean
-      // ablation (its default mean_source) and the "corpus mean" source of patches and steering.
-      InterventionEntry corpus = e;
-      corpus.source = VectorSource::Mean;
-      const at::Tensor mean = sourceZ(corpus, taskJson);  // [layers, heads, d_head]
-      for (const Intervention& iv : meanHeads({e.head}, mean, pos))
-        out.push_back(iv);
-      continue;
-    }
-    const at::Tensor z = sourceZ(e, taskJson);  // [layers, heads, d_head]
-    const std::vector<Intervention> ivs =
-        e.kind == InterventionKind::PatchClean
-            ? replaceHeads({e.head}, z, pos)
-            : withContext(interventionLabel(e).toStdString(),
-                          [&] { return steerHeads(*m.model, {e.head}, z, e.layer, pos, e.scale); });
-    out.insert(out.end(), ivs.begin(), ivs.end());
-  }
-  return out;
+  const std::vector<HeadEdit> edits = headEditsOf(entries);
+  const int n = static_cast<int>(ids.size());
+  for (const HeadEdit& e : edits)
+    for (int p : e.positions)
+      if (p >= n || p < -n)
+        fail(describeHeadEdit(e), ": position ", p, " is outside the prompt's ", n, " tokens");
+  return headEditInterventions(*m.model, edits,
+                               [&](const HeadVectorSource& source) { return sourceZ(source, taskJson); });
 }
 
 void EngineWorker::runPrompt(const QString& text, int topK, const std::vector<InterventionEntry>& entries,
@@ -434,65 +402,29 @@ void EngineWorker::previewTask(const QString& taskJson) {
   Q_EMIT taskPreviewReady(v);
 }
 
+HeadEdit headEditOf(const InterventionEntry& e) {
+  HeadEdit h;
+  // The kinds share their keys (the session's and the evaluate method's option names).
+  for (HeadEditKind k :
+       {HeadEditKind::ZeroAblate, HeadEditKind::MeanAblate, HeadEditKind::Patch, HeadEditKind::Steer})
+    if (std::string(toString(k)) == kindKey(e.kind)) h.kind = k;
+  h.head = e.head;
+  h.source = {sourceKey(e.source), e.sourcePrompt, e.sourceText.toStdString()};
+  h.scale = e.scale;
+  h.layer = e.layer;
+  h.positions = e.positions;
+  return h;
+}
+
+std::vector<HeadEdit> headEditsOf(const std::vector<InterventionEntry>& entries) {
+  std::vector<HeadEdit> out;
+  for (const InterventionEntry& e : entries)
+    if (e.enabled) out.push_back(headEditOf(e));
+  return out;
+}
+
 nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries) {
-  nlohmann::json options = nlohmann::json::object();
-  for (InterventionKind k : kInterventionKinds)
-    options[kindKey(k)] = nlohmann::json::array();
-  // The method takes one set of parameters per kind: every patched head shares the patch's source, every
-  // steered head the steering's source, scale and layer.
-  std::optional<InterventionEntry> patch, steer;
-  auto source = [](const InterventionEntry& e) {
-    return std::make_tuple(e.source, e.source == VectorSource::Prompt ? e.sourcePrompt : 0,
-                           e.source == VectorSource::Text ? e.sourceText : QString());
-  };
-  auto describe = [](const InterventionEntry& e) {
-    QString s = sourceLabel(e.source);
-    if (e.source == VectorSource::Prompt) s += QString(" %1").arg(e.sourcePrompt);
-    if (e.source == VectorSource::Text) s += " “" + e.sourceText + "”";
-    return s.toStdString();
-  };
-  for (const InterventionEntry& e : entries) {
-    if (!e.enabled) continue;
-    if (!e.positions.empty())
-      fail(interventionLabel(e).toStdString(),
-           ": the evaluation acts at its fixed positions (every position for ablations, N for patches and "
-           "steering); clear the entry's positions to evaluate it");
-    if (e.kind == InterventionKind::PatchClean) {
-      if (e.source == VectorSource::Mean)
-        fail(interventionLabel(e).toStdString(),
-             ": the evaluation patches from the clean ICL mean, an ICL prompt or a text");
-      if (patch && source(*patch) != source(e))
-        fail("the evaluation patches every head from one source; the patched heads have ", describe(*patch),
-             " and ", describe(e));
-      patch = e;
-    }
-    if (e.kind == InterventionKind::Steer) {
-      if (steer && steer->scale != e.scale)
-        fail("the evaluation steers every head by one scale; the steered heads have ", steer->scale, " and ",
-             e.scale);
-      if (steer && source(*steer) != source(e))
-        fail("the evaluation steers every head from one source; the steered heads have ", describe(*steer),
-             " and ", describe(e));
-      if (steer && steer->layer != e.layer)
-        fail("the evaluation steers every head at one layer; the steered heads have ", steer->layer, " and ",
-             e.layer, " (-1: their own hook_z)");
-      steer = e;
-    }
-    options[kindKey(e.kind)].push_back({e.head.layer, e.head.head});
-  }
-  if (patch) {
-    options["patch_source"] = sourceKey(patch->source);
-    if (patch->source == VectorSource::Prompt) options["patch_prompt"] = patch->sourcePrompt;
-    if (patch->source == VectorSource::Text) options["patch_text"] = patch->sourceText.toStdString();
-  }
-  if (steer) {
-    options["steer_scale"] = steer->scale;
-    options["steer_source"] = sourceKey(steer->source);
-    if (steer->source == VectorSource::Prompt) options["steer_prompt"] = steer->sourcePrompt;
-    if (steer->source == VectorSource::Text) options["steer_text"] = steer->sourceText.toStdString();
-    options["steer_layer"] = steer->layer;
-  }
-  return options;
+  return evaluateOptionsOf(headEditsOf(entries));
 }
 
 void EngineWorker::evaluate(const QString& taskJson, const std::vector<InterventionEntry>& entries,

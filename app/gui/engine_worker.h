@@ -10,15 +10,22 @@
 #include <vector>
 
 #include "analysis/framework/analysis_context.h"
-#include "tasks/icl_task.h"
+#include "analysis/toolkit/head_edits.h"
 #include "gui_types.h"
 #include "model/intervention.h"
+#include "tasks/icl_task.h"
 
 namespace hs::gui {
 
-// The `evaluate` method's options for the enabled entries (heads per kind, the patches' source, the
-// steering's source, scale and layer); throws when an entry has parameters the method does not take
-// (custom positions; patched or steered heads with different parameters: the method has one set per kind).
+// The one translation of the Interventions dock's entries into core's head edits
+// (analysis/toolkit/head_edits.h): the enabled entries, in order. The Prompt tab's forward turns them into
+// interventions with headEditInterventions, the evaluation into its options with evaluateOptionsOf, so
+// "mean-ablate" means the corpus mean in both.
+HeadEdit headEditOf(const InterventionEntry& e);
+std::vector<HeadEdit> headEditsOf(const std::vector<InterventionEntry>& entries);
+// The `evaluate` method's options for the enabled entries (evaluateOptionsOf); throws when an entry has
+// parameters the method does not take (custom positions; patched or steered heads with different
+// parameters: the method has one set per kind).
 nlohmann::json evaluateOptions(const std::vector<InterventionEntry>& entries);
 
 class EngineWorker : public QObject {
@@ -42,8 +49,8 @@ class EngineWorker : public QObject {
   void attentionPattern(const QString& text, int layer, int head,
                         const std::vector<hs::gui::InterventionEntry>& entries = {},
                         const QString& taskJson = {});
-  // Runs the method `method` of the registry (core/analysis/framework/registry.h) on the task (TaskSpec JSON) with
-  // `optionsJson` (checked against the method's options); the run gets the id `runId`.
+  // Runs the method `method` of the registry (core/analysis/framework/registry.h) on the task (TaskSpec JSON)
+  // with `optionsJson` (checked against the method's options); the run gets the id `runId`.
   void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
                    const QString& runId);
   // The first ICL prompt of the task, token by token (errors go into TaskPreview::error, no dialog).
@@ -76,7 +83,7 @@ class EngineWorker : public QObject {
   std::vector<Intervention> interventionsFor(const std::vector<InterventionEntry>& entries,
                                              const std::vector<int64_t>& ids, const QString& taskJson);
   // An entry's source vectors [layers, heads, d_head], cached per source and task.
-  at::Tensor sourceZ(const InterventionEntry& e, const QString& taskJson);
+  at::Tensor sourceZ(const HeadVectorSource& source, const QString& taskJson);
   // Runs a registry method on the loaded model (throws without one).
   AnalysisOutputPtr run(const std::string& method, const TaskSpec& spec, const nlohmann::json& options,
                         const QString& runId);

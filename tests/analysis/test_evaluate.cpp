@@ -183,6 +183,65 @@ class TestEvaluate : public QObject {
     QCOMPARE(icl, 24);
     QCOMPARE(zs, 24);
   }
+
+  // One translation of head edits: evaluateOptionsOf gives the options runEvaluate takes, and refuses what
+  // one evaluation cannot hold (two patch sources, own positions) naming both edits.
+  void editsBecomeTheEvaluationsOptions() {
+    using hs::HeadEdit;
+    using hs::HeadEditKind;
+    const std::vector<HeadEdit> edits = {{HeadEditKind::ZeroAblate, {3, 0}, {}, 1.0, -1, {}},
+                                         {HeadEditKind::MeanAblate, {2, 7}, {}, 1.0, -1, {}},
+                                         {HeadEditKind::Patch, {1, 1}, {"prompt", 2, ""}, 1.0, -1, {}},
+                                         {HeadEditKind::Steer, {1, 2}, {"mean", 0, ""}, 2.0, 1, {}}};
+    const nlohmann::json o = hs::evaluateOptionsOf(edits);
+    QCOMPARE(o.at("zero_ablate"), nlohmann::json::parse("[[3, 0]]"));
+    QCOMPARE(o.at("mean_ablate"), nlohmann::json::parse("[[2, 7]]"));
+    QCOMPARE(o.at("patch_source").get<std::string>(), std::string("prompt"));
+    QCOMPARE(o.at("patch_prompt").get<int>(), 2);
+    QCOMPARE(o.at("steer_source").get<std::string>(), std::string("mean"));
+    QCOMPARE(o.at("steer_scale").get<double>(), 2.0);
+    QCOMPARE(o.at("steer_layer").get<int>(), 1);
+    const hs::EvaluateOptions read =
+        hs::evaluateOptionTable().read(hs::resolveOptions(hs::evaluateOptionTable().specs(), o, "evaluate"));
+    QCOMPARE(read.patch_source.prompt, 2);
+    std::vector<HeadEdit> mixed = edits;
+    mixed.push_back({HeadEditKind::Patch, {0, 1}, {"text", 0, "x"}, 1.0, -1, {}});
+    try {
+      hs::evaluateOptionsOf(mixed);
+      QFAIL("two patch sources were accepted");
+    } catch (const hs::Error& e) {
+      const std::string m = e.what();
+      QVERIFY2(m.find("patch 1.1") != std::string::npos && m.find("patch 0.1") != std::string::npos,
+               e.what());
+    }
+    std::vector<HeadEdit> placed = {{HeadEditKind::ZeroAblate, {3, 0}, {}, 1.0, -1, {-1}}};
+    QVERIFY_EXCEPTION_THROWN(hs::evaluateOptionsOf(placed), hs::Error);
+  }
+
+  // Mean ablation through the edits is the corpus mean (the toy world's text on the toy model), as
+  // evaluate's: the same logits as meanHeads with that mean, not the prompt's own positions.
+  void meanAblateEditIsTheCorpusMean() {
+    const std::vector<hs::HeadRef> heads = {{3, 0}, {2, 5}};
+    std::vector<hs::HeadEdit> edits;
+    for (const hs::HeadRef& h : heads)
+      edits.push_back({hs::HeadEditKind::MeanAblate, h, {}, 1.0, -1, {}});
+    const std::vector<hs::Intervention> ivs =
+        hs::headEditInterventions(*toy_.model, edits, [&](const hs::HeadVectorSource& s) {
+          return hs::headSourceZ(*toy_.model, toy_.tokenizer.get(), {}, s);
+        });
+    const std::vector<int64_t> ids(task_->icl[0].ids.begin(), task_->icl[0].ids.end());
+    auto last = [&](const std::vector<hs::Intervention>& iv) {
+      hs::RunRequest req;
+      req.tokens = at::tensor(ids, at::kLong).unsqueeze(0);  // [1, pos]
+      req.interventions = iv;
+      return toy_.model->run(req).logits[0][-1];  // [vocab]
+    };
+    const at::Tensor want =
+        last(hs::meanHeads(heads, hs::meanZ(*toy_.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions)));
+    QVERIFY(at::allclose(last(ivs), want, 1e-5, 1e-5));
+    const at::Tensor own = last(hs::meanHeads(heads, hs::meanZ(*toy_.model, {ids}, hs::ZMean::AllPositions)));
+    QVERIFY(!at::allclose(own, want, 1e-5, 1e-5));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestEvaluate)

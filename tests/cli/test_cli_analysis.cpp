@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "analysis/toolkit/attribution_patching.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/toolkit/patch_sweep.h"
 #include "cli_test_util.h"
 #include "model/load/model_loader.h"
@@ -345,7 +346,8 @@ class TestCliAnalysis : public QObject {
       }
       // The run's record is a recipe: `rerun` repeats it from the session alone (model, tokenizer, dtype,
       // task and options read back) and gives the same results to the bit (one thread, same build).
-      const CliResult again = runCli({"rerun", q(base + ".hscope"), "--out", q(base + "_rerun.hscope"), "--json", q(base + "_rerun.json")});
+      const CliResult again = runCli({"rerun", q(base + ".hscope"), "--out", q(base + "_rerun.hscope"),
+                                      "--json", q(base + "_rerun.json")});
       QVERIFY2(again.exitCode == 0, qPrintable(method + " rerun: " + q(again.err)));
       std::ifstream f2(base + "_rerun.json");
       const json j2 = json::parse(f2);
@@ -363,7 +365,8 @@ class TestCliAnalysis : public QObject {
       QVERIFY2(j2.at("summary") == j.at("summary"), qPrintable(method + " rerun: summary"));
       QVERIFY2(j2.at("prompts") == j.at("prompts"), qPrintable(method + " rerun: prompts"));
     }
-    // A run JSON names the model but not a llama2.c tokenizer: rerun takes the tokenizer (and any model) given.
+    // A run JSON names the model but not a llama2.c tokenizer: rerun takes the tokenizer (and any model)
+    // given.
     const std::string tsla = dir_.filePath("stories_tsla").toStdString();
     const CliResult fromJson = runCli({"rerun", q(tsla + ".json"), "--tokenizer",
                                        q(hs::test::sharedData("models/stories260K/tok512.bin")), "--out",
@@ -373,7 +376,8 @@ class TestCliAnalysis : public QObject {
     const json second = hs::test::readJsonFile(q(tsla + "_from_json.json")).at("grids");
     QCOMPARE(second.size(), first.size());
     for (size_t i = 0; i < first.size(); ++i)
-      QVERIFY2(second[i].at("values") == first[i].at("values"), qPrintable(q(first[i].at("id").get<std::string>())));
+      QVERIFY2(second[i].at("values") == first[i].at("values"),
+               qPrintable(q(first[i].at("id").get<std::string>())));
   }
 
   void exportOfBrokenSessionNamesTheFile() {
@@ -394,6 +398,27 @@ class TestCliAnalysis : public QObject {
       QVERIFY(r.out.empty());
     }
     QVERIFY(!std::filesystem::exists(dir_.filePath("never").toStdString()));
+  }
+
+  // `logits --ablate-mode mean` means what the GUI and evaluate mean (analysis/toolkit/head_edits.h): the
+  // head's corpus mean — on the toy model the toy world's text —, not this prompt's own positions.
+  void logitsMeanAblationIsTheCorpusMean() {
+    const std::vector<int64_t> ids = {1, 5, 9, 12, 20, 7, 33, 5};
+    const CliResult r = runCli(
+        {"logits", "toy", "--ids", "1,5,9,12,20,7,33,5", "--ablate", "3.0,2.5", "--ablate-mode", "mean"});
+    QVERIFY2(r.exitCode == 0, r.err.c_str());
+    const std::vector<float> got = r.parsed()["last_logits"].get<std::vector<float>>();
+    const hs::LoadedModel toy = hs::loadModel("toy");
+    hs::RunRequest req;
+    req.tokens = at::tensor(ids, at::kLong).unsqueeze(0);  // [1, pos]
+    req.interventions = hs::meanHeads({{3, 0}, {2, 5}},
+                                      hs::meanZ(*toy.model, hs::toyCorpusWindows(), hs::ZMean::AllPositions));
+    const at::Tensor want = toy.model->run(req).logits[0][-1].to(at::kFloat).contiguous();  // [vocab]
+    QCOMPARE(static_cast<int64_t>(got.size()), want.numel());
+    double maxDiff = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      maxDiff = std::max(maxDiff, std::abs(double(got[i]) - want[static_cast<int64_t>(i)].item<double>()));
+    QVERIFY2(maxDiff <= 1e-4, qPrintable(QString("max |logit diff| %1").arg(maxDiff)));
   }
 };
 

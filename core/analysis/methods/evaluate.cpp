@@ -27,74 +27,28 @@ nlohmann::json evalJson(const IclEval& e) {
           {"tr_ratio", doubleToJson(e.tr_ratio)}};
 }
 
-// Zero- and mean-ablation interventions of a head set (the means: [layers, heads, d_head]).
-std::vector<Intervention> ablations(const std::vector<HeadRef>& zero, const std::vector<HeadRef>& mean,
-                                    const at::Tensor& means) {
-  std::vector<Intervention> out = zeroHeads(zero);
-  if (!mean.empty())
-    for (const Intervention& iv : meanHeads(mean, means))
-      out.push_back(iv);
-  return out;
+// Zero- and mean-ablation interventions of a head set (the means: [layers, heads, d_head]), as head edits.
+std::vector<Intervention> ablations(const Transformer& model, const std::vector<HeadRef>& zero,
+                                    const std::vector<HeadRef>& mean, const at::Tensor& means) {
+  std::vector<HeadEdit> edits;
+  for (const HeadRef& h : zero)
+    edits.push_back({HeadEditKind::ZeroAblate, h, {}, 1.0, -1, {}});
+  for (const HeadRef& h : mean)
+    edits.push_back({HeadEditKind::MeanAblate, h, {}, 1.0, -1, {}});
+  return headEditInterventions(model, edits, [&](const HeadVectorSource&) { return means; });
 }
 
-bool sameSource(const HeadVectorSource& a, const HeadVectorSource& b) {
-  if (a.source != b.source) return false;
-  if (a.source == "prompt") return a.prompt == b.prompt;
-  if (a.source == "text") return a.text == b.text;
-  return true;
+// The patches and steering of the options at N, as head edits.
+std::vector<HeadEdit> zeroShotEdits(const EvaluateOptions& o) {
+  std::vector<HeadEdit> edits;
+  for (const HeadRef& h : o.patch_clean)
+    edits.push_back({HeadEditKind::Patch, h, o.patch_source, 1.0, -1, {}});
+  for (const HeadRef& h : o.steer)
+    edits.push_back({HeadEditKind::Steer, h, o.steer_source, o.steer_scale, o.steer_layer, {}});
+  return edits;
 }
 
 }  // namespace
-
-at::Tensor headSourceZ(const Transformer& model, const Tokenizer* tok, const std::vector<Prompt>& icl,
-                       const HeadVectorSource& source, const MeanSource& mean, const AnalysisContext& ctx,
-                       int batch) {
-  const std::string& s = source.source;
-  if (s == "clean_mean") {
-    if (icl.empty()) fail("the clean ICL mean needs the task's ICL prompts");
-    return meanZ(model, tokenSeqs(icl), ZMean::LastPosition, ctx, batch);  // [layers, heads, d_head]
-  }
-  if (s == "mean") return resolveMeanZ(model, tok, mean, tokenSeqs(icl), ctx);
-  if (s == "prompt") {
-    if (source.prompt < 0 || source.prompt >= static_cast<int>(icl.size()))
-      fail("source prompt ", source.prompt, " is outside the task's ", icl.size(), " ICL prompts (0 to ",
-           static_cast<int>(icl.size()) - 1, ")");
-    const std::vector<Prompt> one = {icl[static_cast<size_t>(source.prompt)]};
-    return captureAtLast(model, tokenSeqs(one), attnZ, {}, ctx, 1)[0];  // [layers, heads, d_head]
-  }
-  if (s == "text") {
-    if (!tok) fail("a text source needs the model's tokenizer");
-    const std::vector<int> ids = tok->encode(source.text);
-    if (ids.empty()) fail("the source text is empty");
-    const TokenSeqs seqs = {std::vector<int64_t>(ids.begin(), ids.end())};
-    return captureAtLast(model, seqs, attnZ, {}, ctx, 1)[0];  // [layers, heads, d_head]
-  }
-  fail("unknown vector source \"", s, "\" (clean_mean, mean, prompt, text)");
-}
-
-std::vector<Intervention> steerHeads(const Transformer& model, const std::vector<HeadRef>& heads,
-                                     const at::Tensor& z, int layer, const std::vector<int>& positions,
-                                     double scale) {
-  if (layer < 0) return addHeads(heads, z, positions, scale);
-  const ModelConfig& c = model.config();
-  if (layer >= c.n_layers)
-    fail("steering layer ", layer, " is outside the model's ", c.n_layers, " layers (0 to ", c.n_layers - 1,
-         ", or -1 for the heads' own hook_z)");
-  if (heads.empty()) return {};
-  const at::Tensor writes = headWrites(model, z.unsqueeze(0))[0];  // [layers, heads, d_model]
-  at::Tensor v = at::zeros({c.d_model}, writes.options());         // [d_model] the heads' summed write
-  for (const HeadRef& h : heads)
-    v = v + writes[h.layer][h.head];
-  return {addToResidual(residPre(layer), v, positions, scale)};
-}
-
-std::string describeHeadVectorSource(const HeadVectorSource& source) {
-  if (source.source == "clean_mean") return "hook_z at N averaged over the task's ICL prompts";
-  if (source.source == "mean") return "the head's mean per mean_source";
-  if (source.source == "prompt") return cat("hook_z at N of ICL prompt ", source.prompt);
-  if (source.source == "text") return cat("hook_z at the last token of \"", source.text, "\"");
-  return source.source;
-}
 
 const OptionTable<EvaluateOptions>& evaluateOptionTable() {
   using O = EvaluateOptions;
@@ -240,7 +194,7 @@ BeforeAfter evaluateIclAblated(const Transformer& model, const IclTask& task, co
   r.after = r.before;
   if (!o.zero_ablate.empty() || !o.mean_ablate.empty()) {
     IclEvalOptions e = base;
-    e.interventions = ablations(o.zero_ablate, o.mean_ablate, ablationMean);
+    e.interventions = ablations(model, o.zero_ablate, o.mean_ablate, ablationMean);
     r.after = evaluateIcl(model, task.icl, e, subContext(ctx, 2 * step, 3 * step, "ICL with ablations"));
   }
   return r;
@@ -255,10 +209,9 @@ BeforeAfter evaluateZeroShotPatched(const Transformer& model, const IclTask& tas
   r.after = r.before;
   if (!o.patch_clean.empty() || !o.steer.empty()) {
     IclEvalOptions e = base;
-    if (!o.patch_clean.empty()) e.interventions = replaceHeads(o.patch_clean, v.patchZ, {-1});
-    if (!o.steer.empty())
-      for (const Intervention& iv : steerHeads(model, o.steer, v.steerZ, o.steer_layer, {-1}, o.steer_scale))
-        e.interventions.push_back(iv);
+    e.interventions = headEditInterventions(model, zeroShotEdits(o), [&](const HeadVectorSource& s) {
+      return !o.patch_clean.empty() && sameSource(s, o.patch_source) ? v.patchZ : v.steerZ;
+    });
     r.after =
         evaluateIcl(model, task.zero_shot, e, subContext(ctx, 4 * step, 5 * step, "zero-shot with patches"));
   }
@@ -292,7 +245,7 @@ RandomControl randomHeadsControl(const Transformer& model, const IclTask& task, 
                                     heads.begin() + std::min<size_t>(o.zero_ablate.size(), heads.size()));
     const std::vector<HeadRef> mean(heads.begin() + static_cast<long>(zero.size()), heads.end());
     IclEvalOptions e = base;
-    e.interventions = ablations(zero, mean, ablationMean);
+    e.interventions = ablations(model, zero, mean, ablationMean);
     const IclEval r = evaluateIcl(
         model, task.icl, e, subContext(ctx, (5 + d) * step, (6 + d) * step, cat("random draw ", d + 1)));
     control.rows.push_back({d + 1, headsText(heads), doubleToJson(r.accuracy), doubleToJson(r.tr_ratio)});
@@ -421,6 +374,51 @@ AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const 
   out.run.tables.push_back(perPromptTable(task, icl, zeroShot, tok));
   ctx.report(1.0, "done");
   return out;
+}
+
+nlohmann::json evaluateOptionsOf(const std::vector<HeadEdit>& edits) {
+  nlohmann::json options = nlohmann::json::object();
+  for (HeadEditKind k :
+       {HeadEditKind::ZeroAblate, HeadEditKind::MeanAblate, HeadEditKind::Patch, HeadEditKind::Steer})
+    options[toString(k)] = nlohmann::json::array();
+  // One set of parameters per kind: every patched head shares the patch's source, every steered head the
+  // steering's source, scale and layer.
+  const HeadEdit* patch = nullptr;
+  const HeadEdit* steer = nullptr;
+  for (const HeadEdit& e : edits) {
+    const std::string what = describeHeadEdit(e);
+    if (!e.positions.empty())
+      fail(what,
+           ": the evaluation acts at its fixed positions (every position for ablations, N for patches "
+           "and steering); clear the edit's positions to evaluate it");
+    if (e.kind == HeadEditKind::Patch) {
+      if (e.source.source == "mean")
+        fail(what, ": the evaluation patches from the clean ICL mean, an ICL prompt or a text");
+      if (patch && !sameSource(patch->source, e.source))
+        fail("the evaluation patches every head from one source; ", describeHeadEdit(*patch), " and ", what);
+      patch = &e;
+    }
+    if (e.kind == HeadEditKind::Steer) {
+      if (steer &&
+          (!sameSource(steer->source, e.source) || steer->scale != e.scale || steer->layer != e.layer))
+        fail("the evaluation steers every head from one source, by one scale, at one layer; ",
+             describeHeadEdit(*steer), " (layer ", steer->layer, ") and ", what, " (layer ", e.layer, ")");
+      steer = &e;
+    }
+    options[toString(e.kind)].push_back({e.head.layer, e.head.head});
+  }
+  auto put = [&](const std::string& prefix, const HeadVectorSource& s) {
+    options[prefix + "_source"] = s.source;
+    if (s.source == "prompt") options[prefix + "_prompt"] = s.prompt;
+    if (s.source == "text") options[prefix + "_text"] = s.text;
+  };
+  if (patch) put("patch", patch->source);
+  if (steer) {
+    put("steer", steer->source);
+    options["steer_scale"] = steer->scale;
+    options["steer_layer"] = steer->layer;
+  }
+  return options;
 }
 
 }  // namespace hs

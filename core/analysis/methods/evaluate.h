@@ -13,35 +13,27 @@
 // with n, heads, accuracy, its 95 % Wilson interval, and the TR ratio (classification; NaN otherwise).
 // Prompts: "icl" and "zero_shot" (with the label set for classification tasks).
 // Random-heads control (random_draws > 0): each draw ablates as many heads as were chosen, drawn at random
-// from the other live heads (liveHeads: a non-zero W_O; seeded), with the same kinds (the i-th drawn head gets the i-th chosen head's
-// kind); table "evaluate.random_control" has one row per draw, and the summary the draws' mean accuracy,
-// their sd, the 95 % t interval of the mean ("mean_lo", "mean_hi") and the 2.5 / 97.5 % range of the
-// draws ("accuracy_lo", "accuracy_hi") ("random_control"). Table "evaluate.prompts" lists every prompt
-// (set, index, query input, answer, prediction and answer probability before / after the interventions).
+// from the other live heads (liveHeads: a non-zero W_O; seeded), with the same kinds (the i-th drawn head
+// gets the i-th chosen head's kind); table "evaluate.random_control" has one row per draw, and the summary
+// the draws' mean accuracy, their sd, the 95 % t interval of the mean ("mean_lo", "mean_hi") and the 2.5
+// / 97.5 % range of the draws ("accuracy_lo", "accuracy_hi") ("random_control"). Table "evaluate.prompts"
+// lists every prompt (set, index, query input, answer, prediction and answer probability before / after the
+// interventions).
 #include <utility>
 #include <vector>
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "analysis/toolkit/head_toolkit.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_edits.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "model/transformer.h"
 #include "results/intervals.h"  // wilsonInterval
 #include "results/results.h"
+#include "tasks/icl_task.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
-
-// Where a patch's values or a steering vector come from: per head, a hook_z vector.
-struct HeadVectorSource {
-  // "clean_mean": hook_z at N averaged over the task's ICL prompts; "mean": the head's mean from a
-  // MeanSource (all positions of a neutral corpus by default); "prompt": hook_z at N of the task's ICL
-  // prompt number `prompt` (0-based); "text": hook_z at the last token of `text` (tokenized as a prompt).
-  std::string source = "clean_mean";
-  int prompt = 0;
-  std::string text;
-};
 
 struct EvaluateOptions {
   std::vector<HeadRef> zero_ablate;  // hook_z ← 0 at every position of the ICL prompts
@@ -66,20 +58,10 @@ MethodInfo evaluateMethod();  // the registry record
 AnalysisOutput runEvaluate(const Transformer& model, const IclTask& task, const EvaluateOptions& o,
                            const AnalysisContext& ctx = {}, const Tokenizer* tok = nullptr);
 
-// The vectors of `source` for every head: [layers, heads, d_head] float32. `icl` are the task's ICL prompts
-// (clean_mean, prompt, and `mean` with source "task"); `tok` tokenizes a text source and reads a corpus.
-// Errors name the source (a prompt index outside the task, an empty text).
-at::Tensor headSourceZ(const Transformer& model, const Tokenizer* tok, const std::vector<Prompt>& icl,
-                       const HeadVectorSource& source, const MeanSource& mean = {},
-                       const AnalysisContext& ctx = {}, int batch = 16);
-// Steering of `heads` by scale · z[layer, head] (z: [layers, heads, d_head]) at `positions`: with layer < 0
-// on each head's own hook_z (addHeads); with layer L ≥ 0 the heads' writes W_O · z (headWrites, summed
-// over the heads) added to hook_resid_pre(L) (addToResidual). Refuses a layer outside the model, and
-// (through headWrites) models whose heads' writes are not additive.
-std::vector<Intervention> steerHeads(const Transformer& model, const std::vector<HeadRef>& heads,
-                                     const at::Tensor& z, int layer, const std::vector<int>& positions,
-                                     double scale);
-// A description of a source for provenance ("the clean ICL mean at N", "ICL prompt 3's z at N", ...).
-std::string describeHeadVectorSource(const HeadVectorSource& source);
+// The `evaluate` options of `edits` (docs/methods.md, "Interventions"): the heads of each kind and each
+// kind's one set of parameters. Throws naming the edit when they cannot be evaluated: positions of their own
+// (the evaluation acts at every position for ablations, at N for patches and steering), a patch from
+// "mean", or two sources, scales or layers within patches or within steering.
+nlohmann::json evaluateOptionsOf(const std::vector<HeadEdit>& edits);
 
 }  // namespace hs
