@@ -27,7 +27,7 @@ QString pText(double p) {
   return p < 0.001 ? QStringLiteral("< 0.001") : QString::number(p, 'g', 2);
 }
 
-constexpr int kRowLabelWidth = 250;  // pixels of a row's label at most
+constexpr int kMinRowLabelWidth = 220, kMaxRowLabelWidth = 560;  // pixels of a row's label
 
 // Jaccard 0 → white, 1 → a saturated green.
 QColor jaccardColor(double j) {
@@ -202,9 +202,7 @@ void AgreementMatrix::redraw() {
   const bool rho = statistic() == Statistic::Spearman;
   QCPColorGradient diverging = plotstyle::divergingGradient();  // color() is not const
   for (int i = 0; i < n; ++i) {
-    // Long grid names are shortened in the middle (whole in the tooltip), so more columns fit beside them.
-    const QString label = table_->fontMetrics().elidedText(entry(i).label, Qt::ElideMiddle, kRowLabelWidth);
-    auto* row = new QTableWidgetItem(QStringLiteral("%1  %2").arg(i + 1).arg(label));
+    auto* row = new QTableWidgetItem;
     row->setToolTip(entry(i).label);
     table_->setVerticalHeaderItem(i, row);
     auto* col = new QTableWidgetItem(QString::number(i + 1));
@@ -235,6 +233,22 @@ void AgreementMatrix::redraw() {
     }
   }
   note_->setText(note());
+  fitRowLabels();
+}
+
+void AgreementMatrix::fitRowLabels() {
+  // Long grid names are shortened in the middle (whole in the tooltip) to the room the columns leave.
+  const int columns = count() * table_->horizontalHeader()->defaultSectionSize();
+  const int room = std::clamp(table_->width() - columns - 60, kMinRowLabelWidth, kMaxRowLabelWidth);
+  for (int i = 0; i < count(); ++i)
+    if (QTableWidgetItem* row = table_->verticalHeaderItem(i))
+      row->setText(QStringLiteral("%1  %2").arg(i + 1).arg(
+          table_->fontMetrics().elidedText(entry(i).label, Qt::ElideMiddle, room)));
+}
+
+void AgreementMatrix::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitRowLabels();
 }
 
 }  // namespace hs

@@ -59,9 +59,13 @@ class AgreementMatrix : public QWidget {
  Q_SIGNALS:
   void compareRequested(const QString& keyA, const QString& keyB);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void recompute();
   void redraw();
+  void fitRowLabels();
 
   std::vector<Entry> entries_;
   std::vector<HeadRef> silent_;
