@@ -431,7 +431,7 @@ void EngineWorker::evaluate(const QString& taskJson, const std::vector<Intervent
                             const QString& runId, int randomDraws) {
   job("evaluate", [&] {
     nlohmann::json options = evaluateOptions(entries);
-    if (randomDraws > 0) options["random_draws"] = randomDraws;
+    options["random_draws"] = randomDraws;  // 0 too: the method's default is 5 draws
     const TaskSpec spec = specFrom(taskJson);
     const AnalysisOutputPtr out = run("evaluate", spec, options, runId);
     EvalResult r = evalResultOf(out->run);

@@ -499,6 +499,7 @@ class TestDualRoute : public QObject {
     }
     QCOMPARE(t->rows[2][6].get<int>(), 5);  // draws
     QVERIFY(t->rows[2][4].get<double>() <= rnd && rnd <= t->rows[2][5].get<double>());
+    QVERIFY(t->rows[2][4].get<double>() >= 0 && t->rows[2][5].get<double>() <= 1);  // a mean of rates
   }
 
   // The list-task curves as the official vocablist_ablation.py measures them (issue 39, items 1, 2, 7): per

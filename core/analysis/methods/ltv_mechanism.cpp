@@ -146,7 +146,7 @@ std::string reconstructionVerdict(double ovAccuracy, double mlpAccuracy) {
 
 Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prompt>& prompts,
                                 const Site& site, const at::Tensor& theta, int batch, int pad_id,
-                                const AnalysisContext& ctx) {
+                                const AnalysisContext& ctx, Eigen::MatrixXd* se) {
   checkLayer(model, site.layer, "key heads");
   checkTheta(model, theta, "key heads");
   if (prompts.empty()) fail("key heads: no prompts");
@@ -155,7 +155,8 @@ Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prom
   const int L = c.n_layers, H = c.n_heads;
   const int first = firstReadingLayer(site);  // heads below cannot read θ
   at::AutoGradMode grad(true);
-  at::Tensor total = at::zeros({L, H}, at::kDouble);  // [layers, head] Σ over prompts
+  at::Tensor total = at::zeros({L, H}, at::kDouble);    // [layers, head] Σ over prompts
+  at::Tensor squares = at::zeros({L, H}, at::kDouble);  // [layers, head] Σ saliency² over prompts
   const at::Tensor th = theta.detach().to(model.device(), model.dtype());
   for (size_t b = 0; b < prompts.size(); b += static_cast<size_t>(batch)) {
     ctx.checkCancelled();
@@ -187,17 +188,28 @@ Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prom
       const at::Tensor z =
           r.cache.at(attnZ(l)).detach().select(1, -1).to(at::kDouble);  // [batch, head, d_head]
       const at::Tensor g = probes[static_cast<size_t>(l - first)].grad().select(1, 0).to(
-          at::kDouble);                                   // [batch, head, d_head]
-      total[l].add_((z * g).sum(-1).abs().sum(0).cpu());  // [head]: Σ_rows |z · ∂p/∂z| = |a · ∂p/∂a|
+          at::kDouble);                                    // [batch, head, d_head]
+      const at::Tensor sal = (z * g).sum(-1).abs().cpu();  // [batch, head] |z · ∂p/∂z| = |a · ∂p/∂a|
+      total[l].add_(sal.sum(0));
+      squares[l].add_(sal.pow(2).sum(0));
     }
     ctx.report(static_cast<double>(e) / prompts.size(), "key-head saliency");
   }
-  total /= static_cast<double>(prompts.size());
+  const double n = static_cast<double>(prompts.size());
+  total /= n;
+  // se = sample sd / √n: (Σx² − n·mean²) / (n − 1) / n under the root.
+  const at::Tensor stdErr = n > 1
+                                ? ((squares - n * total * total) / (n - 1)).clamp_min(0).sqrt() / std::sqrt(n)
+                                : at::full_like(total, std::numeric_limits<double>::quiet_NaN());
   Eigen::MatrixXd out(L, H);
+  if (se) se->resize(L, H);
   auto acc = total.accessor<double, 2>();
+  auto sa = stdErr.accessor<double, 2>();
   for (int l = 0; l < L; ++l)
-    for (int h = 0; h < H; ++h)
+    for (int h = 0; h < H; ++h) {
       out(l, h) = l < first ? std::numeric_limits<double>::quiet_NaN() : acc[l][h];
+      if (se) (*se)(l, h) = l < first ? std::numeric_limits<double>::quiet_NaN() : sa[l][h];
+    }
   return out;
 }
 

@@ -72,10 +72,11 @@ std::string reconstructionVerdict(double ovAccuracy, double mlpAccuracy);
 // Saliency of every head: |a_{l,k,N} · ∂p(y*)/∂a_{l,k,N}| with θ added at `site`, position N, averaged over
 // prompts. a = W_O^k z_k, so a · ∂p/∂a = z_k · ∂p/∂z_k; the gradient is taken through a zero Add on hook_z
 // at N of every reading layer (one forward + backward per batch). → [layers, heads]; NaN for the heads of
-// the layers below firstReadingLayer(site).
+// the layers below firstReadingLayer(site). `se`, when given, receives each head's standard error over the
+// prompts (sample sd / √n; NaN where the value is).
 Eigen::MatrixXd keyHeadSaliency(const Transformer& model, const std::vector<Prompt>& prompts,
                                 const Site& site, const at::Tensor& theta, int batch = 16, int pad_id = 0,
-                                const AnalysisContext& ctx = {});
+                                const AnalysisContext& ctx = {}, Eigen::MatrixXd* se = nullptr);
 
 // ---- linear propagation ----
 

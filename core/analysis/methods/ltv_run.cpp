@@ -513,7 +513,7 @@ KeyHeadStage keyHeadStage(const Transformer& model, const Tokenizer& tok, const 
   st.key.name = "LTV key-head saliency |a · ∂p(y*)/∂a| at N, heads after " + site.name();
   st.key.unit = "|a·∂p/∂a|";
   st.key.values = keyHeadSaliency(model, s.zsTrain, site, theta, opt.eval_batch, opt.pad_id,
-                                  subContext(ctx, 0.87, 0.93, "key heads"));
+                                  subContext(ctx, 0.87, 0.93, "key heads"), &st.key.se);
   st.key.provenance = prov;
   const std::vector<HeadRef> ranked = rankHeads(st.key);  // the heads after the site, best first
   const int k = std::max(1, static_cast<int>(std::lround(opt.key_head_fraction * L * H)));

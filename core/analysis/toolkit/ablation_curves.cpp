@@ -218,7 +218,8 @@ Table inductionAblationTable(const Transformer& model, const NextTokenTask& indu
   const int n = static_cast<int>(induction.prompts.size());
   const double base = nextTokenAccuracy(model, induction, {}, 32, ctx);
   const double accTop = nextTokenAccuracy(model, induction, ablateHeads(top), 32, ctx);
-  const Spread r = spreadOf(accRandom);
+  Spread r = spreadOf(accRandom);
+  if (r.n > 1) r.lo = std::max(0.0, r.lo), r.hi = std::min(1.0, r.hi);  // a mean of rates stays in [0, 1]
   Table t;
   t.id = "induction.ablation";
   t.name = "Induction accuracy with heads zero-ablated";
