@@ -256,13 +256,14 @@ bool MainWindow::exportCurrentData(const QString& path) {
 
 QStringList MainWindow::saveScreenshots(const QString& dir) {
   QDir().mkpath(dir);
-  const char* names[] = {"heads", "geometry", "task_vectors", "attention", "prompt", "attribution"};
   QStringList written;
   const int keep = tabs_->currentIndex();
-  for (int i = 0; i < tabs_->count() && i < 6; ++i) {
+  // Every tab, named after its title: "Task vectors" → main_task_vectors.png.
+  for (int i = 0; i < tabs_->count(); ++i) {
     tabs_->setCurrentIndex(i);
     QApplication::processEvents();
-    const QString f = QDir(dir).filePath(QString("main_%1.png").arg(names[i]));
+    const QString name = tabs_->tabText(i).remove('&').toLower().replace(' ', '_');
+    const QString f = QDir(dir).filePath(QString("main_%1.png").arg(name));
     if (grab().save(f)) written << f;
   }
   tabs_->setCurrentIndex(keep);
