@@ -119,7 +119,7 @@ QCPTextElement* addTitle(QCustomPlot& plot) {
   plot.plotLayout()->insertRow(0);
   auto* title = new QCPTextElement(&plot, QString(), titleFont());
   plot.plotLayout()->addElement(0, 0, title);
-  keepTextFitting(plot, *title);
+  keepTextFitting(plot, *title, kTitleLines);
   return title;
 }
 
@@ -232,12 +232,20 @@ QString fitText(const QString& text, const QFont& font, int width) {
   return out.join('\n');
 }
 
-void keepTextFitting(QCustomPlot& plot, QCPTextElement& element) {
-  QObject::connect(&plot, &QCustomPlot::beforeReplot, &element, [p = &plot, e = &element] {
+void keepTextFitting(QCustomPlot& plot, QCPTextElement& element, int maxLines) {
+  QObject::connect(&plot, &QCustomPlot::beforeReplot, &element, [p = &plot, e = &element, maxLines] {
     const QString shown = e->text();
     if (shown != e->property("hsFitted").toString()) e->setProperty("hsFull", shown);  // set by the owner
     const QString full = e->property("hsFull").toString();
-    const QString fitted = fitText(full, e->font(), std::max(40, p->width() - 12));
+    const int width = std::max(40, p->width() - 12);
+    QString fitted = fitText(full, e->font(), width);
+    QStringList lines = fitted.split('\n');
+    if (maxLines > 0 && lines.size() > maxLines) {  // the rest joins the last line, elided
+      const QString rest = lines.mid(maxLines - 1).join(' ');
+      lines = lines.mid(0, maxLines - 1);
+      lines << QFontMetrics(e->font()).elidedText(rest, Qt::ElideRight, width);
+      fitted = lines.join('\n');
+    }
     e->setProperty("hsFitted", fitted);
     if (fitted != shown) e->setText(fitted);
   });

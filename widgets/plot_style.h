@@ -30,7 +30,10 @@ void applyBaseStyle(QCustomPlot& plot);
 
 // A plot filling `host` (no margins) in the base style: every plot widget starts here.
 QCustomPlot* addPlot(QWidget& host);
-// A title row above the plot's layout (row 0), its text kept fitting the width (keepTextFitting).
+// A title row above the plot's layout (row 0), its text kept fitting the width in at most kTitleLines lines
+// (keepTextFitting): a long title (LTV's curves name their site, fit and measures) never takes the plot's
+// height.
+inline constexpr int kTitleLines = 2;
 QCPTextElement* addTitle(QCustomPlot& plot);
 // An axis of a cell map (head grid, logit lens): no grid lines through the cells, no sub-ticks, short ticks.
 void styleCellAxis(QCPAxis& axis);
@@ -56,7 +59,8 @@ void keepLegendInEmptiestCorner(QCustomPlot& plot);
 QString fitText(const QString& text, const QFont& font, int width);
 // Keeps the text element within the plot's width whenever the plot is replotted (new text, resize, export):
 // the text last set through QCPTextElement::setText is the full text; what is shown is fitText of it.
-void keepTextFitting(QCustomPlot& plot, QCPTextElement& element);
+// With maxLines > 0 the fitted text has at most that many lines, the last one elided ("…").
+void keepTextFitting(QCustomPlot& plot, QCPTextElement& element, int maxLines = 0);
 
 // Replots `plot` unless it has no area (not laid out yet, or given none by a splitter or a stack that was
 // hidden): drawing into its empty buffer only warns ("QPainter::begin: Paint device returned engine == 0",

@@ -125,6 +125,7 @@ QSharedPointer<QCPAxisTickerText> AttentionTab::tokenTicker(const PatternView& v
 void AttentionTab::applyTicks() {
   // Every label needs a line of the tick font: the x labels, rotated by 60°, a line / sin 60° of width.
   const int line = QFontMetrics(plotstyle::tickFont()).height() + 2;
+  bool changed = false;
   for (int i = 0; i < plot_->plottableCount() && i < static_cast<int>(patterns_.size()); ++i) {
     const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i));
     if (!map) continue;
@@ -141,12 +142,17 @@ void AttentionTab::applyTicks() {
     if (x->property("every").toInt() != ex) {
       x->setTicker(tokenTicker(v, ex));
       x->setProperty("every", ex);
+      changed = true;
     }
     if (y->property("every").toInt() != ey) {
       y->setTicker(tokenTicker(v, ey));
       y->setProperty("every", ey);
+      changed = true;
     }
   }
+  // This frame's ticks were made before its layout: the next frame draws the new ones (they change only
+  // with the panels' sizes, so this settles at once).
+  if (changed) plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
 }
 
 void AttentionTab::rebuild() {

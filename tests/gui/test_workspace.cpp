@@ -124,9 +124,15 @@ hs::AnalysisRun panelRun(const std::string& id) {
       } else if (o.kind == hs::OutputSpec::Kind::Curve) {
         hs::Curve c;
         c.id = o.id;
-        c.name = o.panel_title;
+        // As long as LTV's rotation curve names itself, with as many series.
+        c.name =
+            "Linear propagation W = QΣ from the residual stream after layer l (hook_resid_post) to the "
+            "last layer (the full W, r = d = 128): rotation cos(θ, Qθ), stretch ‖Σθ‖/‖θ‖, and ‖P v‖/‖v‖ "
+            "of θ and Qθ in the label subspace";
         c.x = {0, 1, 2, 3};
-        c.series = {{"a", {0.1, 0.4, 0.2, 0.3}}, {"b", {0.3, 0.1, 0.2, 0.5}}};
+        for (const char* series :
+             {"cos_theta_Qtheta", "stretch", "fit_r2", "label_alignment_theta", "label_alignment_Qtheta"})
+          c.series.push_back({series, {0.1, 0.4, 0.2, 0.3}});
         r.curves.push_back(c);
       } else if (o.kind == hs::OutputSpec::Kind::Table) {
         hs::Table t;
@@ -488,9 +494,8 @@ class TestWorkspace : public QObject {
     QSignalSpy patterns(w.get(), &MainWindow::patternShown);
     w->headsView()->setSelection({{0, 0}, {1, 1}, {2, 2}, {3, 3}});
     QTRY_VERIFY_WITH_TIMEOUT(w->attentionTab()->shownCount() == 4, 60000);
-    w->tabs()->setCurrentIndex(MainWindow::AttentionTabIndex);
+    w->tabs()->setCurrentIndex(MainWindow::AttentionTabIndex);  // the patterns arrived while it was hidden
     settle();
-    w->attentionPlot()->replot();
     const int line = QFontMetrics(hs::plotstyle::tickFont()).height();
     for (int i = 0; i < 4; ++i) {
       const auto* map = qobject_cast<QCPColorMap*>(w->attentionPlot()->plottable(i));
@@ -503,6 +508,9 @@ class TestWorkspace : public QObject {
         qInfo("%d px: panel %d %s labels %.1f px apart (a line: %d px)", width, i,
               axis == map->keyAxis() ? "key" : "query", pitch, line);
         QVERIFY2(pitch >= need - 0.5, "overlapping token labels");
+        // Nor thinned for another size: at most three times the pitch a label needs (or every token
+        // labelled).
+        QVERIFY2(pitch <= 3 * need + 0.5 || ticks[1] - ticks[0] == 1, "labels thinned for another size");
       }
     }
   }
@@ -555,7 +563,9 @@ class TestWorkspace : public QObject {
       if (QCustomPlot* p = w->geometryTab()->plotOf(i)) {
         p->replot();
         qInfo("geometry panel %d: axis rect %d px high of %d", i, p->axisRect()->height(), p->height());
-        QVERIFY2(p->axisRect()->height() >= 100, qPrintable(QString("panel %1's plot is squashed").arg(i)));
+        // A third of the panel at least for the data (LTV's long title took all but 60 px of 245).
+        QVERIFY2(p->axisRect()->height() >= p->height() / 3,
+                 qPrintable(QString("panel %1's plot is squashed").arg(i)));
       }
   }
 
@@ -615,9 +625,26 @@ class TestWorkspace : public QObject {
     hs::gui::ProjectionView projection;
     hs::Table t;
     t.columns = {"x", "y", "label"};
-    for (const char* c : {"green", "gray", "red", "apple"})
+    for (const char* c : {"green", "gray", "red", "apple", "blue", "gold", "navy", "pink", "teal"})
       t.rows.push_back({1.0, 2.0, c});
+    projection.resize(420, 150);  // a Geometry panel at 1280 × 800
+    projection.show();
     QVERIFY(projection.setTable(t));
+    settle();
+    projection.plot()->replot();
+    // Every legend entry as high as its text (none squeezed, "gray" read as "grav").
+    int entries = 0;
+    for (int i = 0; i < projection.plot()->legend->elementCount(); ++i) {
+      const QCPAbstractLegendItem* item = projection.plot()->legend->item(i);
+      if (!item) continue;  // an empty cell of the wrapped grid
+      ++entries;
+      QVERIFY2(item->outerRect().height() >= item->minimumOuterSizeHint().height(),
+               qPrintable(QString("legend entry %1: %2 px of %3")
+                              .arg(i)
+                              .arg(item->outerRect().height())
+                              .arg(item->minimumOuterSizeHint().height())));
+    }
+    QCOMPARE(entries, 9);
     for (int g = 0; g < projection.plot()->graphCount(); ++g) {
       const QString name = projection.plot()->graph(g)->name();
       const QColor drawn = projection.plot()->graph(g)->scatterStyle().brush().color();
