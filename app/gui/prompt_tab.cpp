@@ -266,8 +266,8 @@ AttributionTab::AttributionTab(QWidget* parent) : QWidget(parent) {
   ranked_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   // Both columns whole at any window width: the component's name, and the value under its full header.
   const QFontMetrics fm(ranked_->font()), hfm(ranked_->horizontalHeader()->font());
-  const int nameWidth =
-      std::max(fm.horizontalAdvance("embeddings  head L99.H99"), hfm.horizontalAdvance("component"));
+  const int nameWidth = std::max({fm.horizontalAdvance("head L99.H99"), fm.horizontalAdvance("embeddings"),
+                                  hfm.horizontalAdvance("component")});
   const int valueWidth =
       std::max(fm.horizontalAdvance("−999.9999"), hfm.horizontalAdvance("logit contribution"));
   ranked_->setMinimumWidth(nameWidth + valueWidth + 4 * fm.horizontalAdvance("  ") +
