@@ -127,6 +127,9 @@ HeadCard::HeadCard(QWidget* parent) : QWidget(parent) {
   bar->addWidget(layer_);
   bar->addWidget(headBox_);
   bar->addStretch(1);
+  layout->addLayout(bar);
+  // The links on a row of their own, so that the card never widens the window (1024 px screens).
+  bar = new QHBoxLayout;
   heads_ = new QPushButton(tr("Heads tab"));
   heads_->setToolTip(tr("The chosen grid (or the first) on the Heads tab, this head selected"));
   attentionButton_ = new QPushButton(tr("Attention tab"));
@@ -136,8 +139,10 @@ HeadCard::HeadCard(QWidget* parent) : QWidget(parent) {
   dynamics_->setToolTip(tr("This head across training checkpoints (published series)"));
   ablate_ = new QPushButton(tr("Zero-ablate"));
   ablate_->setToolTip(tr("Add a zero-ablation of this head to the Interventions dock"));
+  bar->addWidget(new QLabel(tr("Show it on:")));
   for (QPushButton* b : {heads_, attentionButton_, attribution_, dynamics_, ablate_})
     bar->addWidget(b);
+  bar->addStretch(1);
   layout->addLayout(bar);
   summary_ = new QLabel;
   summary_->setWordWrap(true);

@@ -57,7 +57,7 @@ PromptSlices::PromptSlices(QWidget* parent) : QWidget(parent) {
   auto* bar = new QHBoxLayout;
   source_ = new QComboBox;
   source_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  source_->setMinimumContentsLength(24);
+  source_->setMinimumContentsLength(16);
   source_->setToolTip(tr("Per-prompt tables of the session's runs, and the prompts each run used"));
   filter_ = new QLineEdit;
   filter_->setPlaceholderText(tr("filter: rows holding this text"));
@@ -67,14 +67,19 @@ PromptSlices::PromptSlices(QWidget* parent) : QWidget(parent) {
   auto* exportButton = new QPushButton(tr("Export CSV…"));
   exportButton->setObjectName("ExportPromptsCsv");
   count_ = new QLabel;
+  column_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  column_->setMinimumContentsLength(10);
   bar->addWidget(new QLabel(tr("Rows of")));
-  bar->addWidget(source_, 3);
-  bar->addWidget(filter_, 2);
-  bar->addWidget(new QLabel(tr("in")));
-  bar->addWidget(column_);
+  bar->addWidget(source_, 1);
   bar->addWidget(count_);
   bar->addWidget(exportButton);
   layout->addLayout(bar);
+  auto* bar2 = new QHBoxLayout;  // a second row: the window stays narrow enough for 1024 px screens
+  bar2->addWidget(new QLabel(tr("Filter")));
+  bar2->addWidget(filter_, 1);
+  bar2->addWidget(new QLabel(tr("in")));
+  bar2->addWidget(column_);
+  layout->addLayout(bar2);
   model_ = new QStandardItemModel(this);
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
