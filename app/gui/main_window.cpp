@@ -280,7 +280,7 @@ void MainWindow::buildUi() {
 void MainWindow::buildTabs() {
   tabs_ = new QTabWidget;
   tabs_->setUsesScrollButtons(true);  // tabs scroll instead of widening the window
-  tabs_->setElideMode(Qt::ElideRight);
+  tabs_->setElideMode(Qt::ElideNone);  // whole titles; the scroll buttons reach the rest
   setCentralWidget(tabs_);
 
   headsTab_ = new HeadsTab;

@@ -49,6 +49,7 @@ OutputsTab::OutputsTab(QWidget* parent) : QWidget(parent) {
   tree_->setHeaderLabels({tr("Run / result"), tr("kind")});
   tree_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
   tree_->header()->setStretchLastSection(false);
+  tree_->setMinimumWidth(260);  // results' names stay readable beside a wide plot
   split->addWidget(tree_);
   auto* right = new QWidget;
   auto* rl = new QVBoxLayout(right);
@@ -74,6 +75,7 @@ OutputsTab::OutputsTab(QWidget* parent) : QWidget(parent) {
   split->addWidget(right);
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 3);
+  split->setSizes({340, 900});
   layout->addWidget(split);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this] { showSelected(); });
 }
@@ -92,7 +94,7 @@ void OutputsTab::setRuns(const std::vector<AnalysisRun>& runs) {
       const QString key = QString::fromStdString(run.id + "/" + id);
       auto* item = new QTreeWidgetItem(top, {QString::fromStdString(name.empty() ? id : name), kind});
       item->setData(0, kKeyRole, key);
-      item->setToolTip(0, QString::fromStdString(id));
+      item->setToolTip(0, QString::fromStdString(name.empty() ? id : name + "\n" + id));
       if (key == keep) reselect = item;
     };
     for (const Curve& c : run.curves)
@@ -101,6 +103,9 @@ void OutputsTab::setRuns(const std::vector<AnalysisRun>& runs) {
       add(t.id, t.name, "table");
     top->setExpanded(true);
   }
+  // Something to look at: the kept result, else the first one.
+  if (!reselect && tree_->topLevelItemCount() > 0 && tree_->topLevelItem(0)->childCount() > 0)
+    reselect = tree_->topLevelItem(0)->child(0);
   tree_->blockSignals(false);
   if (reselect) tree_->setCurrentItem(reselect);
   showSelected();
