@@ -325,6 +325,26 @@ void EngineWorker::attentionPattern(const QString& text, int layer, int head,
   });
 }
 
+void EngineWorker::headCircuit(const QString& text, int layer, int head, const QString& taskJson) {
+  job("head card", [&] {
+    Q_EMIT headCircuitReady(computeHeadCircuit(need(state_->model), {layer, head}, text, specFrom(taskJson)));
+  });
+}
+
+void EngineWorker::decodePrompts(const QString& tag, const std::vector<std::vector<int>>& ids,
+                                 const std::vector<std::vector<int>>& answers) {
+  job("decode prompts", [&] {
+    const LoadedModel& m = need(state_->model);
+    if (!m.tokenizer) fail("the model has no tokenizer");
+    QStringList texts, answerTexts;
+    for (const std::vector<int>& p : ids)
+      texts << QString::fromStdString(m.tokenizer->decode(p));
+    for (const std::vector<int>& a : answers)
+      answerTexts << QString::fromStdString(m.tokenizer->decode(a));
+    Q_EMIT promptsDecoded(tag, texts, answerTexts);
+  });
+}
+
 AnalysisContext EngineWorker::context() {
   AnalysisContext ctx;
   // At most ~20 progress signals a second: a fast loop must not flood the UI thread's event queue.

@@ -12,6 +12,7 @@
 #include "analysis/framework/analysis_context.h"
 #include "analysis/toolkit/head_edits.h"
 #include "gui_types.h"
+#include "head_circuit.h"
 #include "model/intervention.h"
 #include "tasks/icl_task.h"
 
@@ -49,6 +50,13 @@ class EngineWorker : public QObject {
   void attentionPattern(const QString& text, int layer, int head,
                         const std::vector<hs::gui::InterventionEntry>& entries = {},
                         const QString& taskJson = {});
+  // The head card's engine part (head_circuit.h): the head's pattern on `text` (no interventions) and its OV
+  // circuit on the label tokens of the task (TaskSpec JSON); arrives through headCircuitReady.
+  void headCircuit(const QString& text, int layer, int head, const QString& taskJson);
+  // The texts of token-id sequences (a run's prompt records and their answers, for the Prompts tab); they
+  // arrive through promptsDecoded with `tag`.
+  void decodePrompts(const QString& tag, const std::vector<std::vector<int>>& ids,
+                     const std::vector<std::vector<int>>& answers);
   // Runs the method `method` of the registry (core/analysis/framework/registry.h) on the task (TaskSpec JSON)
   // with `optionsJson` (checked against the method's options); the run gets the id `runId`.
   void runAnalysis(const QString& method, const QString& taskJson, const QString& optionsJson,
@@ -66,6 +74,8 @@ class EngineWorker : public QObject {
   void modelLoaded(const hs::gui::ModelInfo& info);
   void promptReady(const hs::gui::PromptView& view);
   void patternReady(const hs::gui::PatternView& view);
+  void headCircuitReady(const hs::gui::HeadCircuit& circuit);
+  void promptsDecoded(const QString& tag, const QStringList& texts, const QStringList& answers);
   void analysisReady(const hs::gui::AnalysisOutputPtr& output);
   void taskPreviewReady(const hs::gui::TaskPreview& preview);
   void evaluationReady(const hs::gui::EvalResult& result);

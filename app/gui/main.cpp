@@ -6,7 +6,9 @@
 //                                  result files / folders (repeatable)
 //   --screenshot DIR               after the first analysis and an evaluation, saves one PNG per tab and
 //   quits; with --screenshot-view published: the toy's dual-route grids beside the published ones
-//   (published_vs_toy.png) and the Dynamics tab (dynamics.png) of the imported runs
+//   (published_vs_toy.png) and the Dynamics tab (dynamics.png) of the imported runs; with
+//   --screenshot-view workspace: the head card, the method-agreement matrix, the Prompts tab and a run diff
+//   (head_card.png, agreement.png, prompts.png, run_diff.png)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -16,8 +18,10 @@
 #include <memory>
 
 #include "../common/data_roots.h"
+#include "agreement_matrix.h"
 #include "dynamics_view.h"
 #include "evaluation_dock.h"
+#include "head_card.h"
 #include "head_grid_view.h"
 #include "heads_tab.h"
 #include "interventions_dock.h"
@@ -25,8 +29,11 @@
 #include "model/blas_buffers.h"
 #include "model/io/mapped_file.h"
 #include "model/thread_policy.h"
+#include "prompt_slices.h"
 #include "results/rank_stats.h"
+#include "run_diff.h"
 #include "util/allocator.h"
+#include "workspace_views.h"
 
 using hs::gui::MainWindow;
 
@@ -107,6 +114,59 @@ void scriptPublishedScreenshots(MainWindow& w, const QString& dir, QSize size) {
   QTimer::singleShot(540000, &w, [finish] { (*finish)(); });
 }
 
+// The views of issue 40 on the toy model: induction, TSLA and function vectors at start, a second TSLA run
+// with the other score definition, the top three TR heads zero-ablated and evaluated; then the head card of
+// the top TR head, the agreement matrix (k = 4), the evaluation's ICL prompts sorted by the answer's
+// probability after the ablation, and the run diff of the two TSLA runs.
+void scriptWorkspaceScreenshots(MainWindow& w, const QString& dir, QSize size) {
+  w.setInteractive(false);
+  w.setStartAnalyses({"induction", "tsla", "fv"});
+  w.resize(size);
+  auto finish = std::make_shared<std::function<void()>>([&w, dir, size] {
+    hs::gui::WorkspaceViews* views = w.workspaceViews();
+    views->agreement()->setK(4);
+    // The evaluation's ICL prompts, those the ablation hurt most first.
+    if (views->promptSlices()->setSource("evaluate-1/evaluate.prompts")) {
+      views->promptSlices()->setFilter("icl", "set");
+      views->promptSlices()->sortBy("p_answer_after", Qt::AscendingOrder);
+    }
+    if (hs::gui::RunDiffDialog* d = views->compareRuns("tsla-1", "tsla-2")) {
+      d->resize(std::min(1400, size.width() - 40), std::min(860, size.height() - 40));
+      d->view()->setGrid("tsla.tl");
+    }
+    for (const QString& f : views->saveScreenshots(dir))
+      qInfo("wrote %s", qPrintable(f));
+    QApplication::quit();
+  });
+  auto step = std::make_shared<int>(0);
+  QObject::connect(&w, &MainWindow::gridsShown, &w, [&w, step] {
+    bool tsla = false, fv = false, induction = false;
+    for (const hs::AnalysisRun& r : w.runs()) {
+      tsla |= r.id == "tsla-1";
+      fv |= r.method == "fv";
+      induction |= r.method == "induction";
+    }
+    if (*step == 0 && tsla && fv && induction) {
+      *step = 1;
+      w.runAnalysis("tsla", {{"score_definition", "norm"}});
+    } else if (*step == 1 && w.runs().size() >= 4) {
+      *step = 2;
+      w.headsTab()->setCurrentMetric("tsla-1/tsla.tr");
+      const std::vector<hs::HeadRef> top = hs::topHeads(w.headsView()->grid(), 3);
+      w.interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, top);
+      w.evaluate();
+    }
+  });
+  QObject::connect(
+      &w, &MainWindow::evaluationShown, &w,
+      [&w] { w.workspaceViews()->showHeadCard(hs::topHeads(w.headsView()->grid(), 1).front()); },
+      Qt::SingleShotConnection);
+  QObject::connect(
+      w.workspaceViews(), &hs::gui::WorkspaceViews::headCircuitShown, &w,
+      [&w, finish] { QTimer::singleShot(1500, &w, [finish] { (*finish)(); }); }, Qt::SingleShotConnection);
+  QTimer::singleShot(900000, &w, [finish] { (*finish)(); });  // never hang a docs build
+}
+
 // --help, -h, -?, --version, -v: text only, answered before QApplication, which needs a display.
 bool asksHelpOrVersion(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -144,9 +204,10 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot("screenshot",
                                 "Save one PNG per tab into DIR after the first analysis, then quit", "DIR");
   QCommandLineOption screenshotView("screenshot-view",
-                                    "What --screenshot shows: tabs (every tab, default) or published (the "
+                                    "What --screenshot shows: tabs (every tab, default), published (the "
                                     "toy's dual-route grid beside the imported published one, and the "
-                                    "Dynamics tab)",
+                                    "Dynamics tab) or workspace (the head card, the method-agreement matrix "
+                                    "and a run diff)",
                                     "VIEW", "tabs");
   QCommandLineOption import("import",
                             "Add the runs of a published session (.hscope) or published result files or "
@@ -177,6 +238,8 @@ int main(int argc, char** argv) {
     }
     if (parser.value(screenshotView) == "published")
       scriptPublishedScreenshots(window, parser.value(screenshot), size);
+    else if (parser.value(screenshotView) == "workspace")
+      scriptWorkspaceScreenshots(window, parser.value(screenshot), size);
     else
       scriptScreenshots(window, parser.value(screenshot), size);
   }

@@ -57,6 +57,7 @@
 #include "session_io.h"
 #include "study_view.h"
 #include "task_dock.h"
+#include "workspace_views.h"
 
 namespace hs::gui {
 
@@ -134,6 +135,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (b) progress_->setValue(0);
   });
   thread_.start();
+  workspace_ = new WorkspaceViews(this);
 
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -961,6 +963,7 @@ void MainWindow::refreshResults() {
   taskVectorsTab_->setRuns(shown);
   outputsTab_->setRuns(shown);
   runsDock_->setRuns(all, info_.label);
+  if (workspace_) workspace_->setRuns(shown, others);
   refreshing_ = false;
 }
 

@@ -49,6 +49,7 @@ class RunsDock;
 class OutputsTab;
 class ResultsTab;
 class TaskDock;
+class WorkspaceViews;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -138,6 +139,8 @@ class MainWindow : public QMainWindow {
   PromptTab* promptTab() const { return promptTab_; }
   AttributionTab* attributionTab() const { return attributionTab_; }
   DynamicsTab* dynamicsTab() const { return dynamicsTab_; }
+  // The Head card, Agreement and Prompts tabs and the run diff windows (workspace_views.h).
+  WorkspaceViews* workspaceViews() const { return workspace_; }
   QUndoStack* undoStack() const { return undo_; }
   // Runs of another model than the loaded one are closed (removed from the session).
   void closeOtherModelsRuns();
@@ -282,6 +285,8 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_ = nullptr;
   QPushButton* cancel_ = nullptr;
   QMenu* recentMenu_ = nullptr;
+  friend class WorkspaceViews;  // wires its views into the window's tabs, docks and worker
+  WorkspaceViews* workspace_ = nullptr;
 };
 
 }  // namespace hs::gui
