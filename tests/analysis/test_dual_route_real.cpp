@@ -18,11 +18,11 @@
 #include <fstream>
 #include <regex>
 
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/methods/induction_run.h"
-#include "tasks/list_tasks.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
+#include "tasks/list_tasks.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -177,8 +177,12 @@ class TestDualRouteReal : public QObject {
       curves.insert(c.id);
       QVERIFY(c.x == (std::vector<double>{0, 1, 2, 40}));  // k capped at the 40 heads
     }
-    QCOMPARE(curves, (std::set<std::string>{"dual_route.ablation.copy_random", "dual_route.ablation.antonym",
-                                            "dual_route.ablation.nonsense"}));
+    std::set<std::string>
+        want;  // per task: top-1, top-5, top-10 accuracy and p(answer), as the official script
+    for (const char* task : {"copy_random", "antonym", "nonsense"})
+      for (const char* metric : {"ablation.", "ablation_top5.", "ablation_top10.", "ablation_prob."})
+        want.insert(std::string("dual_route.") + metric + task);
+    QCOMPARE(curves, want);
     std::map<std::string, int> sets;
     for (const hs::AnalysisOutput* out : {&dual, &lists})
       for (const hs::PromptRecord& p : out->run.prompts)
