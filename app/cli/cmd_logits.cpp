@@ -22,6 +22,7 @@ struct LogitsArgs {
 // evaluate's translation): mean ablation replaces the head's z by its mean over the neutral corpus.
 std::vector<Intervention> ablations(const LoadedModel& m, const std::vector<HeadRef>& heads,
                                     const std::string& mode) {
+  checkHeads(*m.model, heads, "--ablate");  // before any corpus mean is computed
   std::vector<HeadEdit> edits;
   for (const HeadRef& h : heads)
     edits.push_back(

@@ -21,24 +21,6 @@
 
 namespace hs {
 
-double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
-                         const std::vector<Intervention>& interventions, int batch,
-                         const AnalysisContext& ctx) {
-  if (task.prompts.empty() || task.prompts.size() != task.answers.size())
-    fail("next-token accuracy of ", task.id, ": ", task.prompts.size(), " prompts and ", task.answers.size(),
-         " answers (expected as many, >= 1)");
-  std::vector<std::vector<int64_t>> answers;
-  for (int64_t a : task.answers)
-    answers.push_back({a});
-  AnswerScoring scoring;
-  scoring.batch = batch;
-  scoring.interventions = interventions;
-  int64_t correct = 0;
-  for (const AnswerScore& s : scoreAnswers(model, task.prompts, answers, scoring, ctx))
-    correct += s.correct;
-  return double(correct) / double(task.prompts.size());
-}
-
 namespace {
 
 // One point of the curves: the prompts' top-1, top-5 and top-10 hits and answer probabilities.
@@ -135,6 +117,15 @@ std::vector<int> checkedKs(const Transformer& model, const NextTokenTask& task,
 }
 
 }  // namespace
+
+double nextTokenAccuracy(const Transformer& model, const NextTokenTask& task,
+                         const std::vector<Intervention>& interventions, int batch,
+                         const AnalysisContext& ctx) {
+  if (task.prompts.empty() || task.prompts.size() != task.answers.size())
+    fail("next-token accuracy of ", task.id, ": ", task.prompts.size(), " prompts and ", task.answers.size(),
+         " answers (expected as many, >= 1)");
+  return meanOf(pointScores(model, task, interventions, batch, ctx).top1);
+}
 
 std::vector<Curve> ablationCurves(const Transformer& model, const NextTokenTask& task,
                                   const std::vector<HeadOrdering>& orderings, const AblationCurveOptions& o,
