@@ -99,10 +99,11 @@ EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   draws_ = new QSpinBox;
   draws_->setRange(0, 50);
   draws_->setValue(5);
-  draws_->setPrefix("random control: ");
+  draws_->setPrefix("random: ");  // short: the dock must fit beside the tabs at 1280 px
   draws_->setSuffix(" draws");
   draws_->setToolTip(
-      "Also ablate as many random heads (drawn from the others), this many times: how much "
+      "Random-heads control: also ablate as many random live heads (drawn from the others), this many "
+      "times: how much "
       "of the drop any heads would cause");
   bar->addWidget(evaluate_, 1);
   bar->addWidget(draws_);
