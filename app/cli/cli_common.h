@@ -1,7 +1,8 @@
 #pragma once
 // Shared pieces of the headscope-cli commands: loading, parsing lists, printing JSON. buildCli adds every
 // command to an app: the tools (info, tokenize, logits, generate, train-toy, eval-toy, export) and one
-// command per analysis method of the registry (core/analysis/framework/registry.h), generated from its record.
+// command per analysis method of the registry (core/analysis/framework/registry.h), generated from its
+// record.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -13,9 +14,9 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
 #include "model/load/model_loader.h"
+#include "tasks/icl_task.h"
 
 namespace hs::cli {
 

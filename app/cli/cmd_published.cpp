@@ -1,9 +1,9 @@
 // headscope-cli import-published FILE|FOLDER... --out X.hscope [--session IN.hscope] [--json X.json]
 //
 // The dual-route study's published per-head scores (../shared/data/published/dual_route/, or the converted
-// copies in share/headscope/published) as runs of the method "published" (core/analysis/methods/published.h), one
-// per model and training checkpoint, in a session the GUI opens like any other. With --session the runs are
-// added to a copy of that session (e.g. a run of your own on the same model), so the comparison is one
+// copies in share/headscope/published) as runs of the method "published" (core/analysis/methods/published.h),
+// one per model and training checkpoint, in a session the GUI opens like any other. With --session the runs
+// are added to a copy of that session (e.g. a run of your own on the same model), so the comparison is one
 // file. Prints {"out", "runs": [{"run", "label", "grids"}]} on stdout.
 #include <fstream>
 

@@ -9,11 +9,11 @@
 
 #include <memory>
 
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
 #include "cli_common.h"
 #include "results/results_json.h"
 #include "session/session.h"
+#include "tasks/icl_task.h"
 #include "util/error.h"
 #include "util/file_text.h"
 

@@ -281,7 +281,7 @@ void MainWindow::buildUi() {
 // indices).
 void MainWindow::buildTabs() {
   tabs_ = new QTabWidget;
-  tabs_->setUsesScrollButtons(true);  // tabs scroll instead of widening the window
+  tabs_->setUsesScrollButtons(true);   // tabs scroll instead of widening the window
   tabs_->setElideMode(Qt::ElideNone);  // whole titles; the scroll buttons reach the rest
   setCentralWidget(tabs_);
 

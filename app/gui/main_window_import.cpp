@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "analysis/framework/analysis_output.h"
-#include "analysis/methods/published.h"
 #include "analysis/framework/registry.h"
+#include "analysis/methods/published.h"
 #include "batch/merge.h"
 #include "main_window.h"
 #include "session_io.h"

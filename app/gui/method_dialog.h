@@ -1,8 +1,9 @@
 #pragma once
-// The options form of one analysis method, generated from its registry record (core/analysis/framework/registry.h):
-// what the method does and which paper it reproduces, the task it will run on, and one field per option
-// with its default, range and help in the tooltip. The values a method was last run with are remembered
-// per method (QSettings "methods/<name>/options"); Restore defaults resets the form.
+// The options form of one analysis method, generated from its registry record
+// (core/analysis/framework/registry.h): what the method does and which paper it reproduces, the task it will
+// run on, and one field per option with its default, range and help in the tooltip. The values a method was
+// last run with are remembered per method (QSettings "methods/<name>/options"); Restore defaults resets the
+// form.
 #include <QDialog>
 
 #include <nlohmann/json.hpp>

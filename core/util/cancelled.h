@@ -1,7 +1,7 @@
 #pragma once
-// Cooperative cancellation: what AnalysisContext::checkCancelled (analysis/framework/analysis_context.h) throws when
-// the user cancels a job. It lives in util so that withContext (error.h) can let it through unchanged: a
-// cancelled job is not a failure and must not arrive as an hs::Error with a context prefix.
+// Cooperative cancellation: what AnalysisContext::checkCancelled (analysis/framework/analysis_context.h)
+// throws when the user cancels a job. It lives in util so that withContext (error.h) can let it through
+// unchanged: a cancelled job is not a failure and must not arrive as an hs::Error with a context prefix.
 #include <stdexcept>
 
 namespace hs {

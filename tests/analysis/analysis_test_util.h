@@ -16,9 +16,9 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "tasks/icl_task.h"
 #include "results/results_json.h"
 #include "session/session.h"
+#include "tasks/icl_task.h"
 #include "test_paths.h"
 
 // Skips the calling test function when headscope-cli is not part of this build or not built yet.

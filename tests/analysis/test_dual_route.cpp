@@ -598,11 +598,11 @@ class TestDualRoute : public QObject {
         if (row[0] == grid) return row[3].get<double>();
       return -1.0;
     };
-    const double token = jaccard("dual_route.token_copying"), concept = jaccard("dual_route.concept_copying");
+    const double token = jaccard("dual_route.token_copying"), conceptOverlap = jaccard("dual_route.concept_copying");
     qInfo("top-4 mean pairwise Jaccard over 3 seeds: token copying %.3f, concept copying %.3f", token,
-          concept);
+          conceptOverlap);
     QVERIFY2(token >= 0.5, qPrintable(QString("token copying %1").arg(token)));
-    QVERIFY2(concept <= 0.34, qPrintable(QString("concept copying %1").arg(concept)));
+    QVERIFY2(conceptOverlap <= 0.34, qPrintable(QString("concept copying %1").arg(conceptOverlap)));
     const hs::HeadGrid* con = findGrid(out.run, "dual_route.concept_copying");
     QVERIFY(con && con->hasSe());
     const hs::HeadRef top = hs::topHeads(*con, 1).front();

@@ -1,5 +1,5 @@
-// Direct logit attribution (analysis/toolkit/logit_attribution.h) against the model's own numbers: the parts add
-// up to the answer logit (RMSNorm and LayerNorm models, with biases and learned positions), each head's
+// Direct logit attribution (analysis/toolkit/logit_attribution.h) against the model's own numbers: the parts
+// add up to the answer logit (RMSNorm and LayerNorm models, with biases and learned positions), each head's
 // part equals its hook_result written through the final norm's frozen scale (taken from ln_final), and an
 // ablated head contributes nothing. The `evaluate` method's statistics: the Wilson interval against
 // published values, the random-heads control (as many heads as chosen, none of them, seeded) and the

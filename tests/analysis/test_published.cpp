@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/methods/published.h"
 #include "analysis/framework/registry.h"
+#include "analysis/methods/published.h"
 #include "analysis_test_util.h"
 #include "results/checkpoint_series.h"
 #include "results/rank_stats.h"

@@ -20,13 +20,13 @@
 
 #include "../load/load_error_util.h"
 #include "../load/load_test_util.h"
-#include "analysis/toolkit/icl_accuracy.h"
-#include "tasks/icl_task.h"
 #include "analysis/methods/tsla.h"
+#include "analysis/toolkit/icl_accuracy.h"
 #include "analysis_test_util.h"
 #include "model/compute_dtype.h"
 #include "model/load/model_loader.h"
 #include "results/rank_stats.h"
+#include "tasks/icl_task.h"
 #include "util/error.h"
 
 using hs::test::findGrid;

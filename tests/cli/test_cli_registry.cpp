@@ -14,10 +14,10 @@
 
 #include "cli_common.h"
 #include "man_page.h"
-#include "util/file_text.h"
 #include "session/session.h"
 #include "test_method.h"
 #include "test_paths.h"
+#include "util/file_text.h"
 
 namespace {
 
@@ -167,7 +167,8 @@ class TestCliRegistry : public QObject {
                               return c.second.count(f) > 0;
                             }));
         QVERIFY2(known, ("the man page names " + f + (section.empty() ? "" : " under " + section) +
-                         ", which the CLI does not have").c_str());
+                         ", which the CLI does not have")
+                            .c_str());
         ++checked;
       }
     }

@@ -6,8 +6,8 @@
 // grid (a panel of the Task vectors tab), the table the largest head of each layer.
 #include <ATen/ATen.h>
 
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"
 
 namespace hs::test {
 

@@ -18,8 +18,8 @@
 #include <QUndoStack>
 #include <QtTest>
 
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "engine_worker.h"
 #include "evaluation_dock.h"
 #include "gui_test_util.h"

@@ -17,13 +17,13 @@
 #include <sstream>
 #include <string>
 
-#include "tasks/icl_task.h"
 #include "model/io/mapped_file.h"
 #include "model/io/safetensors.h"
 #include "model/load/config_json.h"
 #include "robust_test_util.h"
 #include "session/output_set.h"
 #include "session/session.h"
+#include "tasks/icl_task.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

@@ -12,13 +12,13 @@
 #include "analysis/methods/evaluate.h"
 #include "analysis/methods/function_vectors.h"
 #include "analysis/methods/geometry.h"
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/methods/induction_run.h"
 #include "analysis/methods/ltv.h"
 #include "analysis/methods/patch_method.h"
 #include "analysis/methods/published.h"
 #include "analysis/methods/site.h"
 #include "analysis/methods/tsla.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "util/error.h"
 
 namespace hs {

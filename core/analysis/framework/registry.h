@@ -16,9 +16,9 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/options.h"
 #include "model/transformer.h"
+#include "tasks/icl_task.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
@@ -38,8 +38,12 @@ struct OutputSpec {
   OutputSpec() = default;
   OutputSpec(Kind k, std::string id_, std::string unit_, std::string meaning_, std::string panel_ = {},
              std::string panelTitle = {})
-      : kind(k), id(std::move(id_)), unit(std::move(unit_)), meaning(std::move(meaning_)),
-        panel(std::move(panel_)), panel_title(std::move(panelTitle)) {}
+      : kind(k),
+        id(std::move(id_)),
+        unit(std::move(unit_)),
+        meaning(std::move(meaning_)),
+        panel(std::move(panel_)),
+        panel_title(std::move(panelTitle)) {}
   Kind kind = Kind::Grid;
   std::string id;
   std::string unit;     // grids: the value's unit; curves: "x → y"
@@ -57,7 +61,7 @@ struct GuiEntry {
   bool run_menu = true;   // an entry in the Run menu (false: another control runs it, as the Evaluation dock)
   std::string shortcut;   // of that entry, e.g. "Ctrl+R"
   bool at_start = false;  // run when the workbench opens a model, with `start_options`
-  bool start_on_toy_only = false;  // only on the toy model (on real models it takes minutes to hours)
+  bool start_on_toy_only = false;   // only on the toy model (on real models it takes minutes to hours)
   bool start_on_open_task = false;  // at start, on an open-ended task rather than the Task dock's
   nlohmann::json start_options = nlohmann::json::object();  // what the first screen needs quickly
 };

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/toolkit/ablation_curves.h"
 #include "analysis/methods/dual_route.h"
 #include "analysis/methods/induction_run.h"
+#include "analysis/toolkit/ablation_curves.h"
 #include "analysis/toolkit/induction_scores.h"
 #include "tasks/toy/world.h"
 

@@ -35,8 +35,8 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "analysis/toolkit/head_toolkit.h"  // isToyVocabulary, inductionTokenRange, MeanSource
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"  // inductionTokenRange, MeanSource
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -51,7 +51,7 @@ struct InductionRunOptions {
   int n_matching =
       0;  // prompts per attention score; 0 = the official 2048 on real models, n on the toy model
   uint64_t seed = 1;
-  int top_k = 4;        // head sets of the induction ablation table and concept patching; top heads listed
+  int top_k = 4;  // head sets of the induction ablation table and concept patching; top heads listed
   // Prompts per ablation task; 0 = the model's default: the official --max_n 1024 on real models (fewer
   // where a list has fewer usable pairs), 64 on the toy model (a CI-sized run).
   int n_eval = 0;

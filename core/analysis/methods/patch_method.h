@@ -7,8 +7,8 @@
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "analysis/toolkit/head_toolkit.h"
 #include "analysis/framework/registry.h"
+#include "analysis/toolkit/head_toolkit.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 

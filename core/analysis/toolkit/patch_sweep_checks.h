@@ -1,6 +1,6 @@
 #pragma once
-// Internal to patch_sweep.cpp and attribution_patching.cpp: the checked form of a PatchSweepSpec, the values a
-// patch writes, and the grids both fill.
+// Internal to patch_sweep.cpp and attribution_patching.cpp: the checked form of a PatchSweepSpec, the values
+// a patch writes, and the grids both fill.
 #include <ATen/core/Tensor.h>
 
 #include <string>
