@@ -9,6 +9,10 @@
 // - The CLI writes a session whose grid, curve and tensors equal its --json output and reopen unchanged.
 // - The universal head set (heads_from): the AIE grids of earlier runs of two toy tasks averaged head by head
 //   (grid fv.aie_universal), the FV summed over that average's top heads, every output naming the set.
+// - Several tasks in one run (more_tasks): each task's AIE grid equals its single-task run's (same prompts),
+//   fv.aie_universal is their head-by-head mean with SE √(se_a² + se_b²)/2, each task's FV is the universal
+//   top heads' writes of its own mean z, its accuracies are its single-task run's zero-shot / ICL ones, and
+//   table fv.tasks lists them with Wilson intervals; a task given twice, or beside heads_from, is refused.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <QtTest>
@@ -214,6 +218,100 @@ class TestFunctionVectors : public QObject {
           nlohmann::json(hs::topHeads(grids[0], 4)).dump().c_str(), nlohmann::json(top).dump().c_str());
     const std::string missing = dir.filePath("missing.json").toStdString();
     QVERIFY_THROWS_EXCEPTION(hs::Error, (hs::universalAie(missing, 4, 8)));
+  }
+
+  // Todd et al. §2.2–2.3 in one run: the AIE averaged over the tasks ranks the heads, each task's FV sums
+  // those heads' means of that task. Oracle: single-task runs of the same tasks (same seed, n, prompts).
+  void severalTasksInOneRun() {
+    const hs::Transformer& m = *toy_.model;
+    hs::FvOptions opt;
+    opt.n_mean = 8;
+    opt.n_corrupt = 3;
+    opt.top = 4;
+    const std::string other = "toy:translate_a_b";
+    hs::TaskSpec specA = antonymSpec(6), specB = specA;
+    specB.dataset = other;
+    const hs::AnalysisOutput a = hs::runFv(m, *toy_.tokenizer, specA, opt);
+    const hs::AnalysisOutput b = hs::runFv(m, *toy_.tokenizer, specB, opt);
+    opt.more_tasks = other;
+    const hs::AnalysisOutput u = hs::runFv(m, *toy_.tokenizer, specA, opt);
+
+    const hs::HeadGrid* ga = hs::test::findGrid(u.run, "fv.aie");
+    const hs::HeadGrid* gb = hs::test::findGrid(u.run, "fv.aie." + other);
+    const hs::HeadGrid* avg = hs::test::findGrid(u.run, "fv.aie_universal");
+    QVERIFY(ga && gb && avg);
+    QCOMPARE(u.run.grids.size(), size_t(3));
+    const hs::HeadGrid &sa = a.run.grids.at(0), &sb = b.run.grids.at(0);
+    QVERIFY(sa.hasSe() && sb.hasSe());
+    // Per-task grids: the single-task runs' values and SEs; their provenance names their own task.
+    QVERIFY((ga->values - sa.values).cwiseAbs().maxCoeff() < 1e-12);
+    QVERIFY((gb->values - sb.values).cwiseAbs().maxCoeff() < 1e-12);
+    QVERIFY((gb->se - sb.se).cwiseAbs().maxCoeff() < 1e-12);
+    QCOMPARE(ga->provenance.task, std::string("toy:antonym_a"));
+    QCOMPARE(gb->provenance.task, other);
+    QVERIFY(ga->name != gb->name);
+    // The universal grid: the head-by-head mean, its SE that of a mean of two independent means.
+    QVERIFY(sa.values != sb.values);
+    const Eigen::MatrixXd want = (sa.values + sb.values) / 2;
+    QVERIFY((avg->values - want).cwiseAbs().maxCoeff() < 1e-12);
+    QVERIFY(avg->hasSe());
+    const Eigen::MatrixXd wantSe = (sa.se.cwiseAbs2() + sb.se.cwiseAbs2()).cwiseSqrt() / 2;
+    QVERIFY((avg->se - wantSe).cwiseAbs().maxCoeff() < 1e-12);
+    QCOMPARE(avg->provenance.derived.at("tasks").size(), size_t(2));
+
+    // The heads: the universal top 4; each task's FV sums their writes of its own task's mean z.
+    const std::vector<hs::HeadRef> top = hs::topHeads(*avg, 4);
+    QVERIFY(u.run.summary["top_heads"].get<std::vector<hs::HeadRef>>() == top);
+    QCOMPARE(u.run.summary["head_set"].get<std::string>(), std::string("universal"));
+    QVERIFY(at::allclose(u.tensors.at("fv-1/mean_z"), a.tensors.at("fv-1/mean_z"), 0, 1e-7));
+    QVERIFY(at::allclose(u.tensors.at("fv-1/mean_z." + other), b.tensors.at("fv-1/mean_z"), 0, 1e-7));
+    QVERIFY(at::allclose(u.tensors.at("fv-1/fv"), hs::functionVector(m, a.tensors.at("fv-1/mean_z"), top), 0,
+                         1e-5));
+    QVERIFY(at::allclose(u.tensors.at("fv-1/fv." + other),
+                         hs::functionVector(m, b.tensors.at("fv-1/mean_z"), top), 0, 1e-5));
+
+    // Accuracies per task: zero-shot and ICL as the single-task runs (the same evaluation prompts), the FV
+    // curve per layer, and table fv.tasks with Wilson intervals.
+    const hs::Curve* ca = hs::test::findCurve(u.run, "fv.accuracy_vs_layer");
+    const hs::Curve* cb = hs::test::findCurve(u.run, "fv.accuracy_vs_layer." + other);
+    QVERIFY(ca && cb);
+    QCOMPARE(int(cb->x.size()), m.config().n_layers);
+    QVERIFY(!cb->intervals.empty());
+    const hs::Table* t = hs::test::findTable(u.run, "fv.tasks");
+    QVERIFY(t);
+    QCOMPARE(t->rows.size(), size_t(2));
+    auto col = [&](const std::string& c) {
+      return size_t(std::find(t->columns.begin(), t->columns.end(), c) - t->columns.begin());
+    };
+    for (const char* c : {"zero_shot_lo", "zero_shot_hi", "icl_lo", "fv_accuracy_lo", "fv_accuracy_hi"})
+      QVERIFY2(col(c) < t->columns.size(), c);
+    const hs::AnalysisOutput* single[2] = {&a, &b};
+    for (size_t i = 0; i < 2; ++i) {
+      const auto& row = t->rows[i];
+      const nlohmann::json& s = single[i]->run.summary;
+      QCOMPARE(row[col("task")].get<std::string>(), i == 0 ? std::string("toy:antonym_a") : other);
+      QCOMPARE(row[col("zero_shot")].get<double>(), s["zero_shot_accuracy"].get<double>());
+      QCOMPARE(row[col("icl")].get<double>(), s["icl_accuracy"].get<double>());
+      const hs::Curve* c = i == 0 ? ca : cb;
+      const auto& fvSeries = c->series[0].second;
+      QCOMPARE(row[col("fv_accuracy")].get<double>(), *std::max_element(fvSeries.begin(), fvSeries.end()));
+      const double lo = row[col("fv_accuracy_lo")].get<double>(),
+                   hi = row[col("fv_accuracy_hi")].get<double>();
+      QVERIFY(lo <= row[col("fv_accuracy")].get<double>() && row[col("fv_accuracy")].get<double>() <= hi);
+      qInfo("%s: zero-shot %.3f, ICL %.3f, universal FV %.3f [%.3f, %.3f] at layer %d (n = %d)",
+            row[col("task")].get<std::string>().c_str(), row[col("zero_shot")].get<double>(),
+            row[col("icl")].get<double>(), row[col("fv_accuracy")].get<double>(), lo, hi,
+            row[col("fv_best_layer")].get<int>(), row[col("n_eval")].get<int>());
+    }
+    QVERIFY(u.run.summary["per_task"].contains(other));
+    qInfo("universal top 4 over antonym_a and translate_a_b: %s", nlohmann::json(top).dump().c_str());
+
+    // Refused: a task named twice; more_tasks beside heads_from.
+    opt.more_tasks = "toy:antonym_a";
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runFv(m, *toy_.tokenizer, specA, opt));
+    opt.more_tasks = other;
+    opt.heads_from = "a.json";
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runFv(m, *toy_.tokenizer, specA, opt));
   }
 
   void cliSessionRoundTrip() {

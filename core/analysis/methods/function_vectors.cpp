@@ -36,6 +36,11 @@ const OptionTable<FvOptions>& fvOptionTable() {
           .add("heads_from", &FvOptions::heads_from,
                "earlier FV runs of several tasks (their --json files, comma-separated): the FV sums the top "
                "heads of their AIE grids averaged, the official universal head set (empty: this task's AIE)")
+          .add(
+              "more_tasks", &FvOptions::more_tasks,
+              "further tasks run beside --task (datasets, comma-separated; the task's other settings): each "
+              "gets its own AIE, the heads are the top of the AIE averaged over all the tasks (the universal "
+              "set), and each task's FV from those heads is evaluated on it (empty: --task alone)")
           .add("batch", &FvOptions::batch, "prompts per forward in the evaluations", OptionCheck::atLeast(1));
   return table;
 }
@@ -60,13 +65,20 @@ MethodInfo fvMethod() {
   m.outputs = {
       {OutputSpec::Kind::Grid, "fv.aie", "ΔP", "rise of P(answer) when the head's clean mean is restored"},
       {OutputSpec::Kind::Grid, "fv.aie_universal", "ΔP",
-       "the AIE averaged over the tasks of heads_from (the universal head set's ranking)"},
+       "the AIE averaged over the tasks of heads_from or of this run (the universal head set's ranking)"},
+      {OutputSpec::Kind::Grid, "fv.aie.*", "ΔP", "the AIE of one of more_tasks (a run of several tasks)"},
       {OutputSpec::Kind::Curve, "fv.accuracy_vs_layer", "layer → accuracy",
        "zero-shot accuracy with the function vector added after the layer", "Task vectors",
        "Function-vector accuracy vs layer"},
+      {OutputSpec::Kind::Curve, "fv.accuracy_vs_layer.*", "layer → accuracy",
+       "zero-shot accuracy of one of more_tasks with its function vector added after the layer"},
       {OutputSpec::Kind::Table, "fv.top_heads", "AIE", "the heads summed into the function vector"},
+      {OutputSpec::Kind::Table, "fv.tasks", "accuracy",
+       "a run of several tasks: each task's zero-shot, ICL and best-layer FV accuracy (universal heads)"},
       {OutputSpec::Kind::Tensor, "fv", "", "[d_model] the function vector"},
       {OutputSpec::Kind::Tensor, "mean_z", "", "[layers, heads, d_head] the clean mean head outputs"},
+      {OutputSpec::Kind::Tensor, "fv.*", "", "[d_model] the function vector of one of more_tasks"},
+      {OutputSpec::Kind::Tensor, "mean_z.*", "", "[layers, heads, d_head] one of more_tasks' mean outputs"},
   };
   m.gui.at_start = true;
   m.gui.start_on_toy_only = true;
@@ -102,32 +114,61 @@ HeadGrid averageIndirectEffect(const Transformer& model, const std::vector<Promp
   return g;
 }
 
-HeadGrid universalAie(const std::string& files, int layers, int heads) {
+HeadGrid averageAie(const std::vector<HeadGrid>& perTask) {
+  if (perTask.empty()) fail("universal AIE: no task grids");
+  const int layers = perTask.front().layers(), heads = perTask.front().heads();
   HeadGrid out;
   out.id = "fv.aie_universal";
-  out.name = "Universal AIE: the AIE averaged over the tasks of heads_from";
+  out.name = "Universal AIE: the AIE averaged over " + std::to_string(perTask.size()) + " tasks";
   out.unit = "ΔP";
   out.provenance.method = "fv";
-  out.values = Eigen::MatrixXd::Zero(layers, heads);
+  out.values = Eigen::MatrixXd::Zero(layers, heads);           // [layers, heads]
+  Eigen::MatrixXd var = Eigen::MatrixXd::Zero(layers, heads);  // [layers, heads] Σ_t se_t²
+  bool allSe = true;
+  for (const HeadGrid& g : perTask) {
+    if (g.layers() != layers || g.heads() != heads)
+      fail("universal AIE: grid ", g.id, " of ", g.provenance.task, " is ", g.layers(), " x ", g.heads(),
+           ", the first is ", layers, " x ", heads);
+    out.values += g.values;  // Ā = (1/|T|) Σ_t AIE_t, each task's grid once
+    if (g.hasSe())
+      var += g.se.cwiseAbs2();
+    else
+      allSe = false;
+  }
+  const double n = static_cast<double>(perTask.size());
+  out.values /= n;
+  // SE(Ā) = (1/|T|) √(Σ_t se_t²): the tasks' means are independent (each over its own prompts).
+  if (allSe) out.se = var.cwiseSqrt() / n;
+  return out;
+}
+
+HeadGrid universalAie(const std::string& files, int layers, int heads) {
+  std::vector<HeadGrid> grids;
   nlohmann::json sources = nlohmann::json::array();
   std::stringstream list(files);
   for (std::string path; std::getline(list, path, ',');) {
     if (path.empty()) continue;
     const nlohmann::json j = readJsonFile(path);
-    const HeadGrid g = withContext("heads_from " + path, [&] {
-      if (j.is_object() && j.contains("values")) return j.get<HeadGrid>();
+    // One grid file, or a run: its "fv.aie" grid and, from a run of several tasks, its "fv.aie.<t>" grids.
+    const std::vector<HeadGrid> fromFile = withContext("heads_from " + path, [&] {
+      if (j.is_object() && j.contains("values")) return std::vector<HeadGrid>{j.get<HeadGrid>()};
+      std::vector<HeadGrid> taskGrids;
       for (const HeadGrid& h : j.at("grids").get<std::vector<HeadGrid>>())
-        if (h.id == "fv.aie") return h;
-      fail("no fv.aie grid (give the --json file of an fv run)");
+        if (h.id == "fv.aie" || h.id.rfind("fv.aie.", 0) == 0) taskGrids.push_back(h);
+      if (taskGrids.empty()) fail("no fv.aie grid (give the --json file of an fv run)");
+      return taskGrids;
     });
-    if (g.layers() != layers || g.heads() != heads)
-      fail("heads_from ", path, ": its AIE is ", g.layers(), " x ", g.heads(), ", the model has ", layers,
-           " x ", heads, " heads");
-    out.values += g.values;  // Ā = (1/|T|) Σ_t AIE_t, each task's grid once
-    sources.push_back({{"file", path}, {"task", g.provenance.task}});
+    for (const HeadGrid& g : fromFile) {
+      if (g.layers() != layers || g.heads() != heads)
+        fail("heads_from ", path, ": its AIE is ", g.layers(), " x ", g.heads(), ", the model has ", layers,
+             " x ", heads, " heads");
+      grids.push_back(g);
+      sources.push_back({{"file", path}, {"task", g.provenance.task}});
+    }
   }
-  if (sources.empty()) fail("heads_from: no files given");
-  out.values /= static_cast<double>(sources.size());
+  if (grids.empty()) fail("heads_from: no files given");
+  HeadGrid out = averageAie(grids);
+  out.name = "Universal AIE: the AIE averaged over the tasks of heads_from";
   out.provenance.derived["heads_from"] = sources;
   return out;
 }
@@ -162,7 +203,7 @@ void checkFvOptions(const ModelConfig& c, const FvOptions& opt) {
     fail("fv: top must be in [1, ", c.n_layers * c.n_heads, "], got ", opt.top);
 }
 
-// The prompt sets of a run.
+// The prompt sets of one task.
 struct FvPrompts {
   IclTask eval;                  // the evaluation set (spec)
   std::vector<Prompt> clean;     // [n_mean] clean ICL prompts of z̄
@@ -286,18 +327,160 @@ nlohmann::json fvSummary(const HeadGrid& aie, const std::vector<HeadRef>& top, c
           {"n_eval", int(evalTask.zero_shot.size())}};
 }
 
-// Prompt sets "clean", "corrupt", "eval_zero_shot" and "eval_icl" (with the label set for classification).
-void recordFvPrompts(AnalysisOutput& out, const FvPrompts& p) {
-  recordPrompts(out, "clean", p.clean);
-  recordPrompts(out, "corrupt", p.shuffled);
+// Prompt sets "clean", "corrupt", "eval_zero_shot" and "eval_icl" (with the label set for classification),
+// each name followed by `suffix` ("" for the run's own task, ".<t>" for a further one).
+void recordFvPrompts(AnalysisOutput& out, const FvPrompts& p, const std::string& suffix = "") {
+  recordPrompts(out, "clean" + suffix, p.clean);
+  recordPrompts(out, "corrupt" + suffix, p.shuffled);
   if (p.eval.classification()) {
     const std::vector<std::vector<int>> labelSet = {p.eval.label_tokens};
-    recordPrompts(out, "eval_zero_shot", p.eval.zero_shot, labelSet);
-    recordPrompts(out, "eval_icl", p.eval.icl, labelSet);
+    recordPrompts(out, "eval_zero_shot" + suffix, p.eval.zero_shot, labelSet);
+    recordPrompts(out, "eval_icl" + suffix, p.eval.icl, labelSet);
   } else {
-    recordPrompts(out, "eval_zero_shot", p.eval.zero_shot);
-    recordPrompts(out, "eval_icl", p.eval.icl);
+    recordPrompts(out, "eval_zero_shot" + suffix, p.eval.zero_shot);
+    recordPrompts(out, "eval_icl" + suffix, p.eval.icl);
   }
+}
+
+// The run's tasks: spec, then one spec per more_tasks entry (its dataset, spec's other fields). Refused:
+// more_tasks beside heads_from (two sources of the universal set), a task given twice, two tasks whose short
+// names (what their grids, curves and tensors are named by) coincide.
+std::vector<TaskSpec> runTasks(const TaskSpec& spec, const FvOptions& opt) {
+  std::vector<TaskSpec> tasks = {spec};
+  std::stringstream list(opt.more_tasks);
+  for (std::string item; std::getline(list, item, ',');) {
+    const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) continue;
+    TaskSpec t = spec;
+    t.dataset = item.substr(b, e - b + 1);
+    for (const TaskSpec& seen : tasks) {
+      if (seen.dataset == t.dataset)
+        fail("fv: task ", t.dataset, " is given twice (--task and more_tasks together name each task once)");
+      if (shortName(seen.dataset) == shortName(t.dataset))
+        fail("fv: tasks ", seen.dataset, " and ", t.dataset, " share the name ", shortName(t.dataset),
+             " that their results are named by");
+    }
+    tasks.push_back(std::move(t));
+  }
+  if (tasks.size() > 1 && !opt.heads_from.empty())
+    fail("fv: give heads_from (earlier runs' AIE) or more_tasks (this run's tasks), not both");
+  return tasks;
+}
+
+// One task of a run of several: its prompts, mean z and AIE, and its FV from the universal heads with that
+// FV's accuracies.
+struct FvTask {
+  TaskSpec spec;
+  std::string name;  // shortName(spec.dataset): the suffix of its results
+  FvPrompts prompts;
+  at::Tensor mean_z;  // [layers, heads, d_head]
+  HeadGrid aie;       // [layers, heads]
+  at::Tensor fv;      // [d_model]
+  FvAccuracy acc;
+};
+
+// Table "fv.tasks": per task its evaluation count, zero-shot and ICL accuracy, and the accuracy of its FV
+// (universal heads) at its best layer, each rate with its 95 % Wilson interval.
+Table tasksTable(const std::vector<FvTask>& tasks, const Provenance& prov) {
+  Table t;
+  t.id = "fv.tasks";
+  t.name = "Each task with the FV of the universal heads (accuracy at the FV's best layer)";
+  t.columns = {"task", "n_eval", "zero_shot", "icl", "fv_best_layer", "fv_accuracy", "fv_norm"};
+  for (const FvTask& k : tasks) {
+    const FvAccuracy& a = k.acc;
+    const size_t best = size_t(std::max_element(a.fv.begin(), a.fv.end()) - a.fv.begin());
+    t.rows.push_back({k.spec.dataset, a.zero_shot.n, a.zero_shot.accuracy, a.icl.accuracy, int(best),
+                      a.fv[best], k.fv.norm().item<double>()});
+  }
+  for (const char* c : {"zero_shot", "icl", "fv_accuracy"})
+    addWilsonColumns(t, c, "n_eval");
+  t.provenance = prov;
+  return t;
+}
+
+// The run of several tasks (runFv with more_tasks). Progress: [0, 0.8) the tasks' means and AIEs, then the
+// accuracies.
+AnalysisOutput runFvTasks(const Transformer& model, const Tokenizer& tok, const std::vector<TaskSpec>& specs,
+                          const FvOptions& opt, const AnalysisContext& ctx) {
+  std::vector<FvTask> tasks;
+  for (const TaskSpec& s : specs)  // every dataset loaded and every prompt built before any forward
+    tasks.push_back({s,
+                     shortName(s.dataset),
+                     withContext("fv: task " + s.dataset, [&] { return buildFvPrompts(tok, s, opt); }),
+                     {},
+                     {},
+                     {},
+                     {}});
+  at::NoGradGuard noGrad;
+  const double n = static_cast<double>(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    FvTask& t = tasks[i];
+    const double from = 0.8 * double(i) / n, to = 0.8 * double(i + 1) / n;
+    t.mean_z = hs::meanZ(model, tokenSeqs(t.prompts.clean), ZMean::LastPosition,
+                         subContext(ctx, from, from + 0.25 * (to - from), "mean z of " + t.name));
+    t.aie = averageIndirectEffect(model, t.prompts.shuffled, t.mean_z,
+                                  subContext(ctx, from + 0.25 * (to - from), to, "AIE of " + t.name));
+  }
+  std::vector<HeadGrid> aies;
+  for (const FvTask& t : tasks)
+    aies.push_back(t.aie);
+  const HeadGrid universal = averageAie(aies);
+  const std::vector<HeadRef> top = topHeads(universal, opt.top);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    FvTask& t = tasks[i];
+    // v_t = Σ_{(l,k) ∈ top heads of Ā} W_O z̄_t[l, k]: the universal heads, this task's means.
+    t.fv = topHeadsFunctionVector(model, t.mean_z, t.prompts.clean, top);  // [d_model]
+    t.acc = accuracyWithFvPerLayer(model, t.prompts.eval, t.fv, opt.batch,
+                                   subContext(ctx, 0.8 + 0.2 * double(i) / n, 0.8 + 0.2 * double(i + 1) / n,
+                                              "FV accuracy of " + t.name));
+  }
+
+  const TaskSpec& spec = specs.front();
+  Provenance prov =
+      makeProvenance("fv", ctx, spec.dataset, spec.seed, spec.n_prompts, fvOptionTable().write(opt));
+  prov.options["task"] = taskSpecToJson(spec);
+  AnalysisOutput out;
+  out.run.id = ctx.runId("fv");
+  out.run.method = "fv";
+  out.run.options = prov.options;
+  nlohmann::json taskList = nlohmann::json::array(), perTask = nlohmann::json::object();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const FvTask& t = tasks[i];
+    // The run's own task keeps the single-task names; a further task's carry ".<its short name>".
+    const std::string suffix = i == 0 ? "" : "." + t.name;
+    Provenance p = prov;
+    p.task = t.spec.dataset;
+    p.options["task"] = taskSpecToJson(t.spec);
+    HeadGrid g = withRunProvenance(t.aie, p, opt.n_corrupt);
+    g.id = "fv.aie" + suffix;
+    g.name = "Average indirect effect on " + t.name + " (z at N ← mean, shuffled labels)";
+    out.run.grids.push_back(g);
+    Curve c = accuracyCurve(t.acc, p);
+    c.id += suffix;
+    c.name += " (" + t.name + ", universal heads)";
+    out.run.curves.push_back(c);
+    out.addTensor("fv" + suffix, t.fv);
+    out.addTensor("mean_z" + suffix, t.mean_z);
+    recordFvPrompts(out, t.prompts, suffix);
+    taskList.push_back(t.spec.dataset);
+    perTask[t.name] = fvSummary(universal, top, t.acc, t.fv, t.prompts.eval);
+    for (const char* k : {"top_heads", "top_aie"})  // the same for every task: once, at the top level
+      perTask[t.name].erase(k);
+  }
+  HeadGrid u = universal;
+  u.provenance = prov;
+  u.provenance.n_prompts = opt.n_corrupt;
+  u.provenance.derived["tasks"] = taskList;
+  out.run.grids.push_back(u);
+  out.run.tables.push_back(topHeadsTable(universal, top, prov));
+  out.run.tables.push_back(tasksTable(tasks, prov));
+  out.run.summary =
+      fvSummary(universal, top, tasks.front().acc, tasks.front().fv, tasks.front().prompts.eval);
+  out.run.summary["head_set"] = "universal";
+  out.run.summary["tasks"] = taskList;
+  out.run.summary["per_task"] = perTask;
+  ctx.report(1.0, "done");
+  return out;
 }
 
 }  // namespace
@@ -305,6 +488,8 @@ void recordFvPrompts(AnalysisOutput& out, const FvPrompts& p) {
 AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
                      const FvOptions& opt, const AnalysisContext& ctx) {
   checkFvOptions(model.config(), opt);
+  const std::vector<TaskSpec> specs = runTasks(spec, opt);
+  if (specs.size() > 1) return runFvTasks(model, tok, specs, opt, ctx);
   const FvPrompts prompts = buildFvPrompts(tok, spec, opt);
 
   at::NoGradGuard noGrad;

@@ -44,7 +44,7 @@ const OptionTable<GeometryOptions>& geometryOptionTable() {
                OptionCheck::atLeast(-1))
           .add("final_norm", &GeometryOptions::final_norm,
                "measure the residual after the model's final norm (what the unembedding reads); off: the raw "
-               "residual");
+               "residual, as the TSLA paper's formulas and TSLA's own curves");
   return table;
 }
 

@@ -7,23 +7,25 @@
 //    principal directions over prompts (centred, Eigen SVD): table geometry.projection with columns
 //    x, y, gold_label (index into the label words), gold_word, prompt (index); tensors "coordinates"
 //    [prompts, 2] and "directions" [2, d_model].
-// With final_norm (default) every h is first put through the model's final norm (finalNormed), so the
-// curves measure what the unembedding reads: at the last layer the logit difference is the model's own.
+// By default h is the raw residual and P, W_U the raw unembedding rows: the TSLA paper's formulas read
+// literally, and the same as TSLA's own curves (TslaOptions::final_norm, off by default). With final_norm
+// every h is first put through the model's final norm (finalNormed), so the curves measure what the
+// unembedding reads: at the last layer the logit difference is the model's own.
 // Prompts: "icl", with the label set.
 #include <string>
 
 #include "analysis/framework/analysis_context.h"
 #include "analysis/framework/analysis_output.h"
-#include "tasks/icl_task.h"
 #include "analysis/framework/registry.h"
 #include "model/transformer.h"
+#include "tasks/icl_task.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hs {
 
 struct GeometryOptions {
   int layer = -1;  // layer whose residual (after the layer) is projected; -1 = the layer of max alignment
-  bool final_norm = true;  // measure the final-normed residual (what the unembedding reads); off: raw
+  bool final_norm = false;  // measure the final-normed residual (what the unembedding reads); off: raw
 };
 const OptionTable<GeometryOptions>& geometryOptionTable();
 MethodInfo geometryMethod();  // the registry record
