@@ -112,6 +112,14 @@ std::pair<double, double> bootstrapMeanInterval(const std::vector<double>& value
   return {quantile(means, 0.025), quantile(means, 0.975)};
 }
 
+std::vector<size_t> bootstrapIndices(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<size_t> idx(n);
+  for (size_t& i : idx)
+    i = static_cast<size_t>(rng() % n);
+  return idx;
+}
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return kNaN;
   std::sort(v.begin(), v.end());

@@ -6,6 +6,7 @@
 //    over the prompts, and the standard error sd / √n of a per-head mean;
 //  - means over a few repeats (random head draws, seeds): mean, sample sd, min, max and the Student-t
 //    interval of the mean.
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -43,6 +44,10 @@ double standardError(const std::vector<double>& values);
 // times, mt19937_64 seeded with `seed`: the same numbers on every platform). {NaN, NaN} when empty.
 std::pair<double, double> bootstrapMeanInterval(const std::vector<double>& values, uint64_t seed,
                                                 int resamples = 2000);
+
+// `n` indices drawn uniformly with replacement from 0..n−1 (a bootstrap resample; mt19937_64 seeded with
+// `seed`, as bootstrapMeanInterval draws them: the same indices on every platform).
+std::vector<size_t> bootstrapIndices(size_t n, uint64_t seed);
 
 // The q-quantile of `values` by linear interpolation between order statistics (numpy's default).
 double quantile(std::vector<double> values, double q);

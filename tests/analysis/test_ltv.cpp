@@ -18,7 +18,9 @@
 //   zero-shot injection configuration too; ablating the key heads takes θ's effect away at least as much as
 //   random heads; the propagation fit's R², rotation and stretch lie in bands around the measured values;
 //   the valid, test, OV / MLP reconstruction and mean (corpus) ablation accuracies are recomputed from the
-//   run's recorded prompts and tensors at the site the run names; the run survives a session round trip.
+//   run's recorded prompts and tensors at the site the run names; every mean answer probability has its
+//   bootstrap interval over the test prompts (recomputed from each prompt's p(y*)) and the random key-head
+//   sets' mean row its sd and t interval; the run survives a session round trip.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <Eigen/Dense>
@@ -37,6 +39,7 @@
 #include "analysis_test_util.h"
 #include "model/load/model_loader.h"
 #include "model/mlp.h"
+#include "results/intervals.h"
 #include "results/results_json.h"
 #include "results/table_columns.h"
 #include "session/session.h"
@@ -901,6 +904,95 @@ class TestLtv : public QObject {
     QCOMPARE(seriesAt(rot, "label_alignment_Qtheta", mid), aQ);
     QVERIFY(a0 > 0 && a0 <= 1 + 1e-9 && aQ > 0 && aQ <= 1 + 1e-9);
     qInfo("label alignment: θ %.3f, Qθ %.3f", a0, aQ);
+  }
+
+  // Every mean answer probability has its 95 % interval (issue 39): mean_answer_prob_lo / _hi, the
+  // percentile bootstrap over the test prompts (2000 resamples, the task's seed). The θ, θ_OV and θ_MLP rows
+  // and the no-vector row are recomputed here from the recorded zero-shot prompts, each prompt's
+  // exp(log p(y*)) and the bootstrap; every interval holds its point. The random sets' mean row is their mean
+  // with draws, sd and the 95 % t interval over the sets (kept in [0, 1]), for the accuracy and the
+  // probability; the other rows are one evaluation (draws 1, no sd).
+  void answerProbabilitiesHaveIntervals() {
+    const hs::AnalysisOutput& out = toyRun();
+    const hs::Transformer& m = *toy().model;
+    const nlohmann::json& s = out.run.summary;
+    const hs::Table& ov = tableOf(out.run, "ltv.ov_reconstruction");
+    const hs::Table& abl = tableOf(out.run, "ltv.key_head_ablation");
+    for (const hs::Table* t : {&ov, &abl})
+      for (const auto& r : t->rows) {
+        const std::string row = r.at(0).get<std::string>();
+        for (const char* c : {"mean_answer_prob_lo", "mean_answer_prob_hi"})
+          QVERIFY2(hs::columnIndex(*t, c) >= 0 && r.at(size_t(hs::columnIndex(*t, c))).is_number(),
+                   qPrintable(QString("%1 %2: no %3")
+                                  .arg(QString::fromStdString(t->id), QString::fromStdString(row), c)));
+        const double p = cell(*t, row, "mean_answer_prob"), lo = cell(*t, row, "mean_answer_prob_lo"),
+                     hi = cell(*t, row, "mean_answer_prob_hi");
+        // A bootstrap over 54 prompts has width; the random sets' mean may not (on the toy model every
+        // random set is the same three heads: sd 0).
+        const bool width = row == "ltv_ablate_random_mean" || lo < hi;
+        QVERIFY2(lo <= p && p <= hi && width && lo >= 0 && hi <= 1,
+                 qPrintable(QString("%1 %2: %3 in [%4, %5]")
+                                .arg(QString::fromStdString(t->id), QString::fromStdString(row))
+                                .arg(p)
+                                .arg(lo)
+                                .arg(hi)));
+      }
+    const std::vector<hs::Prompt> zs = recorded(out.run, "zero_shot");
+    const hs::Site site = hs::Site::parse(s["site"].get<std::string>());
+    const at::Tensor theta = out.tensors.at("ltv-1/theta_l" + std::to_string(s["layer"].get<int>()));
+    const hs::Site last = hs::residPost(m.config().n_layers - 1);
+    const std::vector<std::pair<std::string, std::vector<hs::Intervention>>> rows = {
+        {"zero_shot", {}},
+        {"ltv", {hs::addToResidual(site, theta)}},
+        {"ov_reconstruction", {hs::addToResidual(last, hs::ovReconstruction(m, theta, site))}},
+        {"mlp_reconstruction", {hs::addToResidual(last, hs::mlpReconstruction(m, theta, site))}}};
+    for (const auto& [row, ivs] : rows) {
+      hs::IclEvalOptions eo;
+      eo.interventions = ivs;
+      const hs::IclEval e = hs::evaluateIcl(m, zs, eo);
+      const std::vector<double> probs = hs::answerProbabilities(e);
+      QCOMPARE(probs.size(), size_t(54));
+      double mean = 0;
+      for (double p : probs)
+        mean += p / double(probs.size());
+      const auto [lo, hi] = hs::bootstrapMeanInterval(probs, 1);
+      QVERIFY2(std::abs(cell(ov, row, "mean_answer_prob") - mean) < 1e-6 &&
+                   std::abs(cell(ov, row, "mean_answer_prob_lo") - lo) < 1e-6 &&
+                   std::abs(cell(ov, row, "mean_answer_prob_hi") - hi) < 1e-6,
+               qPrintable(QString("%1: table %2 [%3, %4], direct %5 [%6, %7]")
+                              .arg(QString::fromStdString(row))
+                              .arg(cell(ov, row, "mean_answer_prob"))
+                              .arg(cell(ov, row, "mean_answer_prob_lo"))
+                              .arg(cell(ov, row, "mean_answer_prob_hi"))
+                              .arg(mean)
+                              .arg(lo)
+                              .arg(hi)));
+      qInfo("%s: mean answer probability %.4f [%.4f, %.4f]", row.c_str(), mean, lo, hi);
+    }
+
+    // The random key-head control: 3 sets, their mean row with its spread.
+    std::vector<double> acc, prob;
+    for (int r = 0; r < 3; ++r) {
+      const std::string row = "ltv_ablate_random_" + std::to_string(r);
+      acc.push_back(cell(abl, row, "accuracy"));
+      prob.push_back(cell(abl, row, "mean_answer_prob"));
+      QCOMPARE(cell(abl, row, "draws"), 1.0);
+    }
+    const hs::Spread a = hs::spreadOf(acc), p = hs::spreadOf(prob);
+    const std::string mean = "ltv_ablate_random_mean";
+    QCOMPARE(cell(abl, mean, "draws"), 3.0);
+    QVERIFY(std::abs(cell(abl, mean, "accuracy") - a.mean) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "mean_answer_prob") - p.mean) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "accuracy_sd") - a.sd) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "mean_answer_prob_sd") - p.sd) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "mean_answer_prob_lo") - std::max(0.0, p.lo)) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "mean_answer_prob_hi") - std::min(1.0, p.hi)) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "accuracy_lo") - std::max(0.0, a.lo)) < 1e-12);
+    QVERIFY(std::abs(cell(abl, mean, "accuracy_hi") - std::min(1.0, a.hi)) < 1e-12);
+    QCOMPARE(s["random_ablation_sets"].get<int>(), 3);
+    QVERIFY(std::abs(s["random_ablation_accuracy_spread"]["sd"].get<double>() - a.sd) < 1e-12);
+    qInfo("random key-head sets: accuracy %.3f (sd %.3f) [%.3f, %.3f], answer probability %.4f (sd %.4f)",
+          a.mean, a.sd, std::max(0.0, a.lo), std::min(1.0, a.hi), p.mean, p.sd);
   }
 
   void sessionRoundTrip() {

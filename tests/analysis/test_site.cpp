@@ -17,6 +17,8 @@
 // - Exact match's generation is the official generate: max_new_tokens (20) new tokens or EOS, decoded and
 //   stripped (the separator rule is the option generation_stop separator); a dataset folder with the
 //   official train.json / valid.json / test.json is read with those splits (splits seeded: the 70/9/21 one).
+// - α's standard error: the sd over alpha_resamples bootstrap resamples of the embedding and training
+//   prompts, each α_b recomputed from scratch; 0 where one prompt leaves nothing to resample.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <QtTest>
@@ -39,6 +41,7 @@
 #include "session/session.h"
 #include "tasks/icl_task.h"
 #include "test_paths.h"
+#include "util/error.h"
 
 namespace {
 
@@ -408,6 +411,92 @@ class TestSite : public QObject {
     }
   }
 
+  // α's standard error (issue 39): the grid's se is each head's sd over alpha_resamples bootstrap resamples,
+  // each α_b recomputed here from scratch: t_b the mean z at N over the resample's embedding prompts (the
+  // run's recorded "embed" prompts, drawn with replacement), α_b trained from 0 on the resampled training
+  // pool (the first n_train zero-shot queries of the train split) with the resample's draw seed. α itself
+  // stays the full data's (the tensor "alpha"), and the resamples really resample (repeats in the pool).
+  void alphaStandardErrorIsTheBootstrapSpread() {
+    const hs::Transformer& m = *toy_.model;
+    const hs::TaskSpec spec = toyAntonymSpec(6);
+    hs::SiteOptions opt;
+    opt.n_embed = 5;
+    opt.n_train = 10;
+    opt.steps = 30;
+    opt.alpha_resamples = 3;
+    const hs::AnalysisOutput out = hs::runSite(m, *toy_.tokenizer, spec, opt);
+    const hs::HeadGrid& g = out.run.grids.at(0);
+    QVERIFY(g.hasSe());
+    QCOMPARE(out.run.summary["alpha_resamples"].get<int>(), 3);
+    const at::Tensor resamples = out.tensors.at("site-1/alpha_resamples");  // [B, layers, heads]
+    QVERIFY(resamples.sizes().vec() == (std::vector<int64_t>{3, 4, 8}));
+
+    hs::TokenSeqs embed;
+    for (const hs::PromptRecord& r : out.run.prompts)
+      if (r.set == "embed") embed.push_back(r.ids);
+    QCOMPARE(embed.size(), size_t(5));
+    hs::TaskSpec trainSpec = spec;
+    trainSpec.split = "train";
+    trainSpec.shots = 0;
+    trainSpec.n_prompts = opt.n_train;
+    std::vector<hs::SiteExample> pool;
+    for (const hs::Prompt& p : hs::buildIclTask(*toy_.tokenizer, trainSpec).zero_shot)
+      pool.push_back({std::vector<int64_t>(p.ids.begin(), p.ids.end()), int64_t(p.answer_token)});
+    QCOMPARE(pool.size(), size_t(10));
+    std::vector<at::Tensor> alphas;  // [layers, heads] per resample, recomputed
+    for (int b = 0; b < 3; ++b) {
+      const hs::SiteResample r = hs::siteResample(spec.seed, b, embed.size(), pool.size());
+      QVERIFY2(std::set<size_t>(r.train.begin(), r.train.end()).size() < pool.size(),
+               "a bootstrap resample of 10 examples without a repeat: not drawn with replacement");
+      hs::TokenSeqs e;
+      std::vector<hs::SiteExample> examples;
+      for (size_t i : r.embed)
+        e.push_back(embed[i]);
+      for (size_t i : r.train)
+        examples.push_back(pool[i]);
+      const at::Tensor t = hs::meanZ(m, e, hs::ZMean::LastPosition);  // [layers, heads, d_head]
+      alphas.push_back(at::sigmoid(hs::trainSite(m, examples, t, opt, r.seed).logit));
+      const double diff = (alphas.back() - resamples[b]).abs().max().item<double>();
+      QVERIFY2(diff < 1e-6, qPrintable(QString("resample %1: α differs by %2").arg(b).arg(diff)));
+    }
+    const at::Tensor sd = at::stack(alphas).to(at::kDouble).std(0);  // [layers, heads]
+    double largest = 0;
+    for (int l = 0; l < 4; ++l)
+      for (int h = 0; h < 8; ++h) {
+        const double se = g.se(l, h);
+        QVERIFY2(std::isfinite(se) && se >= 0, qPrintable(QString("head %1.%2 se %3").arg(l).arg(h).arg(se)));
+        QVERIFY(std::abs(se - sd[l][h].item<double>()) < 1e-6);
+        QCOMPARE(g.values(l, h), out.tensors.at("site-1/alpha")[l][h].item<double>());
+        largest = std::max(largest, se);
+      }
+    qInfo("α's bootstrap se (3 resamples, 30 steps): largest %.4f, mean %.4f", largest,
+          out.run.summary["mean_alpha_se"].get<double>());
+    QVERIFY2(largest > 0.01, "resamples of other prompts should move α");
+  }
+
+  // The se measures how α depends on the prompts: with one embedding prompt and one training query every
+  // resample is the same data and trains the same α (se 0 on every head); with 10 training queries and 5
+  // embedding prompts it does not.
+  void alphaStandardErrorVanishesWithoutDataToResample() {
+    const hs::TaskSpec spec = toyAntonymSpec(4);
+    hs::SiteOptions opt;
+    opt.n_embed = 1;
+    opt.n_train = 1;
+    opt.steps = 20;
+    opt.alpha_resamples = 2;
+    const hs::AnalysisOutput one = hs::runSite(*toy_.model, *toy_.tokenizer, spec, opt);
+    QVERIFY(one.run.grids.at(0).hasSe());
+    QCOMPARE(one.run.grids.at(0).se.cwiseAbs().maxCoeff(), 0.0);
+    opt.n_embed = 5;
+    opt.n_train = 10;
+    const hs::AnalysisOutput more = hs::runSite(*toy_.model, *toy_.tokenizer, spec, opt);
+    QVERIFY(more.run.grids.at(0).hasSe());
+    QVERIFY(more.run.grids.at(0).se.maxCoeff() > 0.01);
+    // One resample has no spread: refused, as a negative count.
+    opt.alpha_resamples = 1;
+    QVERIFY_THROWS_EXCEPTION(hs::Error, hs::runSite(*toy_.model, *toy_.tokenizer, spec, opt));
+  }
+
   void cliSessionRoundTrip() {
     HS_RUN_CLI_ANALYSIS(o, "site", "site",
                         {"site", "toy", "--n", "6", "--n-embed", "5", "--n-train", "10", "--steps", "20"});
@@ -424,6 +513,9 @@ class TestSite : public QObject {
       for (int h = 0; h < alpha.size(1); ++h)
         QVERIFY(std::abs(r->grids[0].values(l, h) - alpha[l][h].item<double>()) < 1e-6);
     QCOMPARE(o.session.tensors.at(r->id + "/t").dim(), int64_t(3));
+    // α's standard error (5 resamples by default) survives the session.
+    QVERIFY(r->grids[0].hasSe() && r->grids[0].se == written.grids[0].se);
+    QCOMPARE(o.session.tensors.at(r->id + "/alpha_resamples").size(0), int64_t(5));
   }
 };
 

@@ -326,28 +326,30 @@ Curve accuracyCurve(const LayerSweep& w, const ExtractedVectors& base, const Sit
   return acc;
 }
 
-// 95 % intervals of the run's accuracies over the n test prompts (Wilson); the random key-head control's
-// mean row: the t interval of the mean over the random sets.
+// 95 % Wilson intervals of the accuracy curve and the injection configurations over the n test prompts
+// (the mechanism tables carry their own: mechanismCells).
 void addLtvIntervals(AnalysisRun& run, int n) {
   for (Curve& c : run.curves)
     if (c.id == "ltv.accuracy_vs_layer") addWilsonIntervals(c, n);
-  for (Table& t : run.tables) {
+  for (Table& t : run.tables)
     if (t.id == "ltv.injection_configs")
       for (const char* col : {"ltv", "tv_replace", "tv_add", "fv", "no_vector"})
         addWilsonColumns(t, col, "", n);
-    if (t.id != "ltv.key_head_ablation" && t.id != "ltv.ov_reconstruction") continue;
-    addWilsonColumns(t, "accuracy", "", n);
-    std::vector<double> random;
-    for (const auto& row : t.rows)
-      if (row[0].get<std::string>().rfind("ltv_ablate_random_", 0) == 0 && row[0] != "ltv_ablate_random_mean")
-        random.push_back(row[3].get<double>());
-    for (auto& row : t.rows)
-      if (row[0] == "ltv_ablate_random_mean") {
-        const Spread s = spreadOf(random);
-        row[row.size() - 2] = intervalCell(s.lo);
-        row[row.size() - 1] = intervalCell(s.hi);
-      }
-  }
+}
+
+// The interval columns of the mechanism tables (ltv.ov_reconstruction, ltv.key_head_ablation).
+const std::vector<std::string> kMechanismIntervalColumns = {"accuracy_lo", "accuracy_hi",
+                                                            "mean_answer_prob_lo", "mean_answer_prob_hi"};
+// ltv.key_head_ablation's after them: how many random sets a row averages and their spread.
+const std::vector<std::string> kDrawColumns = {"draws", "accuracy_sd", "mean_answer_prob_sd"};
+
+// One evaluation's interval cells (kMechanismIntervalColumns): the Wilson interval of its accuracy over its
+// n prompts, the 95 % percentile bootstrap interval of its mean answer probability over the prompts (2000
+// resamples seeded with `seed`, the task's seed).
+std::vector<nlohmann::json> mechanismCells(const IclEval& e, uint64_t seed) {
+  const auto [accLo, accHi] = wilsonOfRate(e.accuracy, e.n);
+  const auto [pLo, pHi] = bootstrapMeanInterval(answerProbabilities(e), seed);
+  return {intervalCell(accLo), intervalCell(accHi), intervalCell(pLo), intervalCell(pHi)};
 }
 
 // Curve "ltv.rotation_stretch": the propagation fit's rotation, stretch and R² per layer.
@@ -456,7 +458,7 @@ struct OvStage {
 
 OvStage ovReconstructionStage(const Transformer& model, const Site& site, const at::Tensor& theta,
                               const ExtractedVectors& base, const LtvSplits& s, const LtvOptions& opt,
-                              const Provenance& prov) {
+                              uint64_t seed, const Provenance& prov) {
   OvStage st;
   st.withLtv = evalWith(model, s.test.zero_shot, {addToResidual(site, theta)}, opt);
   // θ_OV and θ_MLP re-injected instead of θ: at the last layer's output ("final") or where θ was.
@@ -482,13 +484,17 @@ OvStage ovReconstructionStage(const Transformer& model, const Site& site, const 
           : "OV reconstruction θ_OV = Σ W_O W_V θ and the MLP control θ_MLP = Σ (MLP(θ) − MLP(0)) over "
             "the layers after the site, θ unnormed (recon_norm none), re-injected";
   t.columns = {"condition", "site", "accuracy", "mean_answer_prob", "vector_norm"};
-  t.rows = {
-      {"zero_shot", "", base.zsEval.accuracy, base.zsEval.mean_answer_prob, 0.0},
-      {"ltv", site.name(), st.withLtv.accuracy, st.withLtv.mean_answer_prob, theta.norm().item<double>()},
-      {"ov_reconstruction", ovIv.site.name(), st.withOv.accuracy, st.withOv.mean_answer_prob,
-       thetaOv.norm().item<double>()},
-      {"mlp_reconstruction", mlpIv.site.name(), st.withMlp.accuracy, st.withMlp.mean_answer_prob,
-       thetaMlp.norm().item<double>()}};
+  t.columns.insert(t.columns.end(), kMechanismIntervalColumns.begin(), kMechanismIntervalColumns.end());
+  auto row = [&](const std::string& condition, const std::string& where, const IclEval& e, double norm) {
+    std::vector<nlohmann::json> r = {condition, where, e.accuracy, e.mean_answer_prob, norm};
+    for (const nlohmann::json& c : mechanismCells(e, seed))
+      r.push_back(c);
+    t.rows.push_back(std::move(r));
+  };
+  row("zero_shot", "", base.zsEval, 0.0);
+  row("ltv", site.name(), st.withLtv, theta.norm().item<double>());
+  row("ov_reconstruction", ovIv.site.name(), st.withOv, thetaOv.norm().item<double>());
+  row("mlp_reconstruction", mlpIv.site.name(), st.withMlp, thetaMlp.norm().item<double>());
   t.provenance = prov;
   return st;
 }
@@ -498,9 +504,10 @@ OvStage ovReconstructionStage(const Transformer& model, const Site& site, const 
 struct KeyHeadStage {
   HeadGrid key;
   Table table;
-  std::vector<HeadRef> top;  // the key heads, best first
-  IclEval keyAbl;            // θ with the key heads ablated
-  double randAcc = 0;        // mean accuracy over the random sets (θ's own without any)
+  std::vector<HeadRef> top;              // the key heads, best first
+  IclEval keyAbl;                        // θ with the key heads ablated
+  double randAcc = 0;                    // mean accuracy over the random sets (θ's own without any)
+  Spread randAccSpread, randProbSpread;  // accuracy and mean answer probability over the random sets
 };
 
 KeyHeadStage keyHeadStage(const Transformer& model, const Tokenizer& tok, const TaskSpec& spec,
@@ -532,17 +539,26 @@ KeyHeadStage keyHeadStage(const Transformer& model, const Tokenizer& tok, const 
   abl.name = std::string("LTV with the top key heads ") + (opt.ablate_mean ? "mean" : "zero") +
              "-ablated vs random heads after the site";
   abl.columns = {"condition", "n_heads", "heads", "accuracy", "mean_answer_prob"};
-  abl.rows.push_back({"ltv", 0, "", withLtv.accuracy, withLtv.mean_answer_prob});
+  abl.columns.insert(abl.columns.end(), kMechanismIntervalColumns.begin(), kMechanismIntervalColumns.end());
+  abl.columns.insert(abl.columns.end(), kDrawColumns.begin(), kDrawColumns.end());
+  // One evaluation's row: its intervals over the test prompts, one draw, no spread.
+  auto evalRow = [&](const std::string& condition, const std::vector<HeadRef>& heads, const IclEval& e) {
+    std::vector<nlohmann::json> r = {condition, static_cast<int>(heads.size()), headsText(heads), e.accuracy,
+                                     e.mean_answer_prob};
+    for (const nlohmann::json& c : mechanismCells(e, spec.seed))
+      r.push_back(c);
+    r.insert(r.end(), {1, nullptr, nullptr});
+    abl.rows.push_back(std::move(r));
+  };
+  evalRow("ltv", {}, withLtv);
   st.keyAbl = ablated(st.top);
-  abl.rows.push_back({"ltv_ablate_key", static_cast<int>(st.top.size()), headsText(st.top),
-                      st.keyAbl.accuracy, st.keyAbl.mean_answer_prob});
+  evalRow("ltv_ablate_key", st.top, st.keyAbl);
   // Random sets of the same size among the heads after the site, disjoint from the key heads.
   std::set<HeadRef> excluded(st.top.begin(), st.top.end());
   for (int l = 0; l < firstReadingLayer(site); ++l)
     for (int h = 0; h < H; ++h)
       excluded.insert({l, h});
-  double randAcc = 0, randProb = 0;
-  int nSets = 0;
+  std::vector<double> randAcc, randProb;               // [sets]
   const std::vector<HeadRef> live = liveHeads(model);  // random controls: heads that write something
   for (int r = 0; r < opt.random_sets && ranked.size() >= 2 * st.top.size(); ++r) {
     ctx.checkCancelled();
@@ -550,15 +566,23 @@ KeyHeadStage keyHeadStage(const Transformer& model, const Tokenizer& tok, const 
         randomHeads(live, static_cast<int>(st.top.size()), excluded,
                     toy::deriveSeed(spec.seed, kStreamRandomHeads, static_cast<uint64_t>(r)));
     const IclEval e = ablated(set);
-    abl.rows.push_back({cat("ltv_ablate_random_", r), static_cast<int>(set.size()), headsText(set),
-                        e.accuracy, e.mean_answer_prob});
-    randAcc += e.accuracy, randProb += e.mean_answer_prob, ++nSets;
+    evalRow(cat("ltv_ablate_random_", r), set, e);
+    randAcc.push_back(e.accuracy), randProb.push_back(e.mean_answer_prob);
   }
-  if (nSets > 0)
-    abl.rows.push_back(
-        {"ltv_ablate_random_mean", static_cast<int>(st.top.size()), "", randAcc / nSets, randProb / nSets});
+  // The random sets' mean row: mean, sd and the 95 % t interval of the mean over the sets (accuracies and
+  // probabilities: kept in [0, 1]), as TSLA's random rows.
+  st.randAccSpread = spreadOf(randAcc);
+  st.randProbSpread = spreadOf(randProb);
+  if (!randAcc.empty()) {
+    const Spread& a = st.randAccSpread;
+    const Spread& p = st.randProbSpread;
+    auto in01 = [](double v) { return intervalCell(std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : v); };
+    abl.rows.push_back({"ltv_ablate_random_mean", static_cast<int>(st.top.size()), "", a.mean, p.mean,
+                        in01(a.lo), in01(a.hi), in01(p.lo), in01(p.hi), a.n, intervalCell(a.sd),
+                        intervalCell(p.sd)});
+  }
   abl.provenance = prov;
-  st.randAcc = nSets > 0 ? randAcc / nSets : withLtv.accuracy;
+  st.randAcc = randAcc.empty() ? withLtv.accuracy : st.randAccSpread.mean;
   return st;
 }
 
@@ -611,6 +635,9 @@ nlohmann::json ltvSummary(const LtvLayout& lay, const Site& site, const Extracte
           {"key_heads", headsText(keys.top)},
           {"key_ablation_accuracy", keys.keyAbl.accuracy},
           {"random_ablation_accuracy", keys.randAcc},
+          {"random_ablation_sets", keys.randAccSpread.n},  // random_ablation_accuracy is their mean
+          {"random_ablation_accuracy_spread", spreadJson(keys.randAccSpread)},
+          {"random_ablation_answer_prob_spread", spreadJson(keys.randProbSpread)},
           {"cos_theta_Qtheta", w.cos[ci]},
           {"stretch", w.stretch[ci]},
           {"propagation_r2", w.r2[ci]},
@@ -645,7 +672,7 @@ AnalysisOutput runLtv(const Transformer& model, const Tokenizer& tok, const Task
   ctx.report(0.85, "mechanism");
   const Site site = lay.atN.siteOf(lay.chosen);
   const at::Tensor theta = sweep.trained.at(lay.chosen).theta[0][0];  // [d_model]
-  const OvStage ov = ovReconstructionStage(model, site, theta, base, splits, opt, prov);
+  const OvStage ov = ovReconstructionStage(model, site, theta, base, splits, opt, spec.seed, prov);
   const KeyHeadStage keys = keyHeadStage(model, tok, spec, splits, site, theta, ov.withLtv, opt, prov, ctx);
 
   HeadGrid fvGrid = base.fv.aie;

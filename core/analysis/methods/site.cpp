@@ -25,7 +25,7 @@ namespace hs {
 
 namespace {
 
-constexpr uint64_t kStreamSiteDraws = 0x517e;
+constexpr uint64_t kStreamSiteDraws = 0x517e, kStreamSiteResample = 0x5173;
 
 void checkShapes(const Transformer& model, const at::Tensor& t, const at::Tensor& alpha, const char* who) {
   const ModelConfig& c = model.config();
@@ -68,7 +68,11 @@ const OptionTable<SiteOptions>& siteOptionTable() {
                "dataset comes so, else the seeded 70/9/21 split; seeded = always the seeded split",
                OptionCheck::oneOf({"dataset", "seeded"}))
           .add("train_split", &SiteOptions::train_split, "split of the embedding and training queries",
-               OptionCheck::oneOf({"train", "valid", "test"}));
+               OptionCheck::oneOf({"train", "valid", "test"}))
+          .add("alpha_resamples", &SiteOptions::alpha_resamples,
+               "bootstrap resamples of the embedding and training prompts, α trained anew on each: α's "
+               "per-head standard error is their sd (0: none; each costs one more training)",
+               OptionCheck::atLeast(0));
   return table;
 }
 
@@ -99,6 +103,8 @@ MethodInfo siteMethod() {
        "zero-shot, ICL, SITE, high-α and low-α heads (first-token or exact match)"},
       {OutputSpec::Kind::Tensor, "alpha", "", "[layers, heads] α"},
       {OutputSpec::Kind::Tensor, "t", "", "[layers, heads, d_head] the task embedding"},
+      {OutputSpec::Kind::Tensor, "alpha_resamples", "",
+       "[resamples, layers, heads] α of each bootstrap resample"},
   };
   m.gui.at_start = true;
   m.gui.start_on_toy_only = true;
@@ -287,6 +293,12 @@ SiteScoring siteScoring(const Transformer& model, const Tokenizer& tok, const Si
   return scoring;
 }
 
+SiteResample siteResample(uint64_t seed, int b, size_t nEmbed, size_t nPool) {
+  const uint64_t s = toy::deriveSeed(seed, kStreamSiteResample, static_cast<uint64_t>(b));
+  return {bootstrapIndices(nEmbed, toy::deriveSeed(s, 1)), bootstrapIndices(nPool, toy::deriveSeed(s, 2)),
+          toy::deriveSeed(s, 3)};
+}
+
 int64_t separatorToken(const Tokenizer& tok, const PromptTemplate& tmpl) {
   const std::vector<int> ids = SegmentEncoder(tok).continuation(tmpl.example_separator);
   return ids.empty() ? -1 : ids.front();
@@ -380,8 +392,37 @@ Table accuracyTable(const Transformer& model, const Tokenizer& tok, const IclTas
   return acc;
 }
 
-// Grid "site.alpha": α = sigmoid(logit) per head.
-HeadGrid alphaGrid(const ModelConfig& c, const at::Tensor& alpha, const Provenance& prov) {
+// α's bootstrap: opt.alpha_resamples resamples (siteResample) of the embedding prompts and the training
+// pool, each giving t_b and α_b trained from 0 as the full run's α. Progress [from, to) of ctx; the
+// resamples' losses are not drawn into the live loss curve. Returns [B, layers, heads] (undefined for B = 0).
+at::Tensor alphaResamples(const Transformer& model, const std::vector<Prompt>& embed,
+                          const std::vector<SiteExample>& examples, const SiteOptions& opt, uint64_t seed,
+                          const AnalysisContext& ctx, double from, double to) {
+  std::vector<at::Tensor> alphas;  // [layers, heads] per resample
+  const int B = opt.alpha_resamples;
+  for (int b = 0; b < B; ++b) {
+    AnalysisContext sub = subContext(ctx, from + (to - from) * b / B, from + (to - from) * (b + 1) / B,
+                                     cat("α resample ", b + 1, "/", B));
+    sub.point = nullptr;
+    const SiteResample r = siteResample(seed, b, embed.size(), examples.size());
+    TokenSeqs embedSeqs;
+    for (size_t i : r.embed)
+      embedSeqs.push_back(std::vector<int64_t>(embed[i].ids.begin(), embed[i].ids.end()));
+    std::vector<SiteExample> pool;
+    for (size_t i : r.train)
+      pool.push_back(examples[i]);
+    const at::Tensor tb = meanZ(model, embedSeqs, ZMean::LastPosition,
+                                subContext(sub, 0.0, 0.05, "task embedding"));  // [L, H, dh]
+    alphas.push_back(
+        at::sigmoid(trainSite(model, pool, tb, opt, r.seed, subContext(sub, 0.05, 1.0, "training")).logit));
+  }
+  return B > 0 ? at::stack(alphas) : at::Tensor();  // [B, layers, heads]
+}
+
+// Grid "site.alpha": α = sigmoid(logit) per head; with resamples [B, layers, heads] (B >= 2) its se is each
+// head's sample sd over them (the bootstrap standard error).
+HeadGrid alphaGrid(const ModelConfig& c, const at::Tensor& alpha, const at::Tensor& resamples,
+                   const Provenance& prov) {
   HeadGrid g;
   g.id = "site.alpha";
   g.name = "SITE head weight α = sigmoid(logit)";
@@ -391,6 +432,14 @@ HeadGrid alphaGrid(const ModelConfig& c, const at::Tensor& alpha, const Provenan
   for (int l = 0; l < c.n_layers; ++l)
     for (int h = 0; h < c.n_heads; ++h)
       g.values(l, h) = a64[l][h].item<double>();
+  if (resamples.defined() && resamples.size(0) >= 2) {
+    const at::Tensor sd =
+        resamples.to(at::kDouble).std(0, /*unbiased=*/true).contiguous();  // [layers, heads]
+    g.se.resize(c.n_layers, c.n_heads);
+    for (int l = 0; l < c.n_layers; ++l)
+      for (int h = 0; h < c.n_heads; ++h)
+        g.se(l, h) = sd[l][h].item<double>();
+  }
   g.provenance = prov;
   return g;
 }
@@ -439,15 +488,23 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
   const ModelConfig& c = model.config();
   if (opt.n_embed < 1 || opt.n_train < 0 || opt.max_new_tokens < 1)
     fail("site: n_embed and max_new_tokens must be >= 1 and n_train >= 0");
+  if (opt.alpha_resamples < 0 || opt.alpha_resamples == 1)
+    fail("site: alpha_resamples must be 0 (no standard error) or >= 2 (an sd needs two), got ",
+         opt.alpha_resamples);
   const SitePrompts prompts = buildSitePrompts(tok, spec, opt);
 
   // t[l, k]: mean z at N over the embedding prompts.
   const at::Tensor t = meanZ(model, tokenSeqs(prompts.embed.icl), ZMean::LastPosition,
-                             subContext(ctx, 0.0, 0.1, "task embedding"));  // [L, H, dh]
+                             subContext(ctx, 0.0, 0.05, "task embedding"));  // [L, H, dh]
   const std::vector<SiteExample> examples = trainingExamples(prompts.train);
+  // Training takes [0.05, 0.7), shared equally by α and its resamples.
+  const double trainEnd = 0.05 + 0.65 / (1 + opt.alpha_resamples);
   const SiteTraining tr =
-      trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.1, 0.7, "training α"));
+      trainSite(model, examples, t, opt, spec.seed, subContext(ctx, 0.05, trainEnd, "training α"));
   const at::Tensor alpha = at::sigmoid(tr.logit);  // [layers, heads]
+  const at::Tensor resamples =
+      alphaResamples(model, prompts.embed.icl, examples, opt, spec.seed, ctx, trainEnd,
+                     0.7);  // [B, layers, heads]
 
   const SiteScoring scoring = siteScoring(model, tok, opt, prompts.eval.tmpl, prompts.data.id);
   nlohmann::json accJson;
@@ -465,7 +522,7 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
   out.run.id = ctx.runId("site");
   out.run.method = "site";
   out.run.options = prov.options;
-  out.run.grids.push_back(alphaGrid(c, alpha, prov));
+  out.run.grids.push_back(alphaGrid(c, alpha, resamples, prov));
   const std::vector<double> avg = movingAverage20(tr.loss);
   out.run.curves.push_back(lossCurve(tr.loss, avg, prov));
   out.run.tables.push_back(acc);
@@ -482,10 +539,17 @@ AnalysisOutput runSite(const Transformer& model, const Tokenizer& tok, const Tas
                      {"scoring", scoring.exact_match ? "exact_match" : "first_token"},
                      {"generation_stop", opt.generation_stop},
                      {"splits", prompts.data.given_split ? "dataset files" : "seeded 70/9/21"},
-                     {"n_train_queries", int(examples.size())}};
+                     {"n_train_queries", int(examples.size())},
+                     {"alpha_resamples", opt.alpha_resamples},
+                     {"alpha_se", opt.alpha_resamples >= 2
+                                      ? "sd of α over the bootstrap resamples of the embedding and training "
+                                        "prompts (each trained anew)"
+                                      : "none (alpha_resamples 0)"}};
+  if (out.run.grids.front().hasSe()) out.run.summary["mean_alpha_se"] = out.run.grids.front().se.mean();
   recordSitePrompts(out, prompts, tr);
   out.addTensor("alpha", alpha);
   out.addTensor("t", t);
+  if (resamples.defined()) out.addTensor("alpha_resamples", resamples);
   ctx.report(1.0, "done");
   return out;
 }

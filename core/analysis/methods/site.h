@@ -23,8 +23,14 @@
 // The same rule scores zero-shot, ICL, SITE, and SITE restricted to high-α heads (α > 0.5 → 1, the rest
 // 0) or to low-α heads (α < 0.5 → 1, the rest 0).
 // Outputs: grid "site.alpha", curve "site.loss", table "site.accuracy"; tensors "alpha" [layers, heads]
-// and "t" [layers, heads, d_head]. Prompt sets recorded: "embed" (the ICL prompts averaged into t),
-// "train" (the zero-shot prompt of every step, in step order), "zero_shot" and "icl" (evaluation).
+// and "t" [layers, heads, d_head].
+// α's per-head standard error (the grid's se; `alpha_resamples` B, 0 = none): the whole estimate is
+// repeated on B bootstrap resamples — the embedding prompts resampled with replacement into t_b, the
+// training pool resampled with replacement, α_b trained from 0 with the same options and a resample's own
+// draw seed (siteResample) — and se = the sample sd over b of α_b (the bootstrap standard error). α itself
+// is the full data's. Tensor "alpha_resamples" [B, layers, heads] holds every α_b. Prompt sets recorded:
+// "embed" (the ICL prompts averaged into t), "train" (the zero-shot prompt of every step, in step order),
+// "zero_shot" and "icl" (evaluation).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -53,6 +59,7 @@ struct SiteOptions {
   std::string generation_stop = "official";  // "official": max_new_tokens or EOS; "separator": also there
   std::string splits = "dataset";     // "dataset": the folder's own train/valid/test files; "seeded": 70/9/21
   std::string train_split = "train";  // split of the embedding and training queries
+  int alpha_resamples = 5;  // bootstrap resamples for α's standard error (each one a full training); 0 = none
 };
 const OptionTable<SiteOptions>& siteOptionTable();
 MethodInfo siteMethod();  // the registry record
@@ -116,6 +123,16 @@ double siteAccuracy(const Transformer& model, const Tokenizer& tok, const std::v
 // skip_special_tokens=True)[0].strip()).
 std::string siteGenerate(const Transformer& model, const Tokenizer& tok, const Prompt& prompt,
                          const std::vector<Intervention>& interventions, const SiteScoring& scoring);
+
+// Resample `b` of α's bootstrap (runSite, alpha_resamples): which embedding prompts (indices into the n_embed
+// ICL prompts) and which training examples (indices into the pool) it averages and trains on, and the seed
+// of its training draws. All derived from the task's seed, so a resample can be recomputed alone.
+struct SiteResample {
+  std::vector<size_t> embed;  // [n_embed] drawn with replacement
+  std::vector<size_t> train;  // [pool] drawn with replacement
+  uint64_t seed = 0;          // trainSite's seed
+};
+SiteResample siteResample(uint64_t seed, int b, size_t nEmbed, size_t nPool);
 
 // The scoring of a run: first-token or exact match (opt.exact_match), generation as opt.generation_stop says
 // (official: max_new_tokens or EOS; separator: also the first token of `tmpl`'s separator), case-insensitive

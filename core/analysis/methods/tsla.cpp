@@ -206,7 +206,7 @@ TrTlScores trTlScores(const at::Tensor& headOutputs, const LabelProjector& proje
   const at::Tensor idx = at::tensor(std::vector<int64_t>(gold.begin(), gold.end()), at::kLong);  // [n]
   const at::Tensor dirs =
       projector.tlDirections().index_select(0, idx).view({n, 1, d});  // [n, 1, d_model] d_{y*}
-  at::Tensor tr = at::empty({L, H}, at::kDouble), tl = at::empty({L, H}, at::kDouble);  // [layers, heads]
+  at::Tensor tr = at::empty({L, H}, at::kDouble), tl = at::empty({L, H}, at::kDouble);      // [layers, heads]
   at::Tensor trSq = at::empty({L, H}, at::kDouble), tlSq = at::empty({L, H}, at::kDouble);  // [layers, heads]
   // One layer at a time, so the float64 copies stay [n, heads, d_model] (the whole [n, layers, heads,
   // d_model] in float64 is gigabytes for an 8B model).
@@ -357,9 +357,9 @@ AttentionShares attentionShares(const Transformer& model, const std::vector<Prom
   run.what = "attention at the last position";
   for (int l = 0; l < L; ++l)
     run.capture.insert(attnPattern(l));
-  at::Tensor labels = at::zeros({L, H}, at::kDouble), query = at::zeros({L, H}, at::kDouble),
-             inputs = at::zeros({L, H}, at::kDouble);  // [layers, heads] sums over prompts
-  at::Tensor labelsSq = at::zeros({L, H}, at::kDouble), querySq = at::zeros({L, H}, at::kDouble);  // Σ share²
+  const int64_t n = static_cast<int64_t>(prompts.size());
+  at::Tensor labels = at::zeros({n, L, H}, at::kDouble), query = at::zeros_like(labels),
+             inputs = at::zeros_like(labels);  // [prompts, layers, heads] each prompt's shares
   forEachBatch(
       model, tokenSeqs(prompts), run,
       [&](size_t b, size_t e, const PaddedBatch& pb, const RunResult& r) {
@@ -376,23 +376,22 @@ AttentionShares attentionShares(const Transformer& model, const std::vector<Prom
           }
           mQuery[row].slice(0, pad + p.query_input.begin, pad + p.query_input.end).fill_(1.0);
         }
+        const int64_t b0 = static_cast<int64_t>(b), e0 = static_cast<int64_t>(e);
         for (int l = 0; l < L; ++l) {
           const at::Tensor a =
               r.cache.at(attnPattern(l)).select(2, -1).to(at::kCPU, at::kDouble);  // [batch, head, k_pos]
-          const at::Tensor sl = (a * mLabel.unsqueeze(1)).sum(2),
-                           sq = (a * mQuery.unsqueeze(1)).sum(2);  // [b, h]
-          labels[l] += sl.sum(0);
-          query[l] += sq.sum(0);
-          labelsSq[l] += sl.pow(2).sum(0);
-          querySq[l] += sq.pow(2).sum(0);
-          inputs[l] += (a * mInput.unsqueeze(1)).sum(at::IntArrayRef{0, 2});
+          labels.slice(0, b0, e0).select(1, l).copy_((a * mLabel.unsqueeze(1)).sum(2));  // [batch, head]
+          query.slice(0, b0, e0).select(1, l).copy_((a * mQuery.unsqueeze(1)).sum(2));
+          inputs.slice(0, b0, e0).select(1, l).copy_((a * mInput.unsqueeze(1)).sum(2));
         }
       },
       ctx);
-  const double n = static_cast<double>(prompts.size());
-  AttentionShares out{toMatrix(labels / n), toMatrix(query / n), toMatrix(inputs / n)};
-  out.labels_se = standardErrors(out.labels, toMatrix(labelsSq / n), static_cast<int>(n));
-  out.query_se = standardErrors(out.query, toMatrix(querySq / n), static_cast<int>(n));
+  AttentionShares out{toMatrix(labels.mean(0)), toMatrix(query.mean(0)), toMatrix(inputs.mean(0))};
+  out.labels_se = standardErrors(out.labels, toMatrix(labels.pow(2).mean(0)), static_cast<int>(n));
+  out.query_se = standardErrors(out.query, toMatrix(query.pow(2).mean(0)), static_cast<int>(n));
+  out.labels_per_prompt = labels;
+  out.query_per_prompt = query;
+  out.inputs_per_prompt = inputs;
   return out;
 }
 

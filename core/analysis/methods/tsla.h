@@ -31,6 +31,10 @@
 //          tsla.steering (held-out zero-shot accuracy / TR ratio with each set's prompt-mean output sum
 //          added to the residual entering `steer_layer` at N); tsla.overlap (Jaccard@k, Kendall τ,
 //          Spearman ρ between the TR, TL and induction rankings).
+//          The random set is drawn `random_draws` times: in the ablation, perturbation, steering and
+//          attention tables its row is the mean over the draws with columns "draws", "<x>_sd" and the 95 %
+//          t interval of the mean "<x>_lo" / "<x>_hi"; the other rows have Wilson intervals (rates) or a
+//          bootstrap over the prompts (attention shares).
 //  curves  tsla.ablation_curve.accuracy, tsla.ablation_curve.tr_ratio (x = k = 0, 1, 2, 4, … up to half
 //          the heads; one series per ordering tr, tl, induction, random and ablation mode);
 //          tsla.alignment, tsla.logit_diff (per layer, the last-position residual's ‖P h‖/‖h‖ and
@@ -141,8 +145,11 @@ IclTask heldOutTask(const Tokenizer& tok, const IclTask& task, int n);
 // Where the last position attends: per head, the mean over prompts of its attention at N on the
 // demonstrations' label tokens, on the query's input tokens and on the demonstrations' input tokens.
 struct AttentionShares {
-  Eigen::MatrixXd labels, query, demo_inputs;  // [layers, heads]
+  Eigen::MatrixXd labels, query, demo_inputs;                                   // [layers, heads]
   Eigen::MatrixXd labels_se = Eigen::MatrixXd(), query_se = Eigen::MatrixXd();  // their standard errors
+  // Every prompt's shares, float64 (the head-set averages' bootstrap intervals over the prompts).
+  at::Tensor labels_per_prompt = {}, query_per_prompt = {},
+             inputs_per_prompt = {};  // [prompts, layers, heads]
 };
 AttentionShares attentionShares(const Transformer& model, const std::vector<Prompt>& prompts,
                                 const AnalysisContext& ctx = {}, int batch = 4);

@@ -53,14 +53,21 @@ RowStats statsOf(const IclEval& e) {
   return r;
 }
 
+// Mean, sd and 95 % t interval over random draws of a rate or share: the interval of a mean of values in
+// [0, 1] stays in [0, 1] (a NaN end, one draw, stays NaN).
+Spread rateSpread(const std::vector<double>& perDraw) {
+  Spread s = spreadOf(perDraw);
+  if (std::isfinite(s.lo)) s.lo = std::max(0.0, s.lo);
+  if (std::isfinite(s.hi)) s.hi = std::min(1.0, s.hi);
+  return s;
+}
+
 RowStats statsOf(const std::vector<IclEval>& draws) {
   if (draws.size() == 1) return statsOf(draws.front());
   std::vector<double> acc, ratio;
   for (const IclEval& e : draws)
     acc.push_back(e.accuracy), ratio.push_back(e.tr_ratio);
-  Spread a = spreadOf(acc), t = spreadOf(ratio);
-  for (Spread* s : {&a, &t})  // rates: the interval of their mean stays in [0, 1]
-    s->lo = std::max(0.0, s->lo), s->hi = std::min(1.0, s->hi);
+  const Spread a = rateSpread(acc), t = rateSpread(ratio);
   RowStats r;
   r.accuracy = a.mean, r.accuracy_lo = a.lo, r.accuracy_hi = a.hi, r.accuracy_sd = a.sd;
   r.tr_ratio = t.mean, r.tr_ratio_lo = t.lo, r.tr_ratio_hi = t.hi, r.tr_ratio_sd = t.sd;
@@ -247,9 +254,10 @@ HeadScores trTlStage(const Transformer& model, const IclTask& task, const IclTas
   const bool paper = definition == TrTlDefinition::Paper;
   const TrTlScores scores = trTlScores(s.a, model, s.labels, opts.final_norm, definition);
   const std::string norm = paper ? "‖P a‖²" : "‖P a‖";
-  s.tr = {"tsla.tr", "Task recognition " + norm + " (" + opts.score_definition + ")", paper ? "norm²" : "norm",
-          scores.tr, prov};
-  s.tl = {"tsla.tl", "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / " + norm + " (" + opts.score_definition + ")",
+  s.tr = {"tsla.tr", "Task recognition " + norm + " (" + opts.score_definition + ")",
+          paper ? "norm²" : "norm", scores.tr, prov};
+  s.tl = {"tsla.tl",
+          "Task learning ⟨a, W_U[y*] − mean W_U[y']⟩ / " + norm + " (" + opts.score_definition + ")",
           paper ? "logit / norm²" : "logit / norm", scores.tl, prov};
   s.tr.se = standardErrors(scores.tr, scores.tr_sq, scores.n);  // over the analysed prompts
   s.tl.se = standardErrors(scores.tl, scores.tl_sq, scores.n);
@@ -257,15 +265,21 @@ HeadScores trTlStage(const Transformer& model, const IclTask& task, const IclTas
 }
 
 // The head sets: top k by TR, by TL, by prefix matching; random k live heads outside the TR and TL sets,
-// opts.random_draws times (`random` is the first draw: the steering and attention tables use it).
+// opts.random_draws times. Every table's random row is the mean over all the draws (`random`, the first
+// draw, is kept for the summary's "random" key and the row's head count).
 struct HeadSets {
   int k = 0;  // heads per set
   std::vector<HeadRef> tr, tl, induction, random;
   std::vector<std::vector<HeadRef>> random_draws;  // [draws] every random set
-  InductionScores ind;  // the induction grid the induction set is ranked by
+  InductionScores ind;                             // the induction grid the induction set is ranked by
   // The sets by name, in table order: tr, tl, induction, random.
   std::vector<std::pair<std::string, const std::vector<HeadRef>*>> named() const {
     return {{"tr", &tr}, {"tl", &tl}, {"induction", &induction}, {"random", &random}};
+  }
+  // The head sets a table row averages over: every random draw for "random", else the one set.
+  std::vector<std::vector<HeadRef>> drawsOf(const std::string& name,
+                                            const std::vector<HeadRef>& heads) const {
+    return name == "random" ? random_draws : std::vector<std::vector<HeadRef>>{heads};
   }
 };
 
@@ -370,8 +384,7 @@ IclEval ablationRows(Table& table, const std::string& condition, const std::vect
   for (const std::string& mode : ab.modes)
     for (const auto& [name, heads] : named) {
       if (heads->empty()) continue;  // a model too small for a disjoint random set
-      const std::vector<std::vector<HeadRef>> draws =
-          name == "random" ? sets.random_draws : std::vector<std::vector<HeadRef>>{*heads};
+      const std::vector<std::vector<HeadRef>> draws = sets.drawsOf(name, *heads);
       std::vector<IclEval> evals;
       for (const std::vector<HeadRef>& d : draws)
         evals.push_back(
@@ -484,7 +497,11 @@ PerturbationStage perturbationStage(const Tokenizer& tok, const IclTask& task, c
 }
 
 // Table "tsla.steering": held-out zero-shot prompts steered with each set's summed mean output (tensors
-// "steering_<set>"), added at N of the residual entering layer steerLayer.
+// "steering_<set>"), added at N of the residual entering layer steerLayer. The random row is the mean over
+// the random draws, each steered with its own set's vector (tensor "steering_random_draws" [draws,
+// d_model]; "steering_random" is the first draw's): accuracy and TR ratio with their sd and the 95 % t
+// interval over the draws, the norm the mean of the draws' norms. The other rows: one vector, Wilson
+// intervals over the prompts. Columns as the ablation table's (kIntervalColumns).
 struct SteeringStage {
   Table table;
   nlohmann::json summary;
@@ -496,49 +513,87 @@ SteeringStage steeringStage(const Transformer& model, const IclTask& evalTask, c
                             const AnalysisContext& ctx) {
   SteeringStage st;
   Table& steering = st.table;
-  steering = {
-      "tsla.steering", "Held-out zero-shot accuracy and TR ratio with steering vectors", {}, {}, prov};
-  steering.columns = {"vector",      "layer",          "norm",           "accuracy",
-                      "tr_ratio",    "delta_accuracy", "delta_tr_ratio", "accuracy_lo",
-                      "accuracy_hi", "tr_ratio_lo",    "tr_ratio_hi"};
-  auto intervals = [](const IclEval& e) {
-    const RowStats r = statsOf(e);
-    return std::vector<nlohmann::json>{cellOf(r.accuracy_lo), cellOf(r.accuracy_hi), cellOf(r.tr_ratio_lo),
-                                       cellOf(r.tr_ratio_hi)};
-  };
+  steering = {"tsla.steering",
+              cat("Held-out zero-shot accuracy and TR ratio with steering vectors (random: mean over ",
+                  sets.random_draws.size(), " draws)"),
+              {},
+              {},
+              prov};
+  steering.columns = {"vector", "layer", "norm", "accuracy", "tr_ratio", "delta_accuracy", "delta_tr_ratio"};
+  steering.columns.insert(steering.columns.end(), kIntervalColumns.begin(), kIntervalColumns.end());
   const IclEval zs =
       ab.evaluate(evalTask.zero_shot, s.evalLabels, {}, subContext(ctx, 0.75, 0.77, "zero-shot"));
+  const RowStats none = statsOf(zs);
   steering.rows.push_back(
       {"none", steerLayer, 0.0, doubleToJson(zs.accuracy), doubleToJson(zs.tr_ratio), 0.0, 0.0});
-  for (const nlohmann::json& v : intervals(zs))
+  for (const nlohmann::json& v : intervalCells(none))
     steering.rows.back().push_back(v);
-  st.summary = {{"none", evalJson(zs)}};
+  st.summary = {{"none", evalJson(none)}};
+  std::vector<std::pair<std::string, const std::vector<HeadRef>*>> steered;
+  for (const auto& [name, heads] : sets.named())
+    if (name != "induction" && !heads->empty()) steered.emplace_back(name, heads);
+  double steps = 0;
+  for (const auto& [name, heads] : steered)
+    steps += static_cast<double>(sets.drawsOf(name, *heads).size());
   int done = 0;
-  for (const auto& [name, heads] : sets.named()) {
-    if (name == "induction" || heads->empty()) continue;
-    const at::Tensor v = headSetVector(meanA, *heads);  // [d_model]
-    out.addTensor("steering_" + name, v);
-    const IclEval e = ab.evaluate(
-        evalTask.zero_shot, s.evalLabels,
-        {addToResidual(residPre(steerLayer), v.to(model.device(), model.dtype()), {-1}, opts.steer_scale)},
-        subContext(ctx, 0.77 + 0.02 * done, 0.79 + 0.02 * done, "steer " + name));
-    ++done;
-    steering.rows.push_back({name, steerLayer, v.norm().item<double>(), doubleToJson(e.accuracy),
-                             doubleToJson(e.tr_ratio), doubleToJson(e.accuracy - zs.accuracy),
-                             doubleToJson(e.tr_ratio - zs.tr_ratio)});
-    for (const nlohmann::json& v : intervals(e))
+  for (const auto& [name, heads] : steered) {
+    std::vector<IclEval> evals;
+    std::vector<at::Tensor> vectors;  // [d_model] per draw
+    double norm = 0;
+    for (const std::vector<HeadRef>& d : sets.drawsOf(name, *heads)) {
+      const at::Tensor v = headSetVector(meanA, d);  // [d_model]
+      vectors.push_back(v);
+      norm += v.norm().item<double>();
+      evals.push_back(ab.evaluate(
+          evalTask.zero_shot, s.evalLabels,
+          {addToResidual(residPre(steerLayer), v.to(model.device(), model.dtype()), {-1}, opts.steer_scale)},
+          subContext(ctx, 0.77 + 0.06 * done / steps, 0.77 + 0.06 * (done + 1) / steps, "steer " + name)));
+      ++done;
+    }
+    out.addTensor("steering_" + name, vectors.front());
+    if (name == "random") out.addTensor("steering_random_draws", at::stack(vectors));  // [draws, d_model]
+    const RowStats r = statsOf(evals);
+    steering.rows.push_back({name, steerLayer, norm / static_cast<double>(vectors.size()),
+                             doubleToJson(r.accuracy), doubleToJson(r.tr_ratio),
+                             doubleToJson(r.accuracy - zs.accuracy), doubleToJson(r.tr_ratio - zs.tr_ratio)});
+    for (const nlohmann::json& v : intervalCells(r))
       steering.rows.back().push_back(v);
-    st.summary[name] = evalJson(e);
+    st.summary[name] = evalJson(r);
   }
   return st;
 }
 
 // Where the heads attend from N (analysed prompts): grids "tsla.attention_labels" / "_query" and table
-// "tsla.attention" (the shares averaged over each head set).
+// "tsla.attention" (the shares averaged over each head set). A set's share per prompt is the mean over its
+// heads; the tr, tl and induction rows are its mean over the prompts with the percentile bootstrap interval
+// over the prompts (opts.random_seed); the random row is the mean over the random draws of each draw's
+// share, with its sd and the 95 % t interval over the draws (as the ablation table's random row).
 struct AttentionStage {
   HeadGrid labels, query;
   Table table;
 };
+
+// The attention table's shares, in column order.
+const std::vector<std::string> kShareColumns = {"demo_labels", "query", "demo_inputs", "other"};
+
+// A head set's shares per prompt (kShareColumns order): [4][prompts], each the mean over the set's heads.
+std::vector<std::vector<double>> setSharesPerPrompt(const AttentionShares& shares,
+                                                    const std::vector<HeadRef>& heads) {
+  const int64_t n = shares.labels_per_prompt.size(0);
+  at::Tensor sl = at::zeros({n}, at::kDouble), sq = at::zeros_like(sl), si = at::zeros_like(sl);  // [prompts]
+  for (const HeadRef& h : heads) {
+    sl += shares.labels_per_prompt.select(1, h.layer).select(1, h.head);
+    sq += shares.query_per_prompt.select(1, h.layer).select(1, h.head);
+    si += shares.inputs_per_prompt.select(1, h.layer).select(1, h.head);
+  }
+  const double m = static_cast<double>(heads.size());
+  std::vector<std::vector<double>> out;
+  for (const at::Tensor& v : {sl / m, sq / m, si / m, 1.0 - (sl + sq + si) / m}) {
+    const at::Tensor c = v.contiguous();  // [prompts]
+    out.emplace_back(c.data_ptr<double>(), c.data_ptr<double>() + n);
+  }
+  return out;
+}
 
 AttentionStage attentionStage(const Transformer& model, const IclTask& task, const HeadSets& sets,
                               const TslaOptions& opts, const Provenance& prov, const AnalysisContext& ctx) {
@@ -550,20 +605,49 @@ AttentionStage attentionStage(const Transformer& model, const IclTask& task, con
   st.query = {"tsla.attention_query", "Attention at N on the query's input", "attention", shares.query, prov};
   st.labels.se = shares.labels_se;
   st.query.se = shares.query_se;
-  st.table = {"tsla.attention", "Where each head set attends from the last position", {}, {}, prov};
-  st.table.columns = {"heads", "n_heads", "demo_labels", "query", "demo_inputs", "other"};
+  st.table = {"tsla.attention",
+              cat("Where each head set attends from the last position (random: mean over ",
+                  sets.random_draws.size(), " draws)"),
+              {},
+              {},
+              prov};
+  st.table.columns = {"heads", "n_heads"};
+  st.table.columns.insert(st.table.columns.end(), kShareColumns.begin(), kShareColumns.end());
+  for (const std::string& c : kShareColumns)
+    st.table.columns.insert(st.table.columns.end(), {c + "_lo", c + "_hi"});
+  st.table.columns.push_back("draws");
+  for (const std::string& c : kShareColumns)
+    st.table.columns.push_back(c + "_sd");
   for (const auto& [name, heads] : sets.named()) {
     if (heads->empty()) continue;
-    double sl = 0, sq = 0, si = 0;
-    for (const HeadRef& h : *heads) {
-      sl += shares.labels(h.layer, h.head);
-      sq += shares.query(h.layer, h.head);
-      si += shares.demo_inputs(h.layer, h.head);
+    const std::vector<std::vector<HeadRef>> draws = sets.drawsOf(name, *heads);
+    std::vector<Spread> cols(kShareColumns.size());  // per share: mean, sd and interval
+    if (draws.size() == 1) {
+      const std::vector<std::vector<double>> perPrompt = setSharesPerPrompt(shares, draws.front());
+      for (size_t c = 0; c < cols.size(); ++c) {
+        cols[c] = spreadOf(perPrompt[c]);
+        std::tie(cols[c].lo, cols[c].hi) = bootstrapMeanInterval(perPrompt[c], opts.random_seed);
+        cols[c].sd = std::nan("");  // one set: no spread over draws
+      }
+    } else {
+      std::vector<std::vector<double>> perDraw(kShareColumns.size());  // [share][draws]
+      for (const std::vector<HeadRef>& d : draws) {
+        const std::vector<std::vector<double>> perPrompt = setSharesPerPrompt(shares, d);
+        for (size_t c = 0; c < cols.size(); ++c)
+          perDraw[c].push_back(spreadOf(perPrompt[c]).mean);
+      }
+      for (size_t c = 0; c < cols.size(); ++c)
+        cols[c] = rateSpread(perDraw[c]);
     }
-    const double m = static_cast<double>(heads->size());
-    st.table.rows.push_back({name, static_cast<int>(heads->size()), doubleToJson(sl / m),
-                             doubleToJson(sq / m), doubleToJson(si / m),
-                             doubleToJson(1.0 - (sl + sq + si) / m)});
+    std::vector<nlohmann::json> row = {name, static_cast<int>(heads->size())};
+    for (const Spread& c : cols)
+      row.push_back(doubleToJson(c.mean));
+    for (const Spread& c : cols)
+      row.insert(row.end(), {cellOf(c.lo), cellOf(c.hi)});
+    row.push_back(static_cast<int>(draws.size()));
+    for (const Spread& c : cols)
+      row.push_back(cellOf(c.sd));
+    st.table.rows.push_back(std::move(row));
   }
   return st;
 }
@@ -668,20 +752,25 @@ AnalysisOutput runTsla(const Transformer& model, const Tokenizer& tok, const Icl
   out.run.curves = curves;
   out.run.tables = {ablation, steer.table, overlap, att.table};
   if (!pert.table.rows.empty()) out.run.tables.push_back(pert.table);
-  out.run.summary = {{"n_prompts", task.icl.size()},
-                     {"n_eval_prompts", evalTask.icl.size()},
-                     {"n_heads_selected", sets.k},
-                     {"baseline", evalJson(base)},
-                     {"ablation", ablSummary},
-                     {"steering", steer.summary},
-                     {"steer_layer", steerLayer},
-                     {"top_tr", sets.tr},
-                     {"top_tl", sets.tl},
-                     {"top_induction", sets.induction},
-                     {"random", sets.random},
-                     {"random_draws", sets.random_draws},
-                     {"random_pool", "live heads (non-zero W_O) outside the TR and TL sets"},
-                     {"induction_copy_accuracy", sets.ind.copy_accuracy}};
+  out.run.summary = {
+      {"n_prompts", task.icl.size()},
+      {"n_eval_prompts", evalTask.icl.size()},
+      {"n_heads_selected", sets.k},
+      {"baseline", evalJson(base)},
+      {"ablation", ablSummary},
+      {"steering", steer.summary},
+      {"steer_layer", steerLayer},
+      {"top_tr", sets.tr},
+      {"top_tl", sets.tl},
+      {"top_induction", sets.induction},
+      {"random", sets.random},
+      {"random_draws", sets.random_draws},
+      {"random_rows", cat("mean over ", sets.random_draws.size(),
+                          " random draws (random_draws) in the ablation, curve, perturbation, steering and "
+                          "attention results: their sd and the 95 % t interval over the draws; `random` is "
+                          "the first draw")},
+      {"random_pool", "live heads (non-zero W_O) outside the TR and TL sets"},
+      {"induction_copy_accuracy", sets.ind.copy_accuracy}};
   if (!pert.summary.empty()) out.run.summary["perturbation"] = pert.summary;
   ctx.report(1.0, "done");
   return out;

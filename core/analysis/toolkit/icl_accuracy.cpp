@@ -5,6 +5,13 @@
 
 namespace hs {
 
+std::vector<double> answerProbabilities(const IclEval& e) {
+  std::vector<double> p;
+  for (double lp : e.answer_logprob)
+    p.push_back(std::exp(lp));
+  return p;
+}
+
 IclEval evaluateIcl(const Transformer& model, const std::vector<Prompt>& prompts, const IclEvalOptions& opt,
                     const AnalysisContext& ctx) {
   std::vector<std::vector<int64_t>> answers;

@@ -33,6 +33,10 @@ struct IclEval {
   std::vector<double> answer_logprob;  // [n] log p(answer_token)
 };
 
+// Every prompt's probability of its answer token, exp(answer_logprob): [n]. mean_answer_prob is their mean;
+// a bootstrap over them is its interval.
+std::vector<double> answerProbabilities(const IclEval& e);
+
 // One forward per batch under NoGrad; cancellation checked between batches (scoreAnswers).
 IclEval evaluateIcl(const Transformer& model, const std::vector<Prompt>& prompts,
                     const IclEvalOptions& opt = {}, const AnalysisContext& ctx = {});
