@@ -97,10 +97,7 @@ void LensView::setMap(const LensMap& map) {
   colorMap_->setGradient(map_.difference ? plotstyle::divergingGradient() : plotstyle::sequentialGradient());
   colorMap_->setDataRange(range);
 
-  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText);
-  for (int p = 0; p < n; ++p)
-    xt->addTick(p, QString("%1 %2").arg(p).arg(shownPiece(map_.pieces[p], 8)));
-  plot_->xAxis->setTicker(xt);
+  setPositionTicks(labelStep_);
   QSharedPointer<QCPAxisTickerText> yt(new QCPAxisTickerText);
   for (int l = 0; l < L; ++l)
     yt->addTick(l, QString("L%1").arg(l));
@@ -134,9 +131,26 @@ void LensView::setMap(const LensMap& map) {
   updateWindow();
 }
 
+void LensView::setPositionTicks(int step) {
+  labelStep_ = std::max(step, 1);
+  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText);
+  for (int p = 0; p < map_.positions(); p += labelStep_)
+    xt->addTick(p, QString("%1 %2").arg(p).arg(shownPiece(map_.pieces[p], 8)));
+  plot_->xAxis->setTicker(xt);
+}
+
+void LensView::setScrolling(bool on) {
+  if (on == scrolling_) return;
+  scrolling_ = on;
+  followEnd_ = true;
+  updateWindow();
+}
+
 int LensView::visiblePositions() const {
+  const int n = std::max(map_.positions(), 1);
+  if (!scrolling_) return n;
   const int fit = std::max(1, (width() - kFrameWidth) / kMinCellWidth);  // the plot spans the view
-  return std::clamp(fit, 1, std::max(map_.positions(), 1));
+  return std::clamp(fit, 1, n);
 }
 
 int LensView::firstPosition() const {
@@ -174,8 +188,17 @@ double LensView::value(int layer, int pos) const {
 }
 
 void LensView::updateLabels() {
-  if (labels_.empty()) return;
   const double cellW = std::abs(plot_->xAxis->coordToPixel(1) - plot_->xAxis->coordToPixel(0));
+  // Position labels turn by 60°: neighbours need a line of the tick font / sin 60° between them. The ticks
+  // of this frame were made before its layout, so a new step shows from the next frame (it changes only
+  // with the cells' width, so this settles at once).
+  const double pitch = (QFontMetrics(plotstyle::tickFont()).height() + 2) / 0.866;
+  const int step = cellW > 0 ? std::max(1, static_cast<int>(std::ceil(pitch / cellW))) : 1;
+  if (step != labelStep_) {
+    setPositionTicks(step);
+    plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
+  }
+  if (labels_.empty()) return;
   const double cellH = std::abs(plot_->yAxis->coordToPixel(1) - plot_->yAxis->coordToPixel(0));
   const QFontMetrics fm(plotstyle::tickFont());
   for (QCPItemText* t : labels_)

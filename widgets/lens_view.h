@@ -6,9 +6,11 @@
 // and its token, the top token and its probability (and the cell's detail line).
 //
 // Cells are centred on plot coordinates (position, layer), so a pixel maps back to a cell by rounding its
-// plot coordinates. A prompt whose positions do not fit at kMinCellWidth pixels each scrolls inside the
-// view: a scroll bar under the map moves the window of positions the x axis shows, so the layer axis and
-// the colour bar stay in view. A new map opens at its last positions (where the prediction is) and keeps
+// plot coordinates. By default every position is in view at any prompt length: the cells share the view's
+// width (narrow cells lose their labels, never their hover), and the position labels are thinned to those
+// a line of the tick font apart. Scrolling is an opt-in (setScrolling): cells keep kMinCellWidth pixels and
+// a scroll bar under the map moves the window of positions the x axis shows, so the layer axis and the
+// colour bar stay in view; a new map then opens at its last positions (where the prediction is) and keeps
 // them in view through resizes until the user scrolls.
 #include <QPoint>
 #include <QString>
@@ -65,11 +67,17 @@ class LensView : public QWidget {
   // Cells whose top-token label is shown (those large enough for it, after the last layout).
   int visibleLabels() const;
 
-  // The window of positions in view: [firstPosition(), firstPosition() + visiblePositions()).
+  // Off (the default): every position in view. On: cells of kMinCellWidth pixels that scroll sideways.
+  void setScrolling(bool on);
+  bool scrolling() const { return scrolling_; }
+  // The window of positions in view: [firstPosition(), firstPosition() + visiblePositions()) (all of them
+  // unless scrolling).
   int firstPosition() const;
   int visiblePositions() const;
   // Brings `first` to the left edge (clamped to the positions there are), as the scroll bar does.
   void scrollToPosition(int first);
+  // Positions whose label the x axis shows: every labelStep()-th, so labels are a line apart.
+  int labelStep() const { return labelStep_; }
   QScrollBar* scrollBar() const { return scroll_; }
 
   QCustomPlot* plot() const { return plot_; }
@@ -81,7 +89,8 @@ class LensView : public QWidget {
   void resizeEvent(QResizeEvent* event) override;
   void onMouseMove(QMouseEvent* event);
   void updateWindow();  // fits the window of positions to the width, sets the x range and the scroll bar
-  void updateLabels();  // shows the labels that fit their cells
+  void updateLabels();  // shows the labels that fit their cells, thins the position labels to the width
+  void setPositionTicks(int step);
 
   LensMap map_;
   QCustomPlot* plot_ = nullptr;
@@ -91,6 +100,8 @@ class LensView : public QWidget {
   std::vector<QCPItemText*> labels_;  // [layer * positions + pos]
   QScrollBar* scroll_ = nullptr;      // value = the first position in view
   bool followEnd_ = true;             // keep the last position in view (until the user scrolls)
+  bool scrolling_ = false;
+  int labelStep_ = 1;
 };
 
 }  // namespace hs

@@ -4,11 +4,17 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMouseEvent>
+#include <QResizeEvent>
+#include <QScrollArea>
+#include <QSplitter>
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "plot_style.h"
 #include "qcustomplot_include.h"
+#include "token_strip.h"
 
 namespace hs::gui {
 
@@ -19,6 +25,11 @@ QString shortPiece(const QString& p) {
   QString s = p;
   s.replace("\n", "\\n");
   return s.size() > 12 ? s.left(11) + "…" : s;
+}
+
+// The outline of the query's row on a map: visible on the thermal map's black and its white.
+QPen queryRowPen() {
+  return QPen(QColor(0, 200, 255), 1.5);
 }
 }  // namespace
 
@@ -43,9 +54,31 @@ AttentionTab::AttentionTab(QWidget* parent) : QWidget(parent) {
   plotstyle::skipEmptyResizes(*plot_);
   plot_->plotLayout()->clear();
   plot_->setMouseTracking(true);
-  layout->addWidget(plot_, 1);
+  // The maps above, the token strip below: the strip wraps its chips to the width and scrolls only down.
+  strip_ = new hs::TokenStrip;
+  strip_->setToolTip({});  // each chip has its own (the strip answers QEvent::ToolTip)
+  stripScroll_ = new QScrollArea;
+  stripScroll_->setWidget(strip_);
+  stripScroll_->setWidgetResizable(true);
+  stripScroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  stripScroll_->setMinimumHeight(QFontMetrics(font()).height() * 3 + 20);
+  split_ = new QSplitter(Qt::Vertical);
+  split_->addWidget(plot_);
+  split_->addWidget(stripScroll_);
+  split_->setCollapsible(0, false);
+  split_->setStretchFactor(0, 7);
+  split_->setStretchFactor(1, 3);
+  split_->setSizes({700, 300});  // fitStrip sizes it to the chips once the tab has its height
+  layout->addWidget(split_, 1);
+  connect(split_, &QSplitter::splitterMoved, this, [this] { stripSized_ = true; });
+  stripScroll_->viewport()->installEventFilter(this);
   connect(picker_, &QComboBox::currentIndexChanged, this, [this] { Q_EMIT promptChanged(); });
   connect(plot_, &QCustomPlot::mouseMove, this, &AttentionTab::onMouseMove);
+  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+    int panel = 0, q = 0, k = 0;
+    if (e->button() == Qt::LeftButton && cellAt(e->pos(), &panel, &q, &k)) chooseQuery(q);
+  });
+  connect(strip_, &hs::TokenStrip::queryChosen, this, &AttentionTab::chooseQuery);
   // Between layout and drawing: the panels' sizes are known, the ticks are not generated yet.
   connect(plot_, &QCustomPlot::afterLayout, this, &AttentionTab::applyTicks);
 }
@@ -155,10 +188,78 @@ void AttentionTab::applyTicks() {
   if (changed) plotstyle::replotIfSized(*plot_, QCustomPlot::rpQueuedReplot);
 }
 
+int AttentionTab::shownPositions() const {
+  return patterns_.empty() ? 0 : patterns_.front().n;
+}
+
+int AttentionTab::queryPosition() const {
+  const int n = shownPositions();
+  if (followLast_) return n - 1;
+  return n > 0 ? std::min(query_, n - 1) : query_;
+}
+
+void AttentionTab::setQueryPosition(int position) {
+  followLast_ = false;
+  query_ = std::max(position, -1);
+  showQuery();
+}
+
+void AttentionTab::chooseQuery(int position) {
+  if (!followLast_ && query_ == position) return;
+  setQueryPosition(position);
+  Q_EMIT queryChanged(queryPosition());
+}
+
+void AttentionTab::showQuery() {
+  const int q = queryPosition();
+  strip_->setQuery(q);
+  for (int i = 0; i < plot_->itemCount(); ++i)
+    if (auto* mark = qobject_cast<QCPItemRect*>(plot_->item(i))) {
+      mark->setVisible(q >= 0);
+      const double right = mark->bottomRight->coords().x();
+      mark->topLeft->setCoords(-0.5, q - 0.5);
+      mark->bottomRight->setCoords(right, q + 0.5);
+    }
+  plotstyle::replotIfSized(*plot_);
+}
+
+void AttentionTab::fitStrip() {
+  const int total = split_->height() - split_->handleWidth();
+  if (stripSized_ || total <= 0) return;
+  const int frame = 2 * stripScroll_->frameWidth();
+  const int need = strip_->heightForWidth(stripScroll_->viewport()->width()) + frame;
+  const int room = std::min(static_cast<int>(total * kMaxStripShare), total - kMinMapsHeight);
+  const int strip =
+      room < stripScroll_->minimumHeight() ? 0 : std::clamp(need, stripScroll_->minimumHeight(), room);
+  split_->setSizes({total - strip, strip});
+}
+
+void AttentionTab::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);  // the layout has given the splitter its new size
+  fitStrip();
+}
+
+bool AttentionTab::eventFilter(QObject* watched, QEvent* event) {
+  // A new width wraps the chips onto another number of lines (a tab laid out while hidden gets its real
+  // width only when shown); sized after this resize, outside the layout pass that sent it.
+  if (watched == stripScroll_->viewport() && event->type() == QEvent::Resize &&
+      static_cast<QResizeEvent*>(event)->oldSize().width() !=
+          static_cast<QResizeEvent*>(event)->size().width())
+    QMetaObject::invokeMethod(this, &AttentionTab::fitStrip, Qt::QueuedConnection);
+  return QWidget::eventFilter(watched, event);
+}
+
 void AttentionTab::rebuild() {
+  plot_->clearItems();  // the row outlines live on the panels' axes, which clear() deletes
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   const int n = static_cast<int>(patterns_.size());
+  std::vector<hs::TokenStripHead> stripHeads;
+  for (const PatternView& v : patterns_)
+    stripHeads.push_back({QString("L%1.H%2").arg(v.head.layer).arg(v.head.head), v.weights});
+  strip_->setData(n > 0 ? patterns_.front().pieces : QStringList(), stripHeads);
+  strip_->setQuery(queryPosition());
+  fitStrip();
   if (n == 0) {
     plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, "Select a head in the Heads tab"));
     plotstyle::replotIfSized(*plot_);
@@ -203,6 +304,18 @@ void AttentionTab::rebuild() {
     y->setRangeReversed(true);
     x->setRange(-0.5, v.n - 0.5);
     y->setRange(-0.5, v.n - 0.5);
+    // The query's row, outlined (showQuery moves it).
+    auto* mark = new QCPItemRect(plot_);
+    mark->setClipAxisRect(rect);
+    for (QCPItemPosition* corner : {mark->topLeft, mark->bottomRight})
+      corner->setAxes(x, y);
+    const int q = queryPosition();
+    mark->topLeft->setCoords(-0.5, q - 0.5);
+    mark->bottomRight->setCoords(v.n - 0.5, q + 0.5);
+    mark->setPen(queryRowPen());
+    mark->setBrush(Qt::NoBrush);
+    mark->setSelectable(false);
+    mark->setVisible(q >= 0);
   }
   plot_->plotLayout()->addElement(1, n, scale);
   scale->setMinimumSize(60, 10);
@@ -212,25 +325,31 @@ void AttentionTab::rebuild() {
                        : QString("Ctrl-click heads to compare up to four"));
 }
 
-QString AttentionTab::hoverText(const QPoint& pixel) const {
-  int panel = 0;
-  for (const PatternView& v : patterns_) {
-    const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(panel++));
-    if (!map) continue;
-    if (!map->keyAxis()->axisRect()->rect().contains(pixel)) continue;
-    const int k = static_cast<int>(std::lround(map->keyAxis()->pixelToCoord(pixel.x())));
-    const int q = static_cast<int>(std::lround(map->valueAxis()->pixelToCoord(pixel.y())));
-    if (q < 0 || k < 0 || q >= v.n || k >= v.n) return {};
-    return QString("L%1.H%2  query '%3' (%4) → key '%5' (%6): %7")
-        .arg(v.head.layer)
-        .arg(v.head.head)
-        .arg(v.pieces[q])
-        .arg(q)
-        .arg(v.pieces[k])
-        .arg(k)
-        .arg(v.weights[static_cast<size_t>(q * v.n + k)], 0, 'f', 3);
+bool AttentionTab::cellAt(const QPoint& pixel, int* panel, int* q, int* k) const {
+  for (int i = 0; i < static_cast<int>(patterns_.size()) && i < plot_->plottableCount(); ++i) {
+    const auto* map = qobject_cast<QCPColorMap*>(plot_->plottable(i));
+    if (!map || !map->keyAxis()->axisRect()->rect().contains(pixel)) continue;
+    const int n = patterns_[static_cast<size_t>(i)].n;
+    *panel = i;
+    *k = static_cast<int>(std::lround(map->keyAxis()->pixelToCoord(pixel.x())));
+    *q = static_cast<int>(std::lround(map->valueAxis()->pixelToCoord(pixel.y())));
+    return *q >= 0 && *k >= 0 && *q < n && *k < n;
   }
-  return {};
+  return false;
+}
+
+QString AttentionTab::hoverText(const QPoint& pixel) const {
+  int panel = 0, q = 0, k = 0;
+  if (!cellAt(pixel, &panel, &q, &k)) return {};
+  const PatternView& v = patterns_[static_cast<size_t>(panel)];
+  return QString("L%1.H%2  query '%3' (%4) → key '%5' (%6): %7")
+      .arg(v.head.layer)
+      .arg(v.head.head)
+      .arg(v.pieces[q])
+      .arg(q)
+      .arg(v.pieces[k])
+      .arg(k)
+      .arg(v.weights[static_cast<size_t>(q * v.n + k)], 0, 'f', 3);
 }
 
 QPoint AttentionTab::cellCenter(int panel, int q, int k) const {

@@ -67,7 +67,8 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   top_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   top_->horizontalHeader()->setStretchLastSection(true);
   top_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  // The logit lens: a heatmap that scrolls sideways on long prompts, with what its colour shows.
+  // The logit lens: a heatmap of every position at any prompt length, with what its colour shows; wide
+  // cells that scroll sideways on request.
   auto* lensPanel = new QWidget;
   auto* lensLayout = new QVBoxLayout(lensPanel);
   lensLayout->setContentsMargins(0, 0, 0, 0);
@@ -89,6 +90,11 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
       "With interventions applied: the probability with them minus the probability without them");
   lensDiff_->setEnabled(false);
   lensBar->addWidget(lensDiff_);
+  lensScrollBox_ = new QCheckBox("Scroll");
+  lensScrollBox_->setToolTip(
+      "Off: every position in view, cells as wide as the view allows (labels where they fit). On: cells "
+      "wide enough for their top-token labels; the positions scroll under a fixed layer axis.");
+  lensBar->addWidget(lensScrollBox_);
   lensBar->addStretch(1);
   lensLayout->addLayout(lensBar);
   // The heatmap's title stays in view while the map scrolls.
@@ -97,8 +103,8 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   lensTitle_->setWordWrap(true);
   lensLayout->addWidget(lensTitle_);
   lensView_ = new LensView;
-  // Models with many layers scroll vertically; long prompts scroll inside the view, which keeps its layer
-  // axis in view.
+  // Models with many layers scroll vertically; sideways, the view fits every position into its width (or,
+  // with "Scroll", scrolls inside itself, keeping its layer axis in view).
   lensScroll_ = new QScrollArea;
   lensScroll_->setWidget(lensView_);
   lensScroll_->setWidgetResizable(true);
@@ -113,6 +119,7 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   layout->addWidget(split, 1);
   connect(lensMeasure_, &QComboBox::currentIndexChanged, this, &PromptTab::showLens);
   connect(lensDiff_, &QCheckBox::toggled, this, &PromptTab::showLens);
+  connect(lensScrollBox_, &QCheckBox::toggled, lensView_, &LensView::setScrolling);
   connect(run, &QPushButton::clicked, this, &PromptTab::runRequested);
   connect(edit_, &QLineEdit::returnPressed, this, &PromptTab::runRequested);
   connect(apply_, &QCheckBox::toggled, this, &PromptTab::runRequested);
@@ -133,7 +140,8 @@ const char* measureKey(PromptTab::LensMeasure m) {
 nlohmann::json PromptTab::viewState() const {
   return {{"apply_interventions", apply_->isChecked()},
           {"lens_measure", measureKey(static_cast<LensMeasure>(lensMeasure_->currentData().toInt()))},
-          {"lens_difference", lensDiff_->isChecked()}};
+          {"lens_difference", lensDiff_->isChecked()},
+          {"lens_scroll", lensScrollBox_->isChecked()}};
 }
 
 void PromptTab::restoreViewState(const nlohmann::json& j) {
@@ -146,6 +154,8 @@ void PromptTab::restoreViewState(const nlohmann::json& j) {
       if (it->get<std::string>() == measureKey(m)) lensMeasure_->setCurrentIndex(lensMeasure_->findData(m));
   if (auto it = j.find("lens_difference"); it != j.end() && it->is_boolean())
     lensDiff_->setChecked(it->get<bool>());
+  if (auto it = j.find("lens_scroll"); it != j.end() && it->is_boolean())
+    lensScrollBox_->setChecked(it->get<bool>());
 }
 
 QString PromptTab::warning() const {

@@ -44,13 +44,14 @@ class PromptTab : public QWidget {
   };
   LensView* lensView() const { return lensView_; }
   QComboBox* lensMeasureBox() const { return lensMeasure_; }
-  QCheckBox* lensDifferenceBox() const { return lensDiff_; }  // enabled with interventions
+  QCheckBox* lensDifferenceBox() const { return lensDiff_; }   // enabled with interventions
+  QCheckBox* lensScrollBox() const { return lensScrollBox_; }  // off: every position in view
   // The heatmap of `view` for a measure, as a difference from the clean model or not.
   static LensMap lensMap(const PromptView& view, LensMeasure measure, bool difference);
 
   // What a session keeps of the tab besides its text: "apply_interventions", "lens_measure" ("top",
-  // "answer", "clean_top") and "lens_difference" (the Δ vs clean toggle). Values of another type are
-  // ignored (a session is a file).
+  // "answer", "clean_top"), "lens_difference" (the Δ vs clean toggle) and "lens_scroll". Values of another
+  // type are ignored (a session is a file).
   nlohmann::json viewState() const;
   void restoreViewState(const nlohmann::json& j);
 
@@ -66,6 +67,7 @@ class PromptTab : public QWidget {
   QTableWidget* top_ = nullptr;
   QComboBox* lensMeasure_ = nullptr;
   QCheckBox* lensDiff_ = nullptr;
+  QCheckBox* lensScrollBox_ = nullptr;
   LensView* lensView_ = nullptr;
   QScrollArea* lensScroll_ = nullptr;
   QLabel* lensTitle_ = nullptr;

@@ -20,6 +20,7 @@
 #include "head_grid_view.h"
 #include "lens_view.h"
 #include "plot_export.h"
+#include "plot_style.h"
 #include "qcustomplot_include.h"
 #include "scatter_compare.h"
 
@@ -96,6 +97,18 @@ int distinctColors(const QImage& img) {
       colors.insert(img.pixel(x, y));
   }
   return colors.size();
+}
+
+// A lens map of `n` positions ("t0", "t1", ...) and `layers` layers, top tokens "x0", "x1", ...
+hs::LensMap lensMap(int n, int layers) {
+  hs::LensMap map;
+  map.layers = layers;
+  for (int p = 0; p < n; ++p)
+    map.pieces << QString("t%1").arg(p);
+  for (int l = 0; l < layers; ++l)
+    for (int p = 0; p < n; ++p)
+      map.cells.push_back({QString("x%1").arg(p), 0.5, (l * n + p) / double(layers * n), QString()});
+  return map;
 }
 
 }  // namespace
@@ -555,26 +568,72 @@ class TestWidgets : public QObject {
     QVERIFY(!view.hasData());
   }
 
-  // A prompt too long for the view scrolls inside it: the layer axis and the colour bar stay where they
-  // are, the map opens at the last positions (the prediction), hover follows the scrolled window, and a
-  // resize keeps the end in view until the user scrolls away from it.
-  void lensScrollsPositionsAndKeepsTheLayerAxis() {
-    hs::LensMap map;
+  // By default a long prompt fits the view: every position is a cell inside the view's width (no scroll
+  // bar), hover finds the first and the last, position labels are thinned to a line apart and top-token
+  // labels shown only in cells that hold them; a wider view keeps every position and widens the cells.
+  void lensFitsEveryPositionByDefault() {
     const int n = 60, L = 5;
-    map.layers = L;
-    for (int p = 0; p < n; ++p)
-      map.pieces << QString("t%1").arg(p);
-    for (int l = 0; l < L; ++l)
-      for (int p = 0; p < n; ++p)
-        map.cells.push_back({QString("x%1").arg(p), 0.5, (l * n + p) / double(L * n), QString()});
+    const hs::LensMap map = lensMap(n, L);
     hs::LensView view;
     view.resize(700, 420);
     view.setMap(map);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     view.plot()->replot();
+    QApplication::processEvents();
 
-    // The view does not grow with the prompt, and the positions it shows fill its width.
+    QVERIFY(!view.scrolling());
+    QVERIFY(view.minimumSizeHint().width() <= 700);
+    QCOMPARE(view.width(), 700);
+    QCOMPARE(view.visiblePositions(), n);
+    QCOMPARE(view.firstPosition(), 0);
+    QVERIFY(!view.scrollBar()->isVisible());
+    const QRect cells = view.plot()->axisRect()->rect();
+    QVERIFY(cells.left() > 0 && view.plot()->rect().contains(cells));
+    for (int p = 0; p < n; ++p)
+      QVERIFY2(cells.contains(view.cellCenter(L - 1, p)), qPrintable(QString("position %1").arg(p)));
+    QVERIFY(view.hoverText(view.cellCenter(2, n - 1))
+                .startsWith(QString("after layer 2 · position %1 't%1'").arg(n - 1)));
+    QVERIFY(view.hoverText(view.cellCenter(4, 0)).startsWith("after layer 4 · position 0 't0'"));
+    // Position labels a line of the tick font apart (turned by 60°); "x59" needs more than a 9-px cell.
+    const QVector<double> ticks = view.plot()->xAxis->tickVector();
+    QVERIFY(ticks.size() >= 2);
+    const double pitch =
+        std::abs(view.plot()->xAxis->coordToPixel(ticks[1]) - view.plot()->xAxis->coordToPixel(ticks[0]));
+    QVERIFY2(pitch >= QFontMetrics(hs::plotstyle::tickFont()).height() / 0.866 - 0.5,
+             qPrintable(QString::number(pitch)));
+    QCOMPARE(view.visibleLabels(), 0);
+
+    // Wider: still every position, wider cells.
+    const double cellWidth = cells.width() / double(n);
+    view.resize(1400, 420);
+    view.plot()->replot();
+    QCOMPARE(view.visiblePositions(), n);
+    QVERIFY(view.plot()->axisRect()->rect().width() / double(n) > cellWidth);
+    QVERIFY(view.plot()->axisRect()->rect().contains(view.cellCenter(0, n - 1)));
+
+    // A short prompt: its cells hold their top-token labels.
+    view.setMap(lensMap(3, L));
+    view.plot()->replot();
+    QCOMPARE(view.visiblePositions(), 3);
+    QCOMPARE(view.visibleLabels(), 3 * L);
+  }
+
+  // Scrolling is an opt-in: a prompt too long for kMinCellWidth cells then scrolls inside the view, the
+  // layer axis and the colour bar stay where they are, the map opens at the last positions (the
+  // prediction), hover follows the scrolled window, and a resize keeps the end in view until the user
+  // scrolls away from it. Turned off, every position is in view again.
+  void lensScrollsPositionsWhenAskedAndKeepsTheLayerAxis() {
+    const int n = 60, L = 5;
+    hs::LensMap map = lensMap(n, L);
+    hs::LensView view;
+    view.resize(700, 420);
+    view.setScrolling(true);
+    view.setMap(map);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.plot()->replot();
+
     QVERIFY(view.minimumSizeHint().width() <= 700);
     QCOMPARE(view.width(), 700);
     const int visible = view.visiblePositions();
@@ -608,13 +667,15 @@ class TestWidgets : public QObject {
     QCOMPARE(view.firstPosition(), 0);
 
     // A short prompt fits: no scroll bar, every position in view.
-    map.pieces = map.pieces.mid(0, 3);
-    map.cells.clear();
-    for (int l = 0; l < L; ++l)
-      for (int p = 0; p < 3; ++p)
-        map.cells.push_back({"y", 0.2, 0.2, QString()});
-    view.setMap(map);
+    view.setMap(lensMap(3, L));
     QCOMPARE(view.visiblePositions(), 3);
+    QCOMPARE(view.firstPosition(), 0);
+    QVERIFY(!view.scrollBar()->isVisible());
+
+    // Off again: the long prompt's every position.
+    view.setMap(map);
+    view.setScrolling(false);
+    QCOMPARE(view.visiblePositions(), n);
     QCOMPARE(view.firstPosition(), 0);
     QVERIFY(!view.scrollBar()->isVisible());
   }
