@@ -115,7 +115,8 @@ void AttentionTab::setPattern(const PatternView& view) {
 }
 
 void AttentionTab::setTaskPrompts(const QStringList& prompts) {
-  const QString chosen = pendingChoice_.isEmpty() ? chosenPrompt() : pendingChoice_;
+  const QString shown = chosenPrompt();  // the prompt the patterns were asked for
+  const QString chosen = pendingChoice_.isEmpty() ? shown : pendingChoice_;
   pendingChoice_.clear();
   const QSignalBlocker block(picker_);
   picker_->clear();
@@ -128,7 +129,8 @@ void AttentionTab::setTaskPrompts(const QStringList& prompts) {
   }
   const int again = chosen.isEmpty() ? 0 : picker_->findData(chosen);
   picker_->setCurrentIndex(again < 0 ? 0 : again);
-  if (again < 0 || (again == 0 && !chosen.isEmpty())) Q_EMIT promptChanged();
+  // A choice restored before the list arrived, or one the new list no longer holds, changes the prompt.
+  if (chosenPrompt() != shown) Q_EMIT promptChanged();
 }
 
 QString AttentionTab::chosenPrompt() const {

@@ -66,6 +66,7 @@ class AttentionTab : public QWidget {
   // one is chosen. A position beyond the shown prompt is kept and shown as its last position.
   int queryPosition() const;
   void setQueryPosition(int position);
+  bool queryChosen() const { return !followLast_; }  // false while the query follows the last position
   hs::TokenStrip* tokenStrip() const { return strip_; }
   QSplitter* splitter() const { return split_; }
 

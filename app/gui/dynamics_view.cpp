@@ -19,6 +19,7 @@
 #include "head_grid_view.h"
 #include "plot_style.h"
 #include "qcustomplot_include.h"
+#include "view_state_read.h"
 
 namespace hs::gui {
 
@@ -307,12 +308,9 @@ nlohmann::json DynamicsTab::viewState() const {
 
 void DynamicsTab::restoreViewState(const nlohmann::json& j) {
   if (!j.is_object()) return;
-  // From a file: entries of another type are ignored, never thrown out of the slot that opens the session.
-  if (j.contains("top_k") && j["top_k"].is_number_integer() && j["top_k"].get<int64_t>() >= 0 &&
-      j["top_k"].get<int64_t>() <= 100000)
-    setTopK(j["top_k"].get<int>());
-  if (j.contains("series") && j["series"].is_string())
-    setCurrentSeries(QString::fromStdString(j["series"].get<std::string>()));
+  const ViewStateReader r(j);
+  if (r.has("top_k")) setTopK(r.integer("top_k", topK(), 0, 100000));
+  if (r.has("series")) setCurrentSeries(r.text("series", currentSeriesKey()));
   if (j.contains("curves") && j["curves"].is_array()) {
     std::vector<HeadRef> heads;
     for (const nlohmann::json& h : j["curves"])

@@ -126,15 +126,36 @@ EvaluationDock::EvaluationDock(QWidget* parent) : QWidget(parent) {
   note_->setWordWrap(true);
   note_->setStyleSheet("color:#555");
   layout->addWidget(note_);
-  prompts_ = new QTableWidget(0, 6);
-  prompts_->setHorizontalHeaderLabels({"set", "query", "answer", "before", "after", "p before → after"});
-  prompts_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  prompts_->horizontalHeader()->setStretchLastSection(true);
+  // Five narrow columns fit the dock's width without scrolling: the set, the answer and the probabilities
+  // whole, the query and the prediction share what is left, elided at their start (the query's end is the
+  // word asked about); every cell's whole text is in its tooltip, and every column of the evaluate.prompts
+  // table is on the Prompts tab ("All columns").
+  prompts_ = new QTableWidget(0, 5);
+  prompts_->setHorizontalHeaderLabels({"set", "query", "answer", "prediction", "p(answer)"});
+  prompts_->horizontalHeaderItem(3)->setToolTip("the top token before → after the interventions");
+  prompts_->horizontalHeaderItem(4)->setToolTip("the answer's probability before → after the interventions");
+  prompts_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  for (int c : {0, 2, 4})  // "ICL" / "0-shot", the answer word and "0.41 → 0.12": short, always whole
+    prompts_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  prompts_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  prompts_->setTextElideMode(Qt::ElideLeft);
+  prompts_->setWordWrap(false);
+  prompts_->verticalHeader()->hide();
   prompts_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   prompts_->setToolTip(
       "Every prompt: the prediction and the answer's probability before and after the "
       "interventions (red: broken by them, green: fixed)");
+  auto* promptsBar = new QHBoxLayout;
+  promptsBar->addWidget(new QLabel("Every prompt"), 1);
+  allColumns_ = new QPushButton("All columns…");
+  allColumns_->setToolTip("The evaluation's per-prompt table on the Prompts tab: filter, sort, export");
+  allColumns_->setEnabled(false);
+  promptsBar->addWidget(allColumns_);
+  layout->addLayout(promptsBar);
   layout->addWidget(prompts_, 1);
+  connect(allColumns_, &QPushButton::clicked, this, [this] {
+    if (result_) Q_EMIT promptsTableRequested(result_->runId);
+  });
   connect(evaluate_, &QPushButton::clicked, this, &EvaluationDock::evaluateRequested);
 }
 
@@ -181,15 +202,19 @@ void EvaluationDock::setResult(const EvalResult& r) {
                      .arg(r.nAblated)
                      .arg(r.nPatched)
                      .arg(pct(r.icl.accuracy), pct(r.iclIntervened.accuracy), interval(r.lo[1], r.hi[1])));
+  allColumns_->setEnabled(true);
   prompts_->setRowCount(static_cast<int>(r.prompts.size()));
   for (int i = 0; i < static_cast<int>(r.prompts.size()); ++i) {
     const EvalResult::PromptRow& p = r.prompts[static_cast<size_t>(i)];
-    const QStringList cells = {
-        p.set,    p.query, p.answer,
-        p.before, p.after, QString("%1 → %2").arg(p.pBefore, 0, 'f', 3).arg(p.pAfter, 0, 'f', 3)};
+    const QStringList cells = {p.set == "zero_shot" ? "0-shot"
+                               : p.set == "icl"     ? "ICL"
+                                                    : p.set,
+                               p.query, p.answer, p.before == p.after ? p.before : p.before + " → " + p.after,
+                               QString("%1 → %2").arg(p.pBefore, 0, 'f', 2).arg(p.pAfter, 0, 'f', 2)};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
-      item->setToolTip(cells[c]);
+      item->setToolTip(c == 4 ? QString("%1 → %2").arg(p.pBefore, 0, 'f', 4).arg(p.pAfter, 0, 'f', 4)
+                              : cells[c]);
       prompts_->setItem(i, c, item);
     }
     const bool rightBefore = p.before.trimmed() == p.answer.trimmed();
@@ -207,6 +232,7 @@ void EvaluationDock::clearResult() {
     for (int c = 0; c < table_->columnCount(); ++c)
       delete table_->takeItem(i, c);
   prompts_->setRowCount(0);
+  allColumns_->setEnabled(false);
   note_->setText("Not evaluated yet.");
   updateStale();
 }

@@ -38,10 +38,12 @@ class EvaluationDock : public QWidget {
   QPushButton* evaluateButton() const { return evaluate_; }
   QTableWidget* table() const { return table_; }
   QTableWidget* promptTable() const { return prompts_; }
+  QPushButton* allColumnsButton() const { return allColumns_; }
   QString note() const;
 
  Q_SIGNALS:
   void evaluateRequested();
+  void promptsTableRequested(const QString& runId);  // "All columns…": the run's table on the Prompts tab
 
  private:
   void updateStale();
@@ -50,6 +52,7 @@ class EvaluationDock : public QWidget {
   QSpinBox* draws_ = nullptr;
   QTableWidget* table_ = nullptr;
   QTableWidget* prompts_ = nullptr;
+  QPushButton* allColumns_ = nullptr;
   QLabel* note_ = nullptr;
   QLabel* stale_ = nullptr;
   std::optional<EvalResult> result_;

@@ -218,6 +218,10 @@ void HeadCard::setModel(const ModelInfo& info) {
   layer_->setRange(0, std::max(0, info.layers - 1));
   headBox_->setRange(0, std::max(0, info.heads - 1));
   if (hasHead_ && (head_.layer >= info.layers || head_.head >= info.heads)) hasHead_ = false;
+  if (hasHead_) {  // the boxes clamped a head set while another (or no) model was loaded
+    layer_->setValue(head_.layer);
+    headBox_->setValue(head_.head);
+  }
   rebuild();
 }
 

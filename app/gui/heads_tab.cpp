@@ -24,6 +24,7 @@
 #include "qcustomplot_include.h"
 #include "run_label.h"
 #include "scatter_compare.h"
+#include "view_state_read.h"
 
 namespace hs::gui {
 
@@ -322,34 +323,14 @@ nlohmann::json HeadsTab::viewState() const {
 
 void HeadsTab::restoreViewState(const nlohmann::json& j) {
   if (!j.is_object()) return;
-  // A session's view state comes from a file: values of another type (or out of an int's range) are
-  // ignored, never thrown out of the slot that opens the session.
-  auto integer = [&j](const char* key, int dflt) {
-    auto it = j.find(key);
-    return it != j.end() && it->is_number_integer() && it->get<int64_t>() >= 0 &&
-                   it->get<int64_t>() <= 1 << 20
-               ? it->get<int>()
-               : dflt;
-  };
-  auto number = [&j](const char* key, double dflt) {
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() && std::isfinite(it->get<double>()) ? it->get<double>() : dflt;
-  };
-  auto text = [&j](const char* key) {
-    auto it = j.find(key);
-    return QString::fromStdString(it != j.end() && it->is_string() ? it->get<std::string>() : std::string());
-  };
-  auto flag = [&j](const char* key) {
-    auto it = j.find(key);
-    return it != j.end() && it->is_boolean() && it->get<bool>();
-  };
-  topK_->setValue(integer("top_k", topK_->value()));
-  topPct_->setValue(number("top_percent", topPct_->value()));
-  jaccardK_->setValue(integer("jaccard_k", 0));
-  setCurrentMetric(text("metric"));
-  setCompareMode(text("compare_mode") == modeKey(CompareMode::SideBySide) ? CompareMode::SideBySide
-                                                                          : CompareMode::Scatter);
-  setCompare(flag("compare"), text("compare_metric"));
+  const ViewStateReader r(j);
+  topK_->setValue(r.integer("top_k", topK_->value()));
+  topPct_->setValue(r.number("top_percent", topPct_->value()));
+  jaccardK_->setValue(r.integer("jaccard_k", 0));
+  setCurrentMetric(r.text("metric"));
+  setCompareMode(r.text("compare_mode") == modeKey(CompareMode::SideBySide) ? CompareMode::SideBySide
+                                                                            : CompareMode::Scatter);
+  setCompare(r.flag("compare"), r.text("compare_metric"));
   if (j.contains("color_range") && j["color_range"].is_array() && j["color_range"].size() == 2 &&
       j["color_range"][0].is_number() && j["color_range"][1].is_number() &&
       std::isfinite(j["color_range"][0].get<double>()) && std::isfinite(j["color_range"][1].get<double>())) {

@@ -217,7 +217,7 @@ class MainWindow : public QMainWindow {
   // openSession's part for the view state's version-2 fields: the Prompt tab's text and toggles, the
   // Attention tab's prompt, the Evaluation dock's result (rebuilt from its evaluate run).
   void restorePromptAndEvaluation(const nlohmann::json& view);
-  static constexpr int kViewStateVersion = 2;
+  static constexpr int kViewStateVersion = 3;
   void interventionsChanged();
   // Undo / redo of the interventions (not of head selections): a snapshot is pushed after each change.
   void pushSnapshot();

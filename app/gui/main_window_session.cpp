@@ -27,6 +27,8 @@
 #include "session_io.h"
 #include "study_view.h"
 #include "task_dock.h"
+#include "view_state_read.h"
+#include "workspace_views.h"
 
 namespace hs::gui {
 
@@ -41,8 +43,9 @@ bool MainWindow::saveSessionTo(const QString& path) {
   s.selectedHeads = headsView()->selection();
   s.interventions = interventionsDock_->entries();
   // View state version 2 added "prompt" (the Prompt tab's text and toggles), "attention" (the Attention
-  // tab's prompt) and "evaluation" (the Evaluation dock's result, by its evaluate run); a version-1 session
-  // opens with their defaults.
+  // tab's prompt) and "evaluation" (the Evaluation dock's result, by its evaluate run); version 3 added
+  // "workspace" (the Head card's head, the agreement's statistic and k, the Prompts tab's source, filter and
+  // sort) and the Attention tab's chosen query. An older session opens with the defaults of what it lacks.
   nlohmann::json prompt = promptTab_->viewState();
   prompt["text"] = promptEdit_->text().toStdString();
   prompt["from_task"] = !taskPrompt_.isEmpty() && promptEdit_->text() == taskPrompt_;
@@ -51,7 +54,11 @@ bool MainWindow::saveSessionTo(const QString& path) {
                  {"heads", headsTab_->viewState()},
                  {"dynamics", dynamicsTab_->viewState()},
                  {"prompt", prompt},
-                 {"attention", {{"prompt", attentionTab_->chosenPrompt().toStdString()}}}};
+                 {"attention",
+                  {{"prompt", attentionTab_->chosenPrompt().toStdString()},
+                   {"query", attentionTab_->queryChosen() ? nlohmann::json(attentionTab_->queryPosition())
+                                                          : nlohmann::json()}}},
+                 {"workspace", workspace_->viewState()}};
   if (const auto& r = evaluationDock_->result())
     s.viewState["evaluation"] = {{"run", r->runId.toStdString()},
                                  {"task", r->taskJson.toStdString()},
@@ -113,6 +120,7 @@ bool MainWindow::openSession(const QString& path) {
   undo_->clear();
   lastSnapshot_ = snapshot();
   restorePromptAndEvaluation(view);
+  workspace_->restoreViewState(view.contains("workspace") ? view["workspace"] : nlohmann::json());
   if (view.contains("tab") && view["tab"].is_number_integer()) tabs_->setCurrentIndex(view["tab"].get<int>());
   addRecent(path);
   const QString model = QString::fromStdString(s.model.value("path", std::string()));
@@ -144,8 +152,10 @@ void MainWindow::restorePromptAndEvaluation(const nlohmann::json& view) {
     promptFromTask_ = false;
   }
   const nlohmann::json attention = view.contains("attention") ? view["attention"] : nlohmann::json();
-  if (attention.is_object() && attention.contains("prompt") && attention["prompt"].is_string())
-    attentionTab_->choosePromptText(QString::fromStdString(attention["prompt"].get<std::string>()));
+  const ViewStateReader attentionState(attention);
+  if (attentionState.has("prompt")) attentionTab_->choosePromptText(attentionState.text("prompt"));
+  if (const int query = attentionState.integer("query", -1); query >= 0)
+    attentionTab_->setQueryPosition(query);
   evaluationDock_->clearResult();
   const nlohmann::json evaluation = view.contains("evaluation") ? view["evaluation"] : nlohmann::json();
   if (evaluation.is_object() && evaluation.contains("run") && evaluation["run"].is_string()) {

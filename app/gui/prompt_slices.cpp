@@ -274,6 +274,24 @@ void PromptSlices::sortBy(const QString& column, Qt::SortOrder order) {
   if (c >= 0) view_->sortByColumn(c, order);
 }
 
+QString PromptSlices::filterText() const {
+  return filter_->text();
+}
+
+QString PromptSlices::filterColumn() const {
+  return column_->currentData().toString();
+}
+
+QString PromptSlices::sortColumn() const {
+  const int c = proxy_->sortColumn();
+  const QStringList names = columns();
+  return c >= 0 && c < names.size() ? names[c] : QString();
+}
+
+Qt::SortOrder PromptSlices::sortOrder() const {
+  return proxy_->sortOrder();
+}
+
 int PromptSlices::rowCount() const {
   return proxy_->rowCount();
 }

@@ -40,7 +40,11 @@ class PromptSlices : public QWidget {
   QString source() const;
   // Keeps the rows that hold `text` (case-insensitive) in `column` ("" for any column).
   void setFilter(const QString& text, const QString& column = {});
+  QString filterText() const;
+  QString filterColumn() const;  // "" for any column
   void sortBy(const QString& column, Qt::SortOrder order);
+  QString sortColumn() const;  // "" while unsorted
+  Qt::SortOrder sortOrder() const;
   QStringList columns() const;
   int rowCount() const;  // rows shown (after the filter)
   int totalRows() const;

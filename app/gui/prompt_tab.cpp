@@ -73,11 +73,13 @@ PromptTab::PromptTab(const QString& text, QWidget* parent) : QWidget(parent) {
   auto* lensLayout = new QVBoxLayout(lensPanel);
   lensLayout->setContentsMargins(0, 0, 0, 0);
   auto* lensBar = new QHBoxLayout;
-  lensBar->addWidget(new QLabel("Lens colour"));
+  auto* colour = new QLabel("Colour");  // short: the lens's bar sets the tab's minimum width
+  colour->setToolTip("What colours the logit lens's cells");
+  lensBar->addWidget(colour);
   lensMeasure_ = new QComboBox;
   // Keeps the tab narrow (the window's minimum width ≤ 1280 px): long choices are elided in the box.
   lensMeasure_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  lensMeasure_->setMinimumContentsLength(14);
+  lensMeasure_->setMinimumContentsLength(12);
   lensMeasure_->addItem("top token's probability", TopProbability);
   lensMeasure_->addItem("answer's probability", AnswerProbability);
   lensMeasure_->addItem("clean top token's probability", CleanTopProbability);

@@ -378,6 +378,12 @@ void RunDiffView::pairChanged() {
   showCurve();
 }
 
+void RunDiffView::setSilentHeads(const std::vector<HeadRef>& silent, const QStringList& modelRuns) {
+  silent_ = silent;
+  modelRuns_ = modelRuns;
+  showGrid();
+}
+
 void RunDiffView::showGrid() {
   const AnalysisRun *a = find(runA()), *b = find(runB());
   const HeadGrid *ga = nullptr, *gb = nullptr;
@@ -396,6 +402,8 @@ void RunDiffView::showGrid() {
   }
   difference_ = gridDifference(*ga, *gb);
   diffView_->show();
+  const bool bothModel = modelRuns_.contains(runA()) && modelRuns_.contains(runB());
+  diffView_->setSilentHeads(bothModel ? silent_ : std::vector<HeadRef>{});
   diffView_->setGrid(difference_);
   diffView_->setTitleText(QString::fromStdString(difference_.name) + "  (" + runA() + " − " + runB() + ")");
   double maxAbs = 0;

@@ -40,6 +40,9 @@ class RunDiffView : public QWidget {
   explicit RunDiffView(QWidget* parent = nullptr);
 
   void setRuns(const std::vector<AnalysisRun>& runs);
+  // The loaded model's silent heads (W_O all zero) and its runs: A − B hatches those heads when both runs
+  // are the model's.
+  void setSilentHeads(const std::vector<HeadRef>& silent, const QStringList& modelRuns);
   // Picks the two runs by id (false when either is not in the session).
   bool setPair(const QString& runA, const QString& runB);
   QString runA() const;
@@ -72,6 +75,8 @@ class RunDiffView : public QWidget {
   void showCurve();
 
   std::vector<AnalysisRun> runs_;
+  std::vector<HeadRef> silent_;
+  QStringList modelRuns_;  // the runs silent_ belongs to
   HeadGrid difference_;
   Curve overlay_, curveDiff_;
   QComboBox* a_ = nullptr;

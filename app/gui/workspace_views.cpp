@@ -13,6 +13,7 @@
 #include "attention_tab.h"
 #include "dynamics_view.h"
 #include "engine_worker.h"
+#include "evaluation_dock.h"
 #include "head_card.h"
 #include "head_circuit.h"
 #include "head_grid_view.h"
@@ -24,6 +25,7 @@
 #include "run_diff.h"
 #include "runs_dock.h"
 #include "task_dock.h"
+#include "view_state_read.h"
 
 namespace hs::gui {
 
@@ -51,6 +53,11 @@ WorkspaceViews::WorkspaceViews(MainWindow* window) : QObject(window), w_(window)
     w_->setPromptText(text);
     w_->runPrompt();
     w_->tabs_->setCurrentWidget(w_->promptTab_);
+  });
+
+  connect(w_->evaluationDock_, &EvaluationDock::promptsTableRequested, this, [this](const QString& run) {
+    slices_->setSource(run + "/evaluate.prompts");
+    w_->tabs_->setCurrentWidget(slices_);
   });
 
   // The card follows the head clicked on the Heads tab; the menu entry brings it forward.
@@ -129,8 +136,60 @@ void WorkspaceViews::setRuns(const std::vector<AnalysisRun>& shown, const std::v
       entries.push_back(std::move(e));
     }
   agreement_->setEntries(std::move(entries), w_->info_.silent);
-  if (!w_->info_.path.isEmpty()) slices_->setRuns(shown);  // decoding needs the model's tokenizer
-  if (diff_) diff_->view()->setRuns(w_->runs());           // every run, other models' included
+  if (!w_->info_.path.isEmpty()) {  // decoding needs the model's tokenizer
+    slices_->setRuns(shown);
+    applySlicesState();
+  }
+  modelRuns_.clear();
+  for (const AnalysisRun& run : shown)
+    modelRuns_ << QString::fromStdString(run.id);
+  if (diff_) {
+    diff_->view()->setRuns(w_->runs());  // every run, other models' included
+    diff_->view()->setSilentHeads(w_->info_.silent, modelRuns_);
+  }
+}
+
+nlohmann::json WorkspaceViews::viewState() const {
+  nlohmann::json card = nullptr;
+  if (card_->hasHead()) card = {{"layer", card_->head().layer}, {"head", card_->head().head}};
+  const bool jaccard = agreement_->statistic() == AgreementMatrix::Statistic::Jaccard;
+  // A restored state whose source is not offered yet (no model loaded) is kept as it was restored.
+  const nlohmann::json prompts =
+      !pendingSlices_.is_null() ? pendingSlices_
+                                : nlohmann::json{{"source", slices_->source().toStdString()},
+                                                 {"filter", slices_->filterText().toStdString()},
+                                                 {"column", slices_->filterColumn().toStdString()},
+                                                 {"sort_column", slices_->sortColumn().toStdString()},
+                                                 {"descending", slices_->sortOrder() == Qt::DescendingOrder}};
+  return {{"head_card", card},
+          {"agreement", {{"statistic", jaccard ? "jaccard" : "spearman"}, {"k", agreement_->k()}}},
+          {"prompts", prompts}};
+}
+
+void WorkspaceViews::restoreViewState(const nlohmann::json& state) {
+  const ViewStateReader r(state);
+  const ViewStateReader card = r.object("head_card");
+  const int layer = card.integer("layer", -1), head = card.integer("head", -1);
+  if (layer >= 0 && head >= 0) card_->setHead({layer, head}, true);
+  const ViewStateReader agreement = r.object("agreement");
+  agreement_->setStatistic(agreement.text("statistic") == "jaccard" ? AgreementMatrix::Statistic::Jaccard
+                                                                    : AgreementMatrix::Statistic::Spearman);
+  agreement_->setK(agreement.integer("k", 0));
+  pendingSlices_ = state.is_object() && state.contains("prompts") && state["prompts"].is_object()
+                       ? state["prompts"]
+                       : nlohmann::json();
+  applySlicesState();
+}
+
+void WorkspaceViews::applySlicesState() {
+  if (pendingSlices_.is_null()) return;
+  const ViewStateReader r(pendingSlices_);
+  const QString source = r.text("source");
+  if (!source.isEmpty() && !slices_->setSource(source)) return;  // offered once the model is loaded
+  slices_->setFilter(r.text("filter"), r.text("column"));
+  if (!r.text("sort_column").isEmpty())
+    slices_->sortBy(r.text("sort_column"), r.flag("descending") ? Qt::DescendingOrder : Qt::AscendingOrder);
+  pendingSlices_ = nullptr;
 }
 
 void WorkspaceViews::showHeadCard(HeadRef head) {
@@ -165,6 +224,7 @@ RunDiffDialog* WorkspaceViews::compareRuns(const QString& a, const QString& b) {
   }
   if (!diff_) diff_ = new RunDiffDialog(w_);
   diff_->view()->setRuns(runs);
+  diff_->view()->setSilentHeads(w_->info_.silent, modelRuns_);
   const QString ra = a.isEmpty() ? QString::fromStdString(runs[runs.size() - 2].id) : a;
   const QString rb = b.isEmpty() ? QString::fromStdString(runs.back().id) : b;
   diff_->view()->setPair(ra, rb);

@@ -13,6 +13,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "results/results.h"
 #include "run_diff.h"
 
@@ -45,6 +47,12 @@ class WorkspaceViews : public QObject {
   RunDiffDialog* compareRuns(const QString& a = {}, const QString& b = {});
   RunDiffDialog* lastRunDiff() const { return diff_; }
 
+  // The views' state for a session: the Head card's head, the agreement's statistic and k, and the Prompts
+  // tab's source, filter and sort. Restoring keeps what cannot apply yet (the Prompts tab's source arrives
+  // with the model's tokenizer) until setRuns brings it.
+  nlohmann::json viewState() const;
+  void restoreViewState(const nlohmann::json& state);
+
   // head_card.png, agreement.png, prompts.png and run_diff.png of the window's current state into `dir` (the
   // docs).
   QStringList saveScreenshots(const QString& dir);
@@ -54,6 +62,7 @@ class WorkspaceViews : public QObject {
 
  private:
   void requestCircuit();
+  void applySlicesState();  // pendingSlices_ into the Prompts tab once its source is offered
   void onCircuit(const HeadCircuit& circuit);
   void installRunsMenu();
 
@@ -62,7 +71,9 @@ class WorkspaceViews : public QObject {
   AgreementMatrix* agreement_ = nullptr;
   PromptSlices* slices_ = nullptr;
   QPointer<RunDiffDialog> diff_;
-  bool circuitPending_ = false;  // the card's head changed while its tab was hidden
+  bool circuitPending_ = false;   // the card's head changed while its tab was hidden
+  QStringList modelRuns_;         // the loaded model's runs (its silent heads are theirs)
+  nlohmann::json pendingSlices_;  // the Prompts tab's restored state, until its source is offered
 };
 
 }  // namespace hs::gui

@@ -1,6 +1,7 @@
 #pragma once
 // Shared set-up of the GUI suites: isolated settings, and a MainWindow on the toy model with a small
 // toy task and its first analysis shown.
+#include <QApplication>
 #include <QCoreApplication>
 #include <QSettings>
 #include <QSignalSpy>
@@ -9,11 +10,27 @@
 
 #include <memory>
 
-#include "tasks/icl_task.h"
 #include "main_window.h"
 #include "task_dock.h"
+#include "tasks/icl_task.h"
 
 namespace hs::test {
+
+// Every Qt message since it was last cleared, for suites that check start-up, runs and sessions are quiet:
+// install `collect` with qInstallMessageHandler and read `collectedMessages()`.
+inline QStringList& collectedMessages() {
+  static QStringList messages;
+  return messages;
+}
+inline void collect(QtMsgType, const QMessageLogContext&, const QString& m) {
+  collectedMessages() << m;
+}
+
+// Layouts settle over several posted requests.
+inline void settle() {
+  for (int i = 0; i < 4; ++i)
+    QApplication::processEvents();
+}
 
 // Settings of the test binaries live in Qt's test location (~/.qttest, or the build folder's test-home that
 // CTest sets as XDG_CONFIG_HOME), under their own application name, and start empty: never the user's.

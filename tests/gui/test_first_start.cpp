@@ -33,12 +33,14 @@
 #include "heads_tab.h"
 #include "interventions_dock.h"
 #include "plot_style.h"
+#include "prompt_slices.h"
 #include "prompt_tab.h"
 #include "qcustomplot_include.h"
 #include "results_tab.h"
 #include "runs_dock.h"
 #include "scatter_compare.h"
 #include "test_paths.h"
+#include "workspace_views.h"
 
 using hs::HeadRef;
 using hs::gui::InterventionKind;
@@ -52,10 +54,9 @@ using hs::gui::MainWindow;
 #endif
 
 namespace {
-QStringList gMessages;
-void collect(QtMsgType, const QMessageLogContext&, const QString& m) {
-  gMessages << m;
-}
+QStringList& gMessages = hs::test::collectedMessages();
+using hs::test::collect;
+using hs::test::settle;
 QString logText(MainWindow& w) {
   return w.findChild<QPlainTextEdit*>()->toPlainText();
 }
@@ -165,7 +166,17 @@ class TestFirstStart : public QObject {
     w->tabs()->setCurrentIndex(MainWindow::GeometryTabIndex);
     QApplication::processEvents();
     qInfo("minimum window size %d x %d", w->minimumSizeHint().width(), w->minimumSizeHint().height());
-    QVERIFY2(w->minimumSizeHint().width() <= 1280, qPrintable(QString::number(w->minimumSizeHint().width())));
+    // On failure: what takes the width (the docks and every tab's page).
+    QStringList widths;
+    for (QDockWidget* d : w->findChildren<QDockWidget*>())
+      if (d->isVisible()) widths << QString("%1 %2").arg(d->windowTitle()).arg(d->minimumSizeHint().width());
+    for (int i = 0; i < w->tabs()->count(); ++i)
+      widths
+          << QString("%1 %2").arg(w->tabs()->tabText(i)).arg(w->tabs()->widget(i)->minimumSizeHint().width());
+    QVERIFY2(
+        w->minimumSizeHint().width() <= 1280,
+        qPrintable(
+            QString("%1 px; minimum widths: %2").arg(w->minimumSizeHint().width()).arg(widths.join(", "))));
     QVERIFY(w->tabs()->usesScrollButtons());
     QSettings().setValue("window/geometry", [] {
       QMainWindow big;
@@ -186,10 +197,6 @@ class TestFirstStart : public QObject {
     auto w = hs::test::toyWindow(12, &error);
     QVERIFY2(w, qPrintable(error));
     w->fitToScreen(QRect(0, 0, 1024, 700));
-    auto settle = [] {
-      for (int i = 0; i < 3; ++i)  // the dock layout settles over several posted layout requests
-        QApplication::processEvents();
-    };
     settle();
     const QSize min = w->minimumSizeHint();
     QVERIFY2(min.width() <= 1024 && min.height() <= 700,
@@ -456,6 +463,29 @@ class TestFirstStart : public QObject {
     QVERIFY(d->result()->lo[1] <= d->result()->iclIntervened.accuracy);
     QCOMPARE(d->promptTable()->rowCount(), static_cast<int>(d->result()->prompts.size()));
     QVERIFY(d->promptTable()->rowCount() >= 12);
+    // At 1280 × 800 every column fits the dock's width (no sideways scrolling), and "All columns…" opens the
+    // run's whole per-prompt table on the Prompts tab.
+    w->resize(1280, 800);
+    settle();
+    QTableWidget* t = d->promptTable();
+    int columns = 0;
+    for (int c = 0; c < t->columnCount(); ++c)
+      columns += t->columnWidth(c);
+    QVERIFY2(columns <= t->viewport()->width(),
+             qPrintable(QString("columns %1 px in %2 px").arg(columns).arg(t->viewport()->width())));
+    QVERIFY2(t->isVisible() && t->columnWidth(1) >= 50,  // the query keeps room for its last words
+             qPrintable(QString("columns %1, %2, %3, %4, %5 px in %6")
+                            .arg(t->columnWidth(0))
+                            .arg(t->columnWidth(1))
+                            .arg(t->columnWidth(2))
+                            .arg(t->columnWidth(3))
+                            .arg(t->columnWidth(4))
+                            .arg(t->viewport()->width())));
+    d->allColumnsButton()->click();
+    hs::gui::PromptSlices* slices = w->workspaceViews()->promptSlices();
+    QCOMPARE(w->tabs()->currentWidget(), static_cast<QWidget*>(slices));
+    QCOMPARE(slices->source(), d->result()->runId + "/evaluate.prompts");
+    QCOMPARE(slices->totalRows(), t->rowCount());
     w->interventionsDock()->add(InterventionKind::ZeroAblate, {{0, 0}});
     QVERIFY(d->isStale());
     QVERIFY(d->staleReason().contains("interventions"));

@@ -57,15 +57,10 @@ using hs::gui::VectorSource;
 
 namespace {
 
-QStringList gMessages;
-void collect(QtMsgType, const QMessageLogContext&, const QString& m) {
-  gMessages << m;
-}
+QStringList& gMessages = hs::test::collectedMessages();
+using hs::test::collect;
 
-void settle() {
-  for (int i = 0; i < 4; ++i)  // layouts settle over several posted requests
-    QApplication::processEvents();
-}
+using hs::test::settle;
 
 // The tooltip label Qt shows (QTipLabel), or nullptr.
 QWidget* shownToolTip() {

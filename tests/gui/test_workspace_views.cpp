@@ -9,7 +9,10 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
+#include <QDir>
 #include <QFile>
+#include <QImage>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTableView>
@@ -25,6 +28,7 @@
 
 #include "agreement_matrix.h"
 #include "attention_tab.h"
+#include "evaluation_dock.h"
 #include "gui_test_util.h"
 #include "head_card.h"
 #include "head_grid_view.h"
@@ -116,14 +120,9 @@ double spearmanLive(const HeadGrid& a, const HeadGrid& b, const std::vector<Head
   return sxy / std::sqrt(sxx * syy);
 }
 
-QStringList gMessages;
-void collect(QtMsgType, const QMessageLogContext&, const QString& m) {
-  gMessages << m;
-}
-void settle() {
-  for (int i = 0; i < 4; ++i)  // layouts settle over several posted requests
-    QApplication::processEvents();
-}
+QStringList& gMessages = hs::test::collectedMessages();
+using hs::test::collect;
+using hs::test::settle;
 
 const hs::AnalysisRun* runById(const std::vector<hs::AnalysisRun>& runs, const QString& id) {
   for (const hs::AnalysisRun& r : runs)
@@ -137,6 +136,27 @@ const HeadGrid* gridByKey(const std::vector<hs::AnalysisRun>& runs, const QStrin
   for (const HeadGrid& g : r->grids)
     if (QString::fromStdString(g.id) == key.section('/', 1)) return &g;
   return nullptr;
+}
+
+// Tab `i` of the window, shown and laid out, as drawn.
+QImage grabTab(MainWindow& w, int i) {
+  w.tabs()->setCurrentIndex(i);
+  settle();
+  return w.tabs()->currentWidget()->grab().toImage();
+}
+
+// How many pixels differ (images of different sizes: all of them).
+int64_t differingPixels(const QImage& a, const QImage& b) {
+  if (a.size() != b.size()) return int64_t{a.width()} * a.height();
+  const QImage x = a.convertToFormat(QImage::Format_ARGB32), y = b.convertToFormat(QImage::Format_ARGB32);
+  int64_t n = 0;
+  for (int r = 0; r < x.height(); ++r) {
+    const auto* p = reinterpret_cast<const QRgb*>(x.constScanLine(r));
+    const auto* q = reinterpret_cast<const QRgb*>(y.constScanLine(r));
+    for (int c = 0; c < x.width(); ++c)
+      n += p[c] != q[c] ? 1 : 0;
+  }
+  return n;
 }
 
 }  // namespace
@@ -405,12 +425,119 @@ class TestWorkspaceViews : public QObject {
     QCOMPARE(m->table()->item(i, j)->text(), QString::number(m->agreement(i, j).spearman, 'f', 2));
     m->setStatistic(AgreementMatrix::Statistic::Jaccard);
     QCOMPARE(m->table()->item(i, j)->text(), QString::number(m->agreement(i, j).jaccard, 'f', 2));
-    // A cell opens the scatter of its two grids.
+    // A cell opens the scatter of its two grids, quietly: no painter on a plot not laid out yet.
+    w->resize(1280, 800);
+    w->tabs()->setCurrentWidget(m);
+    settle();
+    gMessages.clear();
+    const QtMessageHandler old = qInstallMessageHandler(collect);
     Q_EMIT m->table()->cellActivated(i, j);
+    settle();
+    qInstallMessageHandler(old);
+    for (const QString& msg : gMessages)
+      QVERIFY2(!msg.contains("QPainter") && !msg.contains("inactive painter"), qPrintable(msg));
     QCOMPARE(w->tabs()->currentWidget(), static_cast<QWidget*>(w->headsTab()));
     QCOMPARE(w->headsTab()->currentMetric(), m->entry(i).key);
     QVERIFY(w->headsTab()->comparing());
     QCOMPARE(w->headsTab()->compareMetric(), m->entry(j).key);
+  }
+
+  // A session saved and reopened restores every tab: the typed prompt and its lens toggles, the Attention
+  // tab's prompt, the head selection, the Evaluation dock's result, the Head card's head, the agreement's
+  // statistic and k, the Prompts tab's source, filter and sort. Checked on the state and on every tab's
+  // grab (and the Evaluation dock's), before and after, at the same window size; and the Attention tab's
+  // query.
+  void everyTabLooksTheSameAfterReopening() {
+    QString error;
+    auto w = hs::test::toyWindow(12, &error);
+    QVERIFY2(w, qPrintable(error));
+    w->resize(1600, 1000);
+    QTRY_VERIFY_WITH_TIMEOUT(w->taskDock()->preview().prompts.size() > 3, 60000);
+    const QStringList prompts = w->taskDock()->preview().prompts;
+    w->setPromptText(prompts[3]);
+    w->runPrompt();
+    w->promptTab()->lensMeasureBox()->setCurrentIndex(1);
+    w->attentionTab()->choosePrompt(2);
+    w->interventionsDock()->add(hs::gui::InterventionKind::ZeroAblate, {{3, 6}});
+    QSignalSpy evaluated(w.get(), &MainWindow::evaluationShown);
+    w->evaluate();
+    QVERIFY(evaluated.wait(120000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w->isBusy(), 60000);
+    w->headsView()->setSelection({{1, 3}, {3, 3}});  // the card follows the first; Attention shows both
+    QTRY_VERIFY_WITH_TIMEOUT(w->attentionTab()->shownCount() == 2, 60000);
+    w->attentionTab()->setQueryPosition(9);  // a token clicked on the Attention tab's strip
+    hs::gui::WorkspaceViews* views = w->workspaceViews();
+    QCOMPARE(views->headCard()->head(), (HeadRef{1, 3}));
+    views->agreement()->setStatistic(AgreementMatrix::Statistic::Jaccard);
+    views->agreement()->setK(3);
+    hs::gui::PromptSlices* slices = views->promptSlices();
+    QString evalRun;
+    for (const hs::AnalysisRun& r : w->runs())
+      if (r.method == "evaluate") evalRun = QString::fromStdString(r.id);
+    QVERIFY(slices->setSource(evalRun + "/evaluate.prompts"));
+    slices->setFilter("icl", "set");
+    slices->sortBy("p_answer_after", Qt::DescendingOrder);
+    const int shownRows = slices->rowCount();
+    QVERIFY(shownRows > 0 && shownRows < slices->totalRows());
+    // Every tab once, so what each asks the engine for (patterns, the card's circuit) has arrived.
+    for (int i = 0; i < w->tabs()->count(); ++i)
+      grabTab(*w, i);
+    QTRY_VERIFY_WITH_TIMEOUT(!w->isBusy() && views->headCard()->circuit().head == (HeadRef{1, 3}), 60000);
+    w->tabs()->setCurrentWidget(w->headsTab());
+    std::vector<QImage> before;
+    for (int i = 0; i < w->tabs()->count(); ++i)
+      before.push_back(grabTab(*w, i));
+    const QImage dockBefore = w->evaluationDock()->grab().toImage();
+    w->tabs()->setCurrentWidget(w->headsTab());
+    QTemporaryDir dir;
+    const QString path = dir.filePath("workspace.hscope");
+    QVERIFY2(w->saveSessionTo(path), qPrintable(w->lastError()));
+
+    MainWindow w2;  // no model: the session loads the toy model
+    w2.setInteractive(false);
+    w2.resize(1600, 1000);
+    w2.show();
+    QSignalSpy shown(&w2, &MainWindow::promptShown);
+    QVERIFY2(w2.openSession(path), qPrintable(w2.lastError()));
+    QVERIFY(shown.count() > 0 || shown.wait(60000));
+    QTRY_VERIFY_WITH_TIMEOUT(!w2.isBusy() && !w2.taskDock()->preview().prompts.isEmpty(), 60000);
+    hs::gui::WorkspaceViews* views2 = w2.workspaceViews();
+    QCOMPARE(w2.tabs()->currentWidget(), static_cast<QWidget*>(w2.headsTab()));
+    QCOMPARE(views2->headCard()->head(), (HeadRef{1, 3}));
+    QCOMPARE(views2->agreement()->statistic(), AgreementMatrix::Statistic::Jaccard);
+    QCOMPARE(views2->agreement()->k(), 3);
+    QVERIFY(w2.attentionTab()->queryChosen());
+    QCOMPARE(w2.attentionTab()->queryPosition(), 9);
+    hs::gui::PromptSlices* slices2 = views2->promptSlices();
+    QTRY_COMPARE_WITH_TIMEOUT(slices2->source(), evalRun + "/evaluate.prompts", 60000);
+    QCOMPARE(slices2->filterText(), QString("icl"));
+    QCOMPARE(slices2->filterColumn(), QString("set"));
+    QCOMPARE(slices2->sortColumn(), QString("p_answer_after"));
+    QCOMPARE(slices2->sortOrder(), Qt::DescendingOrder);
+    QCOMPARE(slices2->rowCount(), shownRows);
+    // Each tab, as drawn: what arrives from the engine (patterns, the lens, the card's circuit) may take a
+    // moment; a difference that stays is a state the session lost. The images are kept on failure.
+    const QString keep = QDir::temp().filePath("headscope-reopen-grabs");
+    for (int i = 0; i < w2.tabs()->count(); ++i) {
+      const QString name = w2.tabs()->tabText(i).remove('&');
+      int64_t diff = 0;
+      for (int tries = 0; tries < 300; ++tries) {
+        diff = differingPixels(before[static_cast<size_t>(i)], grabTab(w2, i));
+        if (diff == 0) break;
+        QTest::qWait(100);
+      }
+      if (diff != 0) {
+        QDir().mkpath(keep);
+        before[static_cast<size_t>(i)].save(keep + "/" + name + "-before.png");
+        grabTab(w2, i).save(keep + "/" + name + "-after.png");
+      }
+      QVERIFY2(
+          diff == 0,
+          qPrintable(QString("tab %1: %2 pixels differ after reopening (%3)").arg(name).arg(diff).arg(keep)));
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(differingPixels(dockBefore, w2.evaluationDock()->grab().toImage()), int64_t{0},
+                              30000);
+    QVERIFY(!w2.isDirty());
   }
 
   // The run diff on synthetic runs: differing options highlighted, grid A − B, curves A, B and A − B.
@@ -495,6 +622,11 @@ class TestWorkspaceViews : public QObject {
     for (int l = 0; l < a->layers(); ++l)
       for (int h = 0; h < a->heads(); ++h)
         QCOMPARE(view->difference().values(l, h), a->values(l, h) - b->values(l, h));
+    // Both runs are the loaded model's: its silent heads are hatched in A − B, as on the Heads tab.
+    const std::vector<HeadRef>& silent = w->modelInfo().silent;
+    QVERIFY(!silent.empty());
+    QCOMPARE(view->differenceView()->silentHeads(), silent);
+    QCOMPARE(view->differenceView()->hatchCount(), static_cast<int>(silent.size()));
     dialog->close();
   }
 
