@@ -56,6 +56,33 @@ ScatterCompare::ScatterCompare(QWidget* parent) : QWidget(parent) {
   for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis})
     axis->grid()->setPen(QPen(QColor(225, 225, 225)));
   connect(plot_, &QCustomPlot::mouseMove, this, &ScatterCompare::onMouseMove);
+  connect(plot_, &QCustomPlot::beforeReplot, this, &ScatterCompare::fitToWidth);
+}
+
+void ScatterCompare::fitToWidth() {
+  const QFontMetrics legend(plot_->legend->font());
+  int widest = 0;
+  for (int i = 0; i < plot_->legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot_->legend->item(i)))
+      widest = std::max(widest, legend.horizontalAdvance(item->plottable()->name()));
+  // An item is its icon, the icon's padding and its text; two columns add the column spacing.
+  const int column = widest + plot_->legend->iconSize().width() + plot_->legend->iconTextPadding() + 8;
+  const int columns = 2 * column + plot_->legend->columnSpacing() + 8 <= plot_->width() ? 2 : 1;
+  if (plot_->legend->wrap() != columns) {
+    plot_->legend->setWrap(columns);
+    plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+  }
+  // The axes' lengths come from the layout with the legend as it now is (what replot computes next: the
+  // labels' length along their axes does not change it).
+  plot_->xAxis->setLabel(displayName(a_));  // a label's thickness is in its axis's margin
+  plot_->yAxis->setLabel(displayName(b_));
+  for (auto phase :
+       {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+    plot_->plotLayout()->update(phase);
+  const QRect axes = plot_->axisRect()->rect();
+  const QFontMetrics label(plot_->xAxis->labelFont());
+  plot_->xAxis->setLabel(label.elidedText(displayName(a_), Qt::ElideRight, std::max(40, axes.width())));
+  plot_->yAxis->setLabel(label.elidedText(displayName(b_), Qt::ElideRight, std::max(40, axes.height())));
 }
 
 void ScatterCompare::setGrids(const HeadGrid& a, const HeadGrid& b, int k) {
@@ -84,8 +111,6 @@ void ScatterCompare::rebuild() {
   spearman_ = kendall_ = jaccard_ = nan;
   // Two lines: grid names are long ("Task recognition ‖P a‖ [norm]") and the scatter shares its row.
   title_->setText(displayName(a_) + QStringLiteral("\nvs  ") + displayName(b_));
-  plot_->xAxis->setLabel(displayName(a_));
-  plot_->yAxis->setLabel(displayName(b_));
 
   const int n = a_.layers() * a_.heads();
   if (a_.layers() != b_.layers() || a_.heads() != b_.heads() || n == 0) {

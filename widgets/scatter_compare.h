@@ -43,6 +43,9 @@ class ScatterCompare : public QWidget {
 
  private:
   void rebuild();
+  // Before each replot: the legend in two columns when they fit the plot's width (else one), and the axis
+  // labels elided to their axes' lengths, so nothing is cut at the panel's edge.
+  void fitToWidth();
   void onMouseMove(QMouseEvent* event);
 
   HeadGrid a_, b_;

@@ -624,6 +624,32 @@ class TestWorkspace : public QObject {
         QVERIFY2(!legend.contains(p),
                  qPrintable(QString("the legend covers (%1, %2)").arg(it->key).arg(it->value)));
       }
+    // A little narrower than the Heads tab's scatter at 1280 × 800 (about 250 px), with long grid names:
+    // every legend entry and both axis labels stay whole inside the plot (one legend column; labels elided,
+    // not cut).
+    a.name = "Task recognition ‖P a‖² (paper)";
+    a.unit = "norm²";
+    b.name = "Induction (prefix matching)";
+    b.unit = "attention";
+    scatter.resize(220, 440);
+    scatter.setGrids(a, b, 2);
+    settle();
+    scatter.plot()->replot();
+    const QRect area = scatter.plot()->rect();
+    for (int i = 0; i < scatter.plot()->legend->elementCount(); ++i)
+      if (const QCPAbstractLegendItem* item = scatter.plot()->legend->item(i))
+        QVERIFY2(area.contains(item->outerRect()),
+                 qPrintable(QString("legend entry %1 reaches x = %2 of %3 px")
+                                .arg(i)
+                                .arg(item->outerRect().right())
+                                .arg(area.width())));
+    const QFontMetrics labels(scatter.plot()->xAxis->labelFont());
+    QVERIFY2(labels.horizontalAdvance(scatter.plot()->xAxis->label()) <=
+                 scatter.plot()->xAxis->axisRect()->width(),
+             qPrintable(scatter.plot()->xAxis->label()));
+    QVERIFY2(labels.horizontalAdvance(scatter.plot()->yAxis->label()) <=
+                 scatter.plot()->yAxis->axisRect()->height(),
+             qPrintable(scatter.plot()->yAxis->label()));
     hs::gui::ProjectionView projection;
     hs::Table t;
     t.columns = {"x", "y", "label"};
