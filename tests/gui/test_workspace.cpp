@@ -492,22 +492,33 @@ class TestWorkspace : public QObject {
     w->tabs()->setCurrentIndex(MainWindow::AttentionTabIndex);  // the patterns arrived while it was hidden
     settle();
     const int line = QFontMetrics(hs::plotstyle::tickFont()).height();
-    for (int i = 0; i < 4; ++i) {
-      const auto* map = qobject_cast<QCPColorMap*>(w->attentionPlot()->plottable(i));
-      QVERIFY(map);
-      for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
-        const QVector<double> ticks = axis->tickVector();
-        QVERIFY(ticks.size() >= 2);
-        const double pitch = std::abs(axis->coordToPixel(ticks[1]) - axis->coordToPixel(ticks[0]));
-        const double need = axis == map->keyAxis() ? line / 0.866 : line;  // x labels turn by 60°
-        qInfo("%d px: panel %d %s labels %.1f px apart (a line: %d px)", width, i,
-              axis == map->keyAxis() ? "key" : "query", pitch, line);
-        QVERIFY2(pitch >= need - 0.5, "overlapping token labels");
-        // Nor thinned for another size: at most three times the pitch a label needs (or every token
-        // labelled).
-        QVERIFY2(pitch <= 3 * need + 0.5 || ticks[1] - ticks[0] == 1, "labels thinned for another size");
+    auto labelsFit = [&](const char* when) {
+      for (int i = 0; i < 4; ++i) {
+        const auto* map = qobject_cast<QCPColorMap*>(w->attentionPlot()->plottable(i));
+        if (!map) return QString("no map %1").arg(i);
+        for (QCPAxis* axis : {map->keyAxis(), map->valueAxis()}) {
+          const QVector<double> ticks = axis->tickVector();
+          if (ticks.size() < 2) return QString("panel %1: fewer than two labels").arg(i);
+          const double pitch = std::abs(axis->coordToPixel(ticks[1]) - axis->coordToPixel(ticks[0]));
+          const double need = axis == map->keyAxis() ? line / 0.866 : line;  // x labels turn by 60°
+          qInfo("%d px, %s: panel %d %s labels %.1f px apart (a line: %d px)", width, when, i,
+                axis == map->keyAxis() ? "key" : "query", pitch, line);
+          if (pitch < need - 0.5) return QString("%1: overlapping token labels in panel %2").arg(when).arg(i);
+          // Nor thinned for another size: at most three times the pitch a label needs (or every token
+          // labelled).
+          if (pitch > 3 * need + 0.5 && ticks[1] - ticks[0] != 1)
+            return QString("%1: labels thinned for another size in panel %2").arg(when).arg(i);
+        }
       }
-    }
+      return QString();
+    };
+    const QString shown = labelsFit("shown");
+    QVERIFY2(shown.isEmpty(), qPrintable(shown));
+    // A narrower window with the tab in view: the labels follow the panels' new size at once.
+    w->resize(width * 2 / 3, width == 1920 ? 1000 : 740);
+    settle();
+    const QString resized = labelsFit("resized");
+    QVERIFY2(resized.isEmpty(), qPrintable(resized));
   }
 
   // Bug 4: with fresh settings at 1280 × 800 the window, with a title bar, fits the screen's free area (the
