@@ -598,7 +598,8 @@ class TestDualRoute : public QObject {
         if (row[0] == grid) return row[3].get<double>();
       return -1.0;
     };
-    const double token = jaccard("dual_route.token_copying"), conceptOverlap = jaccard("dual_route.concept_copying");
+    const double token = jaccard("dual_route.token_copying"),
+                 conceptOverlap = jaccard("dual_route.concept_copying");
     qInfo("top-4 mean pairwise Jaccard over 3 seeds: token copying %.3f, concept copying %.3f", token,
           conceptOverlap);
     QVERIFY2(token >= 0.5, qPrintable(QString("token copying %1").arg(token)));

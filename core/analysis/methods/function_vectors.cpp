@@ -398,6 +398,19 @@ Table tasksTable(const std::vector<FvTask>& tasks, const Provenance& prov) {
   return t;
 }
 
+// The run's output (id, method, options) and in `prov` the provenance every result shares: the FV options
+// and `spec`, the run's task.
+AnalysisOutput startFvOutput(const TaskSpec& spec, const FvOptions& opt, const AnalysisContext& ctx,
+                             Provenance* prov) {
+  *prov = makeProvenance("fv", ctx, spec.dataset, spec.seed, spec.n_prompts, fvOptionTable().write(opt));
+  prov->options["task"] = taskSpecToJson(spec);
+  AnalysisOutput out;
+  out.run.id = ctx.runId("fv");
+  out.run.method = "fv";
+  out.run.options = prov->options;
+  return out;
+}
+
 // The run of several tasks (runFv with more_tasks). Progress: [0, 0.8) the tasks' means and AIEs, then the
 // accuracies.
 AnalysisOutput runFvTasks(const Transformer& model, const Tokenizer& tok, const std::vector<TaskSpec>& specs,
@@ -435,14 +448,8 @@ AnalysisOutput runFvTasks(const Transformer& model, const Tokenizer& tok, const 
                                               "FV accuracy of " + t.name));
   }
 
-  const TaskSpec& spec = specs.front();
-  Provenance prov =
-      makeProvenance("fv", ctx, spec.dataset, spec.seed, spec.n_prompts, fvOptionTable().write(opt));
-  prov.options["task"] = taskSpecToJson(spec);
-  AnalysisOutput out;
-  out.run.id = ctx.runId("fv");
-  out.run.method = "fv";
-  out.run.options = prov.options;
+  Provenance prov;
+  AnalysisOutput out = startFvOutput(specs.front(), opt, ctx, &prov);
   nlohmann::json taskList = nlohmann::json::array(), perTask = nlohmann::json::object();
   for (size_t i = 0; i < tasks.size(); ++i) {
     const FvTask& t = tasks[i];
@@ -505,15 +512,8 @@ AnalysisOutput runFv(const Transformer& model, const Tokenizer& tok, const TaskS
   const at::Tensor fv = topHeadsFunctionVector(model, meanZ, prompts.clean, top);  // [d_model]
   const FvAccuracy acc = accuracyWithFvPerLayer(model, prompts.eval, fv, opt.batch, ctx);
 
-  // Provenance shared by every result (options: the FV options and the task).
-  Provenance prov =
-      makeProvenance("fv", ctx, spec.dataset, spec.seed, spec.n_prompts, fvOptionTable().write(opt));
-  prov.options["task"] = taskSpecToJson(spec);
-
-  AnalysisOutput out;
-  out.run.id = ctx.runId("fv");
-  out.run.method = "fv";
-  out.run.options = prov.options;
+  Provenance prov;
+  AnalysisOutput out = startFvOutput(spec, opt, ctx, &prov);
   out.run.grids.push_back(withRunProvenance(aie, prov, opt.n_corrupt));
   if (universal) {
     HeadGrid u = ranking;
