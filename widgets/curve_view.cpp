@@ -65,20 +65,9 @@ int dominantSeries(const Curve& c) {
 }  // namespace
 
 void CurveView::wrapLegend() {
-  QCPLegend* legend = plot_->legend;
-  // The grid's cells, some of them empty once the items have been wrapped into columns.
-  int items = 0, widest = 0;
-  for (int i = 0; i < legend->elementCount(); ++i)
-    if (const QCPAbstractLegendItem* item = legend->item(i)) {
-      ++items;
-      widest = std::max(widest, item->minimumOuterSizeHint().width());
-    }
-  if (items == 0) return;
-  const int room = std::max(1, plot_->width() - legend->margins().left() - legend->margins().right());
-  const int columns = std::clamp(room / std::max(1, widest + legend->columnSpacing()), 1, items);
-  if (legend->wrap() == columns && legend->columnCount() <= columns) return;
-  legend->setWrap(columns);
-  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // re-flows the items into the columns
+  QCPLegend& legend = *plot_->legend;
+  plotstyle::wrapLegendToRoom(legend, QCPLayoutGrid::foColumnsFirst,
+                              plot_->width() - legend.margins().left() - legend.margins().right());
 }
 
 void CurveView::setCurve(const Curve& curve) {

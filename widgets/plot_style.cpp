@@ -199,6 +199,25 @@ void keepLegendInEmptiestCorner(QCustomPlot& plot) {
   });
 }
 
+void wrapLegendToRoom(QCPLegend& legend, QCPLayoutGrid::FillOrder order, int room, int maxLines) {
+  const bool columns = order == QCPLayoutGrid::foColumnsFirst;
+  // The grid's cells, some of them empty once the items have been wrapped.
+  int items = 0, largest = 0;
+  for (int i = 0; i < legend.elementCount(); ++i)
+    if (const QCPAbstractLegendItem* item = legend.item(i)) {
+      ++items;
+      const QSize size = item->minimumOuterSizeHint();
+      largest = std::max(largest, columns ? size.width() : size.height());
+    }
+  if (items == 0) return;
+  const int spacing = columns ? legend.columnSpacing() : legend.rowSpacing();
+  const int lines =
+      std::clamp(std::max(1, room) / std::max(1, largest + spacing), 1, std::min(maxLines, items));
+  if (legend.wrap() == lines && (columns ? legend.columnCount() : legend.rowCount()) <= lines) return;
+  legend.setWrap(lines);
+  legend.setFillOrder(order, true);  // re-flows the items into the lines
+}
+
 QString fitText(const QString& text, const QFont& font, int width) {
   const QFontMetrics fm(font);
   auto fits = [&](const QString& s) { return fm.horizontalAdvance(s) <= width; };

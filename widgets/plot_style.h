@@ -54,6 +54,11 @@ bool placeLegendInEmptiestCorner(QCustomPlot& plot);
 // Keeps the legend in the emptiest corner whenever the plot is laid out anew (data, resize, export).
 void keepLegendInEmptiestCorner(QCustomPlot& plot);
 
+// Wraps the legend's items into as many lines as `room` pixels hold at the largest item's size (columns of
+// the widest item for foColumnsFirst, rows of the tallest for foRowsFirst), at least 1 and at most
+// min(maxLines, items), and re-flows them when that changes. Callers run it before each replot.
+void wrapLegendToRoom(QCPLegend& legend, QCPLayoutGrid::FillOrder order, int room, int maxLines = 1 << 20);
+
 // `text` laid out to fit `width` pixels in `font`: each line that is too wide is broken at its widest
 // separators ("    ", " · ", ", ", " ") into as few lines as fit, and a single word still too wide is elided.
 QString fitText(const QString& text, const QFont& font, int width);

@@ -60,18 +60,9 @@ ScatterCompare::ScatterCompare(QWidget* parent) : QWidget(parent) {
 }
 
 void ScatterCompare::fitToWidth() {
-  const QFontMetrics legend(plot_->legend->font());
-  int widest = 0;
-  for (int i = 0; i < plot_->legend->itemCount(); ++i)
-    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot_->legend->item(i)))
-      widest = std::max(widest, legend.horizontalAdvance(item->plottable()->name()));
-  // An item is its icon, the icon's padding and its text; two columns add the column spacing.
-  const int column = widest + plot_->legend->iconSize().width() + plot_->legend->iconTextPadding() + 8;
-  const int columns = 2 * column + plot_->legend->columnSpacing() + 8 <= plot_->width() ? 2 : 1;
-  if (plot_->legend->wrap() != columns) {
-    plot_->legend->setWrap(columns);
-    plot_->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-  }
+  QCPLegend& legend = *plot_->legend;
+  plotstyle::wrapLegendToRoom(legend, QCPLayoutGrid::foColumnsFirst,
+                              plot_->width() - legend.margins().left() - legend.margins().right(), 2);
   // The axes' lengths come from the layout with the legend as it now is (what replot computes next: the
   // labels' length along their axes does not change it).
   plot_->xAxis->setLabel(displayName(a_));  // a label's thickness is in its axis's margin

@@ -56,19 +56,10 @@ ProjectionView::ProjectionView(QWidget* parent) : QWidget(parent) {
   plot_->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
   // In a short panel the entries go into more columns rather than be squeezed (their text cut).
   connect(plot_, &QCustomPlot::beforeReplot, this, [this] {
-    QCPLegend* legend = plot_->legend;
-    int items = 0, itemHeight = 0;
-    for (int i = 0; i < legend->elementCount(); ++i)
-      if (const QCPAbstractLegendItem* item = legend->item(i)) {
-        ++items;
-        itemHeight = std::max(itemHeight, item->minimumOuterSizeHint().height());
-      }
-    if (items == 0 || plot_->height() <= 0) return;
-    const int room = plot_->height() - 16 - legend->margins().top() - legend->margins().bottom();
-    const int rows = std::clamp(room / std::max(1, itemHeight + legend->rowSpacing()), 1, items);
-    if (legend->wrap() == rows && legend->rowCount() <= rows) return;
-    legend->setWrap(rows);
-    legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);  // re-flows the entries into the columns
+    QCPLegend& legend = *plot_->legend;
+    if (plot_->height() > 0)
+      plotstyle::wrapLegendToRoom(legend, QCPLayoutGrid::foRowsFirst,
+                                  plot_->height() - 16 - legend.margins().top() - legend.margins().bottom());
   });
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   layout->addWidget(plot_);
